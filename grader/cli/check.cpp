@@ -1,0 +1,95 @@
+// grader check N: build the module's tests against the student's files (or the reference
+// solution), run them in isolation, report.
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/commands.h"
+
+namespace kiln::grader {
+
+bool use_color() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(STDOUT_FILENO) && !(no_color && *no_color);
+}
+
+void require_solutions(const Workspace& ws, const std::string& command) {
+  if (!ws.course.has_solutions()) {
+    throw CourseError(fmt::format("`grader {}` is for instructors: it needs the instructor repository, which holds "
+                                  "solutions/. This is a student release.",
+                                  command));
+  }
+}
+
+namespace {
+
+// Notes on prerequisites whose checks do not all pass, re-checking those whose files changed.
+std::vector<std::string> prerequisite_notes(const Workspace& ws, const Module& m, const CheckCommand& cmd) {
+  std::vector<std::string> notes;
+  auto progress = load_progress(ws);
+  for (const Module* dep : ws.course.prerequisites(m)) {
+    auto entry = progress.find(dep->name());
+    if (entry == progress.end() || entry->second.fingerprint != fingerprint(*dep, dep->dir)) {
+      GradeOptions options;
+      options.run.limits = default_limits();
+      const Report r = grade_target(ws, ws.build_dir("check"), standard_targets(ws.course),
+                                    student_target(ws.course, *dep), options, "student");
+      record_progress(ws, *dep, r);
+      progress = load_progress(ws);
+      entry = progress.find(dep->name());
+    }
+    const ProgressEntry& e = entry->second;
+    if (!e.all_passed) {
+      const int failing = e.total - e.passed;
+      notes.push_back(fmt::format("{} builds on your {} {}, which {} {} check{}: run grader check {}",
+                                  m.number_text(), dep->number_text(), dep->title,
+                                  e.passed == 0 ? "passes none of its" : "fails", e.passed == 0 ? e.total : failing,
+                                  (e.passed == 0 ? e.total : failing) == 1 ? "" : "s", dep->number_text()));
+    }
+  }
+  (void)cmd;
+  return notes;
+}
+
+}  // namespace
+
+int run_check(const Workspace& ws, const CheckCommand& cmd) {
+  const Module& m = ws.course.find(cmd.module);
+  if (cmd.format != "text" && cmd.format != "json" && cmd.format != "junit")
+    throw CourseError(fmt::format("unknown format '{}': use text, json or junit", cmd.format));
+  if (cmd.solution) require_solutions(ws, "check --solution");
+
+  GradeOptions options;
+  options.only_checks = cmd.checks;
+  options.run.limits = default_limits();
+  options.run.verbose = cmd.verbose;
+  std::vector<std::string> notes;
+  if (!cmd.solution) notes = prerequisite_notes(ws, m, cmd);
+  const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
+  Report report = grade_target(ws, ws.build_dir("check"), standard_targets(ws.course), target, options,
+                               cmd.solution ? "solution" : "student");
+  report.notes = notes;
+  if (!cmd.solution && cmd.checks.empty()) record_progress(ws, m, report);
+
+  std::string rendered;
+  if (cmd.format == "json") rendered = render_json(report);
+  else if (cmd.format == "junit") rendered = render_junit({report});
+  else rendered = render_text(report, {.color = cmd.out.empty() && use_color(), .verbose = cmd.verbose});
+
+  if (!cmd.out.empty()) {
+    std::ofstream out(cmd.out);
+    out << (cmd.format == "text" ? render_text(report, {.color = false, .verbose = cmd.verbose}) : rendered);
+    if (!out) throw CourseError(fmt::format("cannot write the report to {}", cmd.out));
+    if (cmd.format != "text") std::fputs(render_text(report, {.color = use_color(), .verbose = cmd.verbose}).c_str(), stdout);
+    else std::fputs(rendered.c_str(), stdout);
+  } else {
+    std::fputs(rendered.c_str(), stdout);
+  }
+  return report.all_passed() ? 0 : 1;
+}
+
+}  // namespace kiln::grader

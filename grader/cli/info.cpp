@@ -1,0 +1,137 @@
+// The commands that only read the course: hint, list, status, start.
+#include <cctype>
+#include <cstdio>
+#include <fstream>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/commands.h"
+
+namespace kiln::grader {
+
+namespace {
+
+void print(const std::string& text) { std::fputs(text.c_str(), stdout); }
+
+std::string requires_text(const Course& course, const Module& m) {
+  if (m.requires_.empty()) return "none";
+  std::string out;
+  for (int n : m.requires_) {
+    const Module* dep = course.by_number(n);
+    out += fmt::format("{}{} {}", out.empty() ? "" : ", ", dep->number_text(), dep->title);
+  }
+  return out;
+}
+
+// The functions still to write in a file: the signature line above each NotImplemented.
+std::vector<std::pair<int, std::string>> stubs_in(const fs::path& file) {
+  std::vector<std::pair<int, std::string>> out;
+  std::ifstream in(file);
+  std::string line, signature;
+  int signature_line = 0;
+  for (int n = 1; std::getline(in, line); ++n) {
+    // A definition starts at column 0 with a parameter list: `Tensor Tensor::reshape(Shape shape) const {`.
+    if (!line.empty() && std::isalpha(static_cast<unsigned char>(line[0])) && line.find('(') != std::string::npos &&
+        line.rfind("namespace", 0) != 0) {
+      signature = line.substr(0, line.find('{'));
+      while (!signature.empty() && signature.back() == ' ') signature.pop_back();
+      signature_line = n;
+    }
+    if (line.find("NotImplemented()") != std::string::npos && !signature.empty()) {
+      out.emplace_back(signature_line, signature);
+      signature.clear();
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+int run_hint(const Workspace& ws, const std::string& module, const std::string& check_id) {
+  const Module& m = ws.course.find(module);
+  const bool color = use_color();
+  auto bold = [&](const std::string& s) { return color ? "\033[1m" + s + "\033[0m" : s; };
+  bool found = false;
+  for (const auto& c : m.checks) {
+    if (!check_id.empty() && c.id != check_id) continue;
+    found = true;
+    print(fmt::format("{}  {}\n", bold(c.id), c.description));
+    if (c.visibility == Visibility::hidden) {
+      print("  (a hidden check: its failures are not listed)\n\n");
+      continue;
+    }
+    for (const auto& f : c.failures) {
+      print(fmt::format("  When it fails: {}\n", bold(f.message)));
+      print(fmt::format("  Hint: {}\n", f.hint));
+    }
+    print("\n");
+  }
+  if (!found) {
+    std::string known;
+    for (const auto& c : m.checks) known += " " + c.id;
+    throw CourseError(fmt::format("module {} has no check '{}'. Its checks are:{}", m.number_text(), check_id, known));
+  }
+  return 0;
+}
+
+int run_list(const Workspace& ws) {
+  for (const auto& m : ws.course.modules) {
+    print(fmt::format("{}  {:<16} {:<13} {}  {:>5} h  {:>2} checks {:>3} points  requires: {}\n", m.number_text(),
+                      m.title, m.tier, std::string(m.difficulty, '*') + std::string(4 - std::min(m.difficulty, 4), '.'),
+                      m.hours, m.checks.size(), m.max_points(), requires_text(ws.course, m)));
+  }
+  return 0;
+}
+
+int run_status(const Workspace& ws) {
+  const auto progress = load_progress(ws);
+  int total = 0, max_total = 0;
+  for (const auto& m : ws.course.modules) {
+    const auto it = progress.find(m.name());
+    max_total += m.max_points();
+    if (it == progress.end()) {
+      print(fmt::format("  {}  {:<16} not checked yet             grader check {}\n", m.number_text(), m.title,
+                        m.number_text()));
+      continue;
+    }
+    const ProgressEntry& e = it->second;
+    total += e.score;
+    const bool stale = e.fingerprint != fingerprint(m, m.dir);
+    print(fmt::format("{} {}  {:<16} {:>3}/{:<3} points  {:>2}/{:<2} checks{}\n", e.all_passed ? "✓" : " ",
+                      m.number_text(), m.title, e.score, e.max_score, e.passed, e.total,
+                      stale ? fmt::format("  (files changed since {}: run grader check {})", e.checked_at,
+                                          m.number_text())
+                            : ""));
+  }
+  print(fmt::format("\nTotal {}/{} points\n", total, max_total));
+  return 0;
+}
+
+int run_start(const Workspace& ws, const std::string& module) {
+  const Module& m = ws.course.find(module);
+  print(fmt::format("Module {} · {}\n{}\n\n", m.number_text(), m.title, m.subtitle));
+  print(fmt::format("Difficulty {}/4 · about {} hours · builds on: {}\n\n", m.difficulty, m.hours,
+                    requires_text(ws.course, m)));
+  if (!m.objectives.empty()) {
+    print("You will:\n");
+    for (const auto& o : m.objectives) print(fmt::format("  - {}\n", o));
+    print("\n");
+  }
+  print("What to write:\n");
+  int count = 0;
+  for (const auto& f : m.student_files) {
+    const fs::path path = m.dir / f;
+    const auto stubs = stubs_in(path);
+    print(fmt::format("  {}{}\n", fs::relative(path, ws.course.root).generic_string(),
+                      stubs.empty() ? "  (nothing left unwritten)" : ""));
+    for (const auto& [line, signature] : stubs) {
+      print(fmt::format("    line {:>4}  {}\n", line, signature));
+      ++count;
+    }
+  }
+  print(fmt::format("\n{} function{} to write. The chapter: docs/{}.md. Check your work with: grader check {}\n",
+                    count, count == 1 ? "" : "s", m.name(), m.number_text()));
+  return 0;
+}
+
+}  // namespace kiln::grader

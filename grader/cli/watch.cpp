@@ -1,0 +1,55 @@
+// grader watch N: check again whenever a student file of the module (or a prerequisite) is saved.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+#include <thread>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/commands.h"
+
+namespace kiln::grader {
+
+int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
+  const Module& m = ws.course.find(cmd.module);
+  std::vector<fs::path> files;
+  for (const Module* dep : ws.course.prerequisites(m))
+    for (const auto& f : dep->student_files) files.push_back(dep->dir / f);
+  for (const auto& f : m.student_files) files.push_back(m.dir / f);
+
+  auto stamps = [&] {
+    std::map<fs::path, fs::file_time_type> out;
+    std::error_code ec;
+    for (const auto& f : files) out[f] = fs::last_write_time(f, ec);
+    return out;
+  };
+  auto last = stamps();
+  for (;;) {
+    if (use_color()) std::fputs("\033[2J\033[H", stdout);
+    try {
+      run_check(ws, cmd);
+    } catch (const CourseError& e) {
+      std::fprintf(stdout, "grader: %s\n", e.what());
+    }
+    std::fputs(fmt::format("\nWatching {} file{} of module {}; save to check again, Ctrl-C to stop.\n",
+                           files.size(), files.size() == 1 ? "" : "s", m.number_text())
+                   .c_str(),
+               stdout);
+    std::fflush(stdout);
+    for (;;) {
+      std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
+      auto now = stamps();
+      if (now != last) {
+        last = now;
+        // An editor may write in several steps: let the file settle.
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+        last = stamps();
+        break;
+      }
+    }
+  }
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,78 @@
+// Building module test binaries for a source variant (the student's files, the reference
+// solutions, a mutant, a submission) in one incremental CMake + Ninja build directory.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/grader/course.h"
+
+namespace kiln::grader {
+
+// Where one module's student files come from in a variant.
+struct SourceSet {
+  std::string name;   // "student", "solution", "mutant_<id>"; part of the target names
+  fs::path root;      // the folder holding the module's student files at their relative paths
+};
+
+// A test binary to build: module `module`'s tests linked against `module` from `own` and each
+// prerequisite from `base` (its student files under base_root/NN_slug/).
+struct TestTarget {
+  const Module* module = nullptr;
+  SourceSet own;
+  std::string base_name;  // source-set name of the prerequisites
+  fs::path base_root;     // modules/ or solutions/: the prerequisites' files at NN_slug/<file>
+  std::string target_name() const;  // t_17_acceleration__student
+};
+
+// A compiler or linker error, boiled down to what a student needs.
+struct Diagnostic {
+  fs::path file;        // empty for a linker error
+  int line = 0;
+  int column = 0;
+  std::string message;       // the compiler's first error
+  std::string explanation;   // plain words: what it usually means
+  std::string source_line;   // the offending line of code
+  bool in_student_file = false;
+};
+
+struct BuildResult {
+  bool ok = false;
+  fs::path binary;
+  std::string log;                    // the build's full output
+  std::optional<Diagnostic> error;    // when !ok
+  std::vector<std::string> commands;  // the exact commands run, for -v
+};
+
+class CourseBuild {
+ public:
+  // dir: the build directory (for example .grader/build/check); kiln_home: the folder holding the
+  // framework's CMakeLists.txt (the grader's own checkout).
+  CourseBuild(const Course& course, fs::path dir, fs::path kiln_home);
+
+  // Builds the given targets' binaries (configuring first if needed). Only what changed is rebuilt.
+  BuildResult build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted);
+
+  const fs::path& dir() const { return dir_; }
+
+ private:
+  std::string cmake_description(const std::vector<TestTarget>& targets) const;
+
+  const Course& course_;
+  fs::path dir_;
+  fs::path kiln_home_;
+};
+
+// Parses compiler output; prefers the first error in one of `student_files`.
+std::optional<Diagnostic> first_error(const std::string& log, const std::vector<fs::path>& student_files);
+
+// Writes `content` to `path` only when it differs, so build tools see no change otherwise.
+// Returns whether it wrote.
+bool write_if_changed(const fs::path& path, const std::string& content);
+
+std::string read_file(const fs::path& path);
+
+}  // namespace kiln::grader

@@ -1,0 +1,93 @@
+// The course as data: every module.yaml, loaded and checked.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace kiln::grader {
+
+namespace fs = std::filesystem;
+
+// A mistake in the course's own files (a malformed module.yaml, an unknown module name): what was
+// wrong, where, and what to do. Reported as a message, never as a crash.
+class CourseError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct Failure {
+  std::string id;
+  std::string message;  // may hold {placeholders}
+  std::string hint;
+};
+
+enum class Visibility { visible, after_due_date, hidden };
+
+struct Check {
+  std::string id;
+  std::string test;  // GoogleTest Suite.Name
+  int points = 1;
+  std::string description;
+  Visibility visibility = Visibility::visible;
+  double timeout_s = 10.0;
+  std::vector<Failure> failures;
+
+  const Failure* failure(const std::string& failure_id) const;
+};
+
+struct Module {
+  int number = 0;
+  std::string slug;
+  std::string title;
+  std::string subtitle;
+  std::string tier;
+  int difficulty = 1;
+  std::string hours;
+  std::vector<int> requires_;  // direct prerequisites, by number
+  std::vector<std::string> objectives;
+  std::vector<std::string> student_files;  // relative to the module folder
+  std::vector<Check> checks;
+  fs::path dir;       // modules/NN_slug
+  fs::path yaml;      // modules/NN_slug/module.yaml
+
+  std::string name() const;  // "01_tensor"
+  std::string number_text() const;  // "01"
+  int max_points() const;
+  const Check* check(const std::string& check_id) const;
+  // Files in src/ that are not student files: complete code students receive.
+  std::vector<fs::path> given_sources() const;
+  std::vector<fs::path> test_sources() const;
+};
+
+struct Course {
+  fs::path root;                  // the folder holding modules/ (and solutions/ for instructors)
+  std::vector<Module> modules;    // ordered by number
+
+  bool has_solutions() const;
+  fs::path solution_dir(const Module& m) const;   // solutions/NN_slug
+  fs::path mutants_dir(const Module& m) const;    // solutions/NN_slug/mutants
+
+  // "1", "01", "01_tensor" or "tensor"; throws CourseError listing the modules otherwise.
+  const Module& find(const std::string& name) const;
+  const Module* by_number(int number) const;
+  // The module's prerequisites, transitively, in dependency order (prerequisites first), without
+  // the module itself.
+  std::vector<const Module*> prerequisites(const Module& m) const;
+};
+
+// Loads every modules/*/module.yaml under root. A malformed file raises CourseError naming the
+// file, the line and what is wrong.
+Course load_course(const fs::path& root);
+Module load_module(const fs::path& yaml_path);
+
+// Finds the course root: KILN_ROOT if set, else the nearest folder at or above `start` that holds
+// modules/.
+fs::path find_course_root(const fs::path& start);
+
+std::string visibility_name(Visibility v);
+
+}  // namespace kiln::grader

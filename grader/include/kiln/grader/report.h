@@ -1,0 +1,67 @@
+// A module's results as plain data, and its renderings: the terminal, JSON, JUnit XML.
+#pragma once
+
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/grader/build.h"
+#include "kiln/grader/course.h"
+#include "kiln/grader/runner.h"
+
+namespace kiln::grader {
+
+struct CheckReport {
+  std::string id;
+  std::string test;
+  std::string description;
+  Visibility visibility = Visibility::visible;
+  Status status = Status::missing;
+  int points = 0;
+  int max_points = 0;
+  std::string summary;              // one line: "not written yet: Tensor::reshape (src/tensor.cpp:42)"
+  std::vector<std::string> messages;  // catalogued messages, rendered
+  std::vector<std::string> failure_ids;
+  std::vector<std::string> hints;
+  std::vector<std::string> details;   // what was expected and what came back
+  double ms = 0;
+};
+
+struct Report {
+  std::string module;   // "17_acceleration"
+  std::string number;   // "17"
+  std::string title;
+  std::string variant;  // "student", "solution", ...
+  std::vector<CheckReport> checks;
+  int score = 0;
+  int max_score = 0;
+  std::optional<Diagnostic> build_error;
+  std::string build_log;  // for did-not-compile, trimmed
+  std::vector<std::string> notes;      // prerequisites that fail, shown first
+  std::vector<std::string> commands;   // for -v
+  std::string output;                  // what the checks printed
+  std::string next_step;
+
+  bool all_passed() const;
+  int passed_count() const;
+};
+
+// Fills a catalogued message's {placeholders}; unknown names are left as they are.
+std::string render_message(const std::string& message, const std::map<std::string, std::string>& params);
+
+// Paths inside the course are shown relative to its root.
+std::string relative_to(const fs::path& root, const std::string& path);
+
+Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
+                   const BuildResult& build, const RunResult* run, const std::string& variant);
+
+struct TextStyle {
+  bool color = false;
+  bool verbose = false;
+};
+
+std::string render_text(const Report& report, const TextStyle& style);
+std::string render_json(const Report& report);
+std::string render_junit(const std::vector<Report>& reports);
+
+}  // namespace kiln::grader

@@ -1,0 +1,59 @@
+// Running a module's test binary so that every check reports its own result, whatever the
+// student's code does: crash, hang, exit early, flood the output.
+#pragma once
+
+#include <filesystem>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "kiln/grader/course.h"
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+
+enum class Status { passed, failed, not_written, crashed, timed_out, exited_early, skipped, did_not_compile, missing };
+
+std::string status_name(Status s);
+
+// One failure the test reported.
+struct ReportedFailure {
+  std::string id;  // the catalogued failure id; empty when the failure was not catalogued
+  std::map<std::string, std::string> params;
+  std::string detail;
+  std::string raw;  // GoogleTest's text, for uncatalogued failures
+  std::string file;
+  int line = 0;
+};
+
+struct CheckResult {
+  const Check* check = nullptr;
+  Status status = Status::missing;
+  std::vector<ReportedFailure> failures;
+  std::string reason;       // crashed / timed out / exited early / skipped / missing: what happened
+  std::string stub;         // not written: the function, e.g. Tensor::reshape
+  std::string stub_location;  // and where it is, file:line
+  double ms = 0;
+};
+
+struct RunOptions {
+  Limits limits;
+  // How to start the binary; the sandbox (grade) puts its own command in front.
+  std::vector<std::string> launcher;
+  bool verbose = false;
+};
+
+struct RunResult {
+  std::vector<CheckResult> checks;  // in the order asked for
+  std::vector<std::string> commands;
+  std::string output;  // what the checks printed (bounded)
+};
+
+Limits default_limits();
+
+RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& checks, const RunOptions& options);
+
+// Turns one failure text from GoogleTest into a ReportedFailure (kiln markers, or raw text).
+ReportedFailure parse_failure(const std::string& message, const std::string& file, int line);
+
+}  // namespace kiln::grader

@@ -1,0 +1,241 @@
+#include "kiln/grader/build.h"
+
+#include <fstream>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+
+std::string TestTarget::target_name() const { return fmt::format("t_{}__{}", module->name(), own.name); }
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool write_if_changed(const fs::path& path, const std::string& content) {
+  if (fs::exists(path) && read_file(path) == content) return false;
+  fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << content;
+  }
+  fs::rename(tmp, path);
+  return true;
+}
+
+CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home)
+    : course_(course), dir_(std::move(dir)), kiln_home_(std::move(kiln_home)) {}
+
+namespace {
+
+std::string cmake_path(const fs::path& p) {
+  std::string s = p.generic_string();
+  std::string out = "\"";
+  for (char c : s) {
+    if (c == '"' || c == '\\' || c == '$') out += '\\';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string library_name(const Module& m, const std::string& source) {
+  return fmt::format("lib_{}__{}", m.name(), source);
+}
+
+}  // namespace
+
+std::string CourseBuild::cmake_description(const std::vector<TestTarget>& targets) const {
+  std::string out = "# Written by the grader from the modules' module.yaml files. Do not edit.\n";
+  std::set<std::string> modules_done, libraries_done;
+
+  auto module_block = [&](const Module& m) {
+    if (!modules_done.insert(m.name()).second) return;
+    out += fmt::format("kiln_module(m_{} DIR {}", m.name(), cmake_path(m.dir));
+    const auto given = m.given_sources();
+    if (!given.empty()) {
+      out += "\n  GIVEN";
+      for (const auto& g : given) out += " " + cmake_path(g);
+    }
+    out += "\n  TESTS";
+    for (const auto& t : m.test_sources()) out += " " + cmake_path(t);
+    if (!m.requires_.empty()) {
+      out += "\n  REQUIRES";
+      for (int n : m.requires_) out += " m_" + course_.by_number(n)->name();
+    }
+    out += ")\n";
+  };
+
+  // The library of module m from a source set, linked to its prerequisites from `base`.
+  auto library_block = [&](const Module& m, const std::string& source, const fs::path& root,
+                           const std::string& base) {
+    const std::string name = library_name(m, source);
+    if (!libraries_done.insert(name).second) return;
+    out += fmt::format("kiln_library({} MODULE m_{}\n  SOURCES", name, m.name());
+    for (const auto& f : m.student_files) out += " " + cmake_path(root / f);
+    if (!m.requires_.empty()) {
+      out += "\n  LINK";
+      for (int n : m.requires_) out += " " + library_name(*course_.by_number(n), base);
+    }
+    out += ")\n";
+  };
+
+  for (const auto& t : targets) {
+    for (const Module* dep : course_.prerequisites(*t.module)) module_block(*dep);
+    module_block(*t.module);
+  }
+  for (const auto& t : targets) {
+    for (const Module* dep : course_.prerequisites(*t.module))
+      library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
+    library_block(*t.module, t.own.name, t.own.root, t.base_name);
+    out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
+                       library_name(*t.module, t.own.name));
+  }
+  return out;
+}
+
+BuildResult CourseBuild::build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted) {
+  BuildResult result;
+  fs::create_directories(dir_);
+  const fs::path description = dir_ / "course.cmake";
+  write_if_changed(description, cmake_description(all_targets));
+
+  if (!fs::exists(dir_ / "build.ninja")) {
+    std::vector<std::string> configure = {
+        "cmake", "-S", kiln_home_.string(), "-B", dir_.string(), "-G", "Ninja",
+        "-DKILN_BUILD_GRADER=OFF", "-DKILN_COURSE=" + description.string(),
+        "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=-O1"};
+    result.commands.push_back(shell_quote(configure));
+    const ProcessResult r = run_process({.argv = configure});
+    result.log += r.out + r.err;
+    if (!r.ok()) {
+      fs::remove(dir_ / "build.ninja");
+      result.error = Diagnostic{.message = "the build could not be configured",
+                                .explanation = "CMake failed before compiling anything; its output is below "
+                                               "(run `grader doctor` to check the tools and libraries)."};
+      return result;
+    }
+  }
+
+  std::vector<std::string> ninja = {"ninja", "-C", dir_.string(), wanted.target_name()};
+  result.commands.push_back(shell_quote(ninja));
+  const ProcessResult r = run_process({.argv = ninja, .output_cap = 4 << 20});
+  result.log += r.out + r.err;
+  result.binary = dir_ / wanted.target_name();
+  result.ok = r.ok() && fs::exists(result.binary);
+  if (!result.ok) {
+    std::vector<fs::path> student;
+    for (const auto& f : wanted.module->student_files) student.push_back(wanted.own.root / f);
+    result.error = first_error(result.log, student);
+    if (!result.error) {
+      result.error = Diagnostic{.message = "the build failed",
+                                .explanation = "the build stopped without a compiler error the grader "
+                                               "recognises; the full output is below."};
+    }
+  }
+  return result;
+}
+
+namespace {
+
+// What a compiler error usually means, in plain words.
+std::string explain(const std::string& message) {
+  struct Pattern {
+    const char* needle;
+    const char* meaning;
+  };
+  static const Pattern patterns[] = {
+      {"was not declared in this scope", "a name is used that the compiler does not know here: a typo, a "
+                                         "missing #include, or a variable declared in another block"},
+      {"expected ';'", "a statement is missing its semicolon, usually at the end of the line before"},
+      {"expected '}'", "a brace is not closed: count the { and } above this line"},
+      {"no matching function for call", "no version of this function takes arguments of these types: "
+                                        "compare the call with the declaration in the header"},
+      {"no match for 'operator", "this operator is not defined for these operand types"},
+      {"cannot convert", "a value has a different type than the one expected here"},
+      {"has no member named", "this type has no member of that name: check the spelling and the header"},
+      {"does not name a type", "a type is used that the compiler does not know here: a typo or a missing #include"},
+      {"return-statement with no value", "the function must return a value on every path"},
+      {"discards qualifiers", "a const object is used through a non-const function or reference"},
+      {"undefined reference to", "a function is declared but has no definition: was a stub deleted or "
+                                  "its signature changed?"},
+      {"redefinition of", "the same thing is defined twice"},
+      {"is private within this context", "this member is private to its class"},
+  };
+  for (const auto& p : patterns)
+    if (message.find(p.needle) != std::string::npos) return p.meaning;
+  return "";
+}
+
+std::string line_of(const fs::path& file, int line) {
+  std::ifstream in(file);
+  std::string text;
+  for (int i = 1; std::getline(in, text); ++i)
+    if (i == line) return text;
+  return "";
+}
+
+}  // namespace
+
+namespace {
+
+// "path:12:5: error: message" (or "fatal error:"), split into its parts.
+std::optional<Diagnostic> parse_error_line(const std::string& line) {
+  std::size_t marker = line.find(": error: ");
+  std::size_t length = 9;
+  if (marker == std::string::npos) {
+    marker = line.find(": fatal error: ");
+    length = 15;
+  }
+  if (marker == std::string::npos) return std::nullopt;
+  const std::string where = line.substr(0, marker);  // path:line:column
+  const auto c2 = where.rfind(':');
+  const auto c1 = c2 == std::string::npos || c2 == 0 ? std::string::npos : where.rfind(':', c2 - 1);
+  if (c1 == std::string::npos) return std::nullopt;
+  Diagnostic d;
+  try {
+    d.line = std::stoi(where.substr(c1 + 1, c2 - c1 - 1));
+    d.column = std::stoi(where.substr(c2 + 1));
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+  d.file = where.substr(0, c1);
+  d.message = line.substr(marker + length);
+  return d;
+}
+
+}  // namespace
+
+std::optional<Diagnostic> first_error(const std::string& log, const std::vector<fs::path>& student_files) {
+  std::set<std::string> student;
+  for (const auto& f : student_files) student.insert(fs::weakly_canonical(f).string());
+
+  std::optional<Diagnostic> first, first_student;
+  std::istringstream lines(log);
+  std::string line;
+  while (std::getline(lines, line)) {
+    if (auto d = parse_error_line(line)) {
+      d->explanation = explain(d->message);
+      d->source_line = line_of(d->file, d->line);
+      d->in_student_file = student.count(fs::weakly_canonical(d->file).string()) > 0;
+      if (!first) first = d;
+      if (d->in_student_file && !first_student) first_student = d;
+    } else if (const auto at = line.find("undefined reference to `"); !first && at != std::string::npos) {
+      const auto begin = at + 24;
+      Diagnostic link;
+      link.message = "undefined reference to " + line.substr(begin, line.find('\'', begin) - begin);
+      link.explanation = explain("undefined reference to");
+      first = link;
+    }
+  }
+  return first_student ? first_student : first;
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,308 @@
+#include "kiln/grader/course.h"
+
+#include <algorithm>
+#include <cstdlib>
+#include <functional>
+#include <set>
+
+#include <fmt/format.h>
+#include <yaml-cpp/yaml.h>
+
+namespace kiln::grader {
+
+const Failure* Check::failure(const std::string& failure_id) const {
+  for (const auto& f : failures)
+    if (f.id == failure_id) return &f;
+  return nullptr;
+}
+
+std::string Module::name() const { return fmt::format("{:02d}_{}", number, slug); }
+std::string Module::number_text() const { return fmt::format("{:02d}", number); }
+
+int Module::max_points() const {
+  int total = 0;
+  for (const auto& c : checks) total += c.points;
+  return total;
+}
+
+const Check* Module::check(const std::string& check_id) const {
+  for (const auto& c : checks)
+    if (c.id == check_id) return &c;
+  return nullptr;
+}
+
+namespace {
+
+std::vector<fs::path> sources_in(const fs::path& dir) {
+  std::vector<fs::path> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& entry : fs::recursive_directory_iterator(dir)) {
+    const auto ext = entry.path().extension();
+    if (entry.is_regular_file() && (ext == ".cpp" || ext == ".cc" || ext == ".cu")) out.push_back(entry.path());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> Module::given_sources() const {
+  std::vector<fs::path> out;
+  for (const auto& path : sources_in(dir / "src")) {
+    const auto rel = fs::relative(path, dir).generic_string();
+    if (std::find(student_files.begin(), student_files.end(), rel) == student_files.end() &&
+        path.extension() != ".cu")
+      out.push_back(path);
+  }
+  return out;
+}
+
+std::vector<fs::path> Module::test_sources() const { return sources_in(dir / "tests"); }
+
+bool Course::has_solutions() const { return fs::is_directory(root / "solutions"); }
+fs::path Course::solution_dir(const Module& m) const { return root / "solutions" / m.name(); }
+fs::path Course::mutants_dir(const Module& m) const { return solution_dir(m) / "mutants"; }
+
+const Module* Course::by_number(int number) const {
+  for (const auto& m : modules)
+    if (m.number == number) return &m;
+  return nullptr;
+}
+
+const Module& Course::find(const std::string& name) const {
+  const bool numeric = !name.empty() && std::all_of(name.begin(), name.end(), ::isdigit);
+  for (const auto& m : modules) {
+    if ((numeric && name.size() <= 3 && std::stoi(name) == m.number) || name == m.name() || name == m.slug)
+      return m;
+  }
+  std::string known;
+  for (const auto& m : modules) known += fmt::format("\n  {}  {}", m.number_text(), m.name());
+  throw CourseError(fmt::format("there is no module '{}'. Name a module by number (1 or 01), folder "
+                                "(01_tensor) or slug (tensor). The modules are:{}",
+                                name, known));
+}
+
+std::vector<const Module*> Course::prerequisites(const Module& m) const {
+  std::vector<const Module*> order;
+  std::set<int> seen;
+  std::function<void(const Module&)> visit = [&](const Module& current) {
+    for (int n : current.requires_) {
+      if (seen.count(n)) continue;
+      seen.insert(n);
+      const Module* dep = by_number(n);
+      if (!dep) {
+        throw CourseError(fmt::format("{}: requires module {:02d}, which is not in this course",
+                                      current.yaml.string(), n));
+      }
+      visit(*dep);
+      order.push_back(dep);
+    }
+  };
+  visit(m);
+  return order;
+}
+
+namespace {
+
+// Reads module.yaml, reporting every problem as "file:line: what is wrong".
+class Reader {
+ public:
+  explicit Reader(fs::path file) : file_(std::move(file)) {}
+
+  [[noreturn]] void fail(const YAML::Node& node, const std::string& what) const {
+    const auto mark = node.Mark();
+    const int line = mark.is_null() ? 0 : mark.line + 1;
+    throw CourseError(fmt::format("{}:{}: {}", file_.string(), line, what));
+  }
+
+  YAML::Node field(const YAML::Node& map, const std::string& key, bool required) const {
+    const YAML::Node value = map[key];
+    if (!value && required) fail(map, fmt::format("missing required field '{}'", key));
+    return value;
+  }
+
+  std::string text(const YAML::Node& map, const std::string& key, bool required = true) const {
+    const YAML::Node value = field(map, key, required);
+    if (!value) return "";
+    if (!value.IsScalar()) fail(value, fmt::format("'{}' should be text", key));
+    return value.as<std::string>();
+  }
+
+  int integer(const YAML::Node& map, const std::string& key, bool required, int fallback) const {
+    const YAML::Node value = field(map, key, required);
+    if (!value) return fallback;
+    try {
+      return value.as<int>();
+    } catch (const YAML::Exception&) {
+      fail(value, fmt::format("'{}' should be a whole number, not '{}'", key, value.Scalar()));
+    }
+  }
+
+  double number(const YAML::Node& map, const std::string& key, double fallback) const {
+    const YAML::Node value = field(map, key, false);
+    if (!value) return fallback;
+    try {
+      return value.as<double>();
+    } catch (const YAML::Exception&) {
+      fail(value, fmt::format("'{}' should be a number, not '{}'", key, value.Scalar()));
+    }
+  }
+
+  YAML::Node list(const YAML::Node& map, const std::string& key, bool required) const {
+    const YAML::Node value = field(map, key, required);
+    if (value && !value.IsSequence()) fail(value, fmt::format("'{}' should be a list", key));
+    return value;
+  }
+
+  std::vector<std::string> texts(const YAML::Node& map, const std::string& key, bool required) const {
+    std::vector<std::string> out;
+    const YAML::Node items = list(map, key, required);
+    if (!items) return out;
+    for (const auto& item : items) {
+      if (!item.IsScalar()) fail(item, fmt::format("each entry of '{}' should be text", key));
+      out.push_back(item.as<std::string>());
+    }
+    return out;
+  }
+
+  const fs::path& file() const { return file_; }
+
+ private:
+  fs::path file_;
+};
+
+Visibility parse_visibility(const Reader& r, const YAML::Node& check) {
+  const std::string v = r.text(check, "visibility", false);
+  if (v.empty() || v == "visible") return Visibility::visible;
+  if (v == "after_due_date") return Visibility::after_due_date;
+  if (v == "hidden") return Visibility::hidden;
+  r.fail(check["visibility"], fmt::format("visibility '{}' is not one of visible, after_due_date, hidden", v));
+}
+
+}  // namespace
+
+std::string visibility_name(Visibility v) {
+  switch (v) {
+    case Visibility::visible: return "visible";
+    case Visibility::after_due_date: return "after_due_date";
+    case Visibility::hidden: return "hidden";
+  }
+  return "visible";
+}
+
+Module load_module(const fs::path& yaml_path) {
+  Reader r(yaml_path);
+  YAML::Node root;
+  try {
+    root = YAML::LoadFile(yaml_path.string());
+  } catch (const YAML::ParserException& e) {
+    throw CourseError(fmt::format("{}:{}: not valid YAML: {}", yaml_path.string(), e.mark.line + 1, e.msg));
+  } catch (const YAML::BadFile&) {
+    throw CourseError(fmt::format("{}: cannot be read", yaml_path.string()));
+  }
+  if (!root.IsMap()) r.fail(root, "a module.yaml should be a mapping of fields (number, slug, title, ...)");
+
+  Module m;
+  m.yaml = yaml_path;
+  m.dir = yaml_path.parent_path();
+  m.number = r.integer(root, "number", true, 0);
+  m.slug = r.text(root, "slug");
+  m.title = r.text(root, "title");
+  m.subtitle = r.text(root, "subtitle", false);
+  m.tier = r.text(root, "tier", false);
+  m.difficulty = r.integer(root, "difficulty", false, 1);
+  m.hours = r.text(root, "hours", false);
+  if (const auto reqs = r.list(root, "requires", false)) {
+    for (const auto& n : reqs) {
+      try {
+        m.requires_.push_back(n.as<int>());
+      } catch (const YAML::Exception&) {
+        r.fail(n, fmt::format("'requires' lists module numbers; '{}' is not one", n.Scalar()));
+      }
+    }
+  }
+  m.objectives = r.texts(root, "objectives", false);
+  m.student_files = r.texts(root, "student_files", true);
+
+  const std::string expected_dir = m.name();
+  if (m.dir.filename() != expected_dir) {
+    r.fail(root["slug"], fmt::format("number {} and slug '{}' make '{}', but the folder is '{}'", m.number,
+                                     m.slug, expected_dir, m.dir.filename().string()));
+  }
+  for (const auto& f : m.student_files) {
+    if (f.find("..") != std::string::npos || (!f.empty() && f[0] == '/'))
+      r.fail(root["student_files"], fmt::format("student file '{}' must be a path inside the module folder", f));
+    if (!fs::exists(m.dir / f))
+      r.fail(root["student_files"], fmt::format("student file '{}' does not exist in {}", f, m.dir.string()));
+  }
+
+  std::set<std::string> check_ids, failure_ids, tests;
+  const YAML::Node checks = r.list(root, "checks", true);
+  for (const auto& node : checks) {
+    if (!node.IsMap()) r.fail(node, "each check should be a mapping with id, test, points, description");
+    Check c;
+    c.id = r.text(node, "id");
+    c.test = r.text(node, "test");
+    c.points = r.integer(node, "points", true, 1);
+    c.description = r.text(node, "description");
+    c.visibility = parse_visibility(r, node);
+    c.timeout_s = r.number(node, "timeout", 10.0);
+    if (c.points < 0) r.fail(node["points"], "points cannot be negative");
+    if (c.test.find('.') == std::string::npos)
+      r.fail(node["test"], fmt::format("test '{}' should be a GoogleTest name, Suite.Name", c.test));
+    if (!check_ids.insert(c.id).second) r.fail(node["id"], fmt::format("check id '{}' is used twice", c.id));
+    if (!tests.insert(c.test).second) r.fail(node["test"], fmt::format("test '{}' implements two checks", c.test));
+    if (const auto failures = r.list(node, "failures", false)) {
+      for (const auto& fnode : failures) {
+        if (!fnode.IsMap()) r.fail(fnode, "each failure should be a mapping with id, message, hint");
+        Failure f{r.text(fnode, "id"), r.text(fnode, "message"), r.text(fnode, "hint")};
+        if (!failure_ids.insert(f.id).second)
+          r.fail(fnode["id"], fmt::format("failure id '{}' is used twice in this module", f.id));
+        c.failures.push_back(std::move(f));
+      }
+    }
+    m.checks.push_back(std::move(c));
+  }
+  if (m.checks.empty()) r.fail(root, "a module needs at least one check");
+  return m;
+}
+
+Course load_course(const fs::path& root) {
+  Course course;
+  course.root = fs::absolute(root).lexically_normal();
+  const fs::path modules = course.root / "modules";
+  if (!fs::is_directory(modules)) {
+    throw CourseError(fmt::format("{} has no modules/ folder: run the grader inside a Kiln course", course.root.string()));
+  }
+  for (const auto& entry : fs::directory_iterator(modules)) {
+    const fs::path yaml = entry.path() / "module.yaml";
+    if (entry.is_directory() && fs::exists(yaml)) course.modules.push_back(load_module(yaml));
+  }
+  std::sort(course.modules.begin(), course.modules.end(),
+            [](const Module& a, const Module& b) { return a.number < b.number; });
+  for (std::size_t i = 1; i < course.modules.size(); ++i) {
+    if (course.modules[i].number == course.modules[i - 1].number)
+      throw CourseError(fmt::format("{} and {} share the number {}", course.modules[i - 1].yaml.string(),
+                                    course.modules[i].yaml.string(), course.modules[i].number));
+  }
+  for (const auto& m : course.modules) {
+    for (int n : m.requires_) {
+      if (n >= m.number)
+        throw CourseError(fmt::format("{}: requires module {:02d}, but a module can only build on earlier ones",
+                                      m.yaml.string(), n));
+    }
+    course.prerequisites(m);  // every prerequisite exists
+  }
+  return course;
+}
+
+fs::path find_course_root(const fs::path& start) {
+  if (const char* env = std::getenv("KILN_ROOT"); env && *env) return fs::absolute(env);
+  for (fs::path dir = fs::absolute(start); ; dir = dir.parent_path()) {
+    if (fs::is_directory(dir / "modules")) return dir;
+    if (dir == dir.root_path()) break;
+  }
+  throw CourseError("no Kiln course here: run the grader inside the course folder (the one holding modules/)");
+}
+
+}  // namespace kiln::grader

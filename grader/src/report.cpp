@@ -1,0 +1,366 @@
+#include "kiln/grader/report.h"
+
+#include <algorithm>
+#include <sstream>
+
+#include <fmt/color.h>
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+namespace kiln::grader {
+
+bool Report::all_passed() const {
+  if (build_error) return false;
+  for (const auto& c : checks)
+    if (c.status != Status::passed && c.status != Status::skipped) return false;
+  return !checks.empty();
+}
+
+int Report::passed_count() const {
+  int n = 0;
+  for (const auto& c : checks) n += c.status == Status::passed;
+  return n;
+}
+
+std::string render_message(const std::string& message, const std::map<std::string, std::string>& params) {
+  std::string out;
+  for (std::size_t i = 0; i < message.size();) {
+    if (message[i] == '{') {
+      const auto close = message.find('}', i);
+      if (close != std::string::npos) {
+        const auto it = params.find(message.substr(i + 1, close - i - 1));
+        if (it != params.end()) {
+          out += it->second;
+          i = close + 1;
+          continue;
+        }
+      }
+    }
+    out += message[i++];
+  }
+  return out;
+}
+
+std::string relative_to(const fs::path& root, const std::string& path) {
+  const std::string prefix = root.generic_string() + "/";
+  std::string out = path;
+  for (std::size_t at; (at = out.find(prefix)) != std::string::npos;) out.erase(at, prefix.size());
+  return out;
+}
+
+Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
+                   const BuildResult& build, const RunResult* run, const std::string& variant) {
+  Report report;
+  report.module = module.name();
+  report.number = module.number_text();
+  report.title = module.title;
+  report.variant = variant;
+  report.commands = build.commands;
+  if (run) {
+    report.commands.insert(report.commands.end(), run->commands.begin(), run->commands.end());
+    report.output = run->output;
+  }
+  if (!build.ok) {
+    report.build_error = build.error;
+    if (report.build_error) {
+      report.build_error->file = relative_to(course.root, report.build_error->file.string());
+      report.build_error->message = relative_to(course.root, report.build_error->message);
+    }
+    report.build_log = relative_to(course.root, build.log);
+  }
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const Check& check = *checks[i];
+    CheckReport c;
+    c.id = check.id;
+    c.test = check.test;
+    c.description = check.description;
+    c.visibility = check.visibility;
+    c.max_points = check.points;
+    if (!run) {
+      c.status = Status::did_not_compile;
+      if (build.error && !build.error->file.empty()) {
+        c.summary = fmt::format("did not compile: {}:{}", relative_to(course.root, build.error->file.string()),
+                                build.error->line);
+      } else {
+        c.summary = "did not compile";
+      }
+      report.checks.push_back(std::move(c));
+      continue;
+    }
+    const CheckResult& r = run->checks[i];
+    c.status = r.status;
+    c.ms = r.ms;
+    switch (r.status) {
+      case Status::passed: c.points = check.points; break;
+      case Status::not_written:
+        c.summary = fmt::format("not written yet: {} ({})", r.stub, relative_to(course.root, r.stub_location));
+        break;
+      case Status::failed:
+        for (const auto& f : r.failures) {
+          if (f.id.empty()) {
+            c.messages.push_back(relative_to(course.root, f.raw));
+            continue;
+          }
+          if (std::find(c.failure_ids.begin(), c.failure_ids.end(), f.id) != c.failure_ids.end()) continue;
+          c.failure_ids.push_back(f.id);
+          if (const Failure* known = check.failure(f.id)) {
+            c.messages.push_back(render_message(known->message, f.params));
+            c.hints.push_back(known->hint);
+          } else {
+            c.messages.push_back(fmt::format("failure '{}' (not in the catalogue of {})", f.id, module.name()));
+          }
+          if (!f.detail.empty()) c.details.push_back(f.detail);
+        }
+        c.summary = c.messages.empty() ? "failed" : c.messages.front();
+        break;
+      default: c.summary = r.reason; break;
+    }
+    report.checks.push_back(std::move(c));
+  }
+  for (const auto& c : report.checks) {
+    report.score += c.points;
+    report.max_score += c.max_points;
+  }
+
+  // What to do next: the first thing that is not passing.
+  const std::string check_cmd = fmt::format("grader check {}", module.number_text());
+  if (report.build_error) {
+    report.next_step = fmt::format("fix the compile error above, then run {}", check_cmd);
+  } else if (report.all_passed()) {
+    report.next_step = fmt::format("all checks pass. `grader list` shows what comes next; module {} is done",
+                                   module.number_text());
+  } else {
+    for (const auto& c : report.checks) {
+      if (c.status == Status::passed || c.status == Status::skipped) continue;
+      if (c.status == Status::not_written) {
+        report.next_step = fmt::format("write {}, then run {}", c.summary.substr(std::string_view("not written yet: ").size()), check_cmd);
+      } else {
+        report.next_step = fmt::format("fix '{}' first; `grader hint {} {}` explains the usual cause", c.id,
+                                       module.number_text(), c.id);
+      }
+      break;
+    }
+  }
+  return report;
+}
+
+namespace {
+
+struct Mark {
+  const char* symbol;
+  fmt::terminal_color color;
+  const char* word;
+};
+
+Mark mark_for(Status s) {
+  switch (s) {
+    case Status::passed: return {"✓", fmt::terminal_color::green, "passed"};
+    case Status::failed: return {"✗", fmt::terminal_color::red, "failed"};
+    case Status::not_written: return {"○", fmt::terminal_color::yellow, "not written"};
+    case Status::crashed: return {"✗", fmt::terminal_color::red, "crashed"};
+    case Status::timed_out: return {"✗", fmt::terminal_color::red, "timed out"};
+    case Status::exited_early: return {"✗", fmt::terminal_color::red, "exited early"};
+    case Status::skipped: return {"-", fmt::terminal_color::cyan, "skipped"};
+    case Status::did_not_compile: return {"✗", fmt::terminal_color::red, "did not compile"};
+    case Status::missing: return {"?", fmt::terminal_color::magenta, "missing"};
+  }
+  return {"?", fmt::terminal_color::white, "?"};
+}
+
+std::string paint(const TextStyle& style, fmt::terminal_color color, const std::string& text, bool bold = false) {
+  if (!style.color) return text;
+  auto st = fmt::fg(color);
+  if (bold) st |= fmt::emphasis::bold;
+  return fmt::format(st, "{}", text);
+}
+
+std::string dim(const TextStyle& style, const std::string& text) {
+  return style.color ? fmt::format(fmt::emphasis::faint, "{}", text) : text;
+}
+
+// Wraps text at `width` columns, every line after the first indented by `indent`.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  std::string out, line;
+  std::istringstream words(text);
+  std::string word;
+  while (words >> word) {
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += line + "\n" + indent;
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+  }
+  return out + line;
+}
+
+}  // namespace
+
+std::string render_text(const Report& report, const TextStyle& style) {
+  std::string out;
+  out += paint(style, fmt::terminal_color::bright_white,
+               fmt::format("Module {} · {}", report.number, report.title), true);
+  if (report.variant != "student") out += dim(style, fmt::format("  ({})", report.variant));
+  out += "\n";
+  for (const auto& note : report.notes) out += paint(style, fmt::terminal_color::yellow, "  ! " + note) + "\n";
+  if (!report.notes.empty()) out += "\n";
+
+  if (report.build_error) {
+    const Diagnostic& d = *report.build_error;
+    out += paint(style, fmt::terminal_color::red, "  Did not compile", true) + "\n";
+    if (!d.file.empty())
+      out += fmt::format("    {}:{}:{}: {}\n", d.file.generic_string(), d.line, d.column, d.message);
+    else
+      out += fmt::format("    {}\n", d.message);
+    if (!d.source_line.empty()) {
+      out += fmt::format("    {:>5} | {}\n", d.line, d.source_line);
+      if (d.column > 0) out += fmt::format("          | {}^\n", std::string(d.column - 1, ' '));
+    }
+    if (!d.explanation.empty()) out += "    " + wrap("What it usually means: " + d.explanation, 88, "    ") + "\n";
+    if (style.verbose) out += "\n" + report.build_log + "\n";
+    out += "\n";
+  }
+
+  std::size_t id_width = 0;
+  for (const auto& c : report.checks) id_width = std::max(id_width, c.id.size());
+  for (const auto& c : report.checks) {
+    const Mark m = mark_for(c.status);
+    out += fmt::format("  {} {:<{}}  {:>2}/{:<2} ", paint(style, m.color, m.symbol), c.id, id_width, c.points,
+                       c.max_points);
+    if (c.status == Status::passed) {
+      out += dim(style, c.description) + "\n";
+      continue;
+    }
+    if (c.status == Status::failed) {
+      out += paint(style, m.color, c.summary, true) + "\n";
+      const std::string pad(id_width + 12, ' ');
+      for (std::size_t i = 1; i < c.messages.size(); ++i)
+        out += pad + paint(style, m.color, c.messages[i], true) + "\n";
+      for (const auto& d : c.details) out += pad + dim(style, d) + "\n";
+      for (const auto& h : c.hints) out += pad + wrap("hint: " + h, 96 - pad.size(), pad) + "\n";
+      continue;
+    }
+    if (c.status == Status::did_not_compile || c.status == Status::not_written) {
+      out += paint(style, m.color, c.summary) + "\n";
+      continue;
+    }
+    out += paint(style, m.color, std::string(m.word) + ": " + c.summary) + "\n";
+  }
+
+  out += "\n";
+  const int passed = report.passed_count();
+  const std::string tally = fmt::format("{}/{} points · {} of {} checks pass", report.score, report.max_score,
+                                        passed, report.checks.size());
+  out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
+  if (!report.next_step.empty()) out += "  Next: " + report.next_step + "\n";
+  if (style.verbose) {
+    out += "\n  Commands (run them by hand to reproduce this result):\n";
+    for (const auto& cmd : report.commands) out += "    " + cmd + "\n";
+    if (!report.output.empty()) out += "\n  Output of the checks:\n" + report.output + "\n";
+  }
+  return out;
+}
+
+namespace {
+
+nlohmann::json to_json(const Report& report) {
+  nlohmann::json checks = nlohmann::json::array();
+  for (const auto& c : report.checks) {
+    checks.push_back({{"id", c.id},
+                      {"test", c.test},
+                      {"description", c.description},
+                      {"status", status_name(c.status)},
+                      {"points", c.points},
+                      {"max_points", c.max_points},
+                      {"visibility", visibility_name(c.visibility)},
+                      {"summary", c.summary},
+                      {"messages", c.messages},
+                      {"failure_ids", c.failure_ids},
+                      {"hints", c.hints},
+                      {"details", c.details},
+                      {"ms", c.ms}});
+  }
+  nlohmann::json j = {{"module", report.module},
+                      {"number", report.number},
+                      {"title", report.title},
+                      {"variant", report.variant},
+                      {"score", report.score},
+                      {"max_score", report.max_score},
+                      {"passed", report.all_passed()},
+                      {"notes", report.notes},
+                      {"next_step", report.next_step},
+                      {"checks", checks}};
+  if (report.build_error) {
+    const auto& d = *report.build_error;
+    j["build_error"] = {{"file", d.file.generic_string()}, {"line", d.line},       {"column", d.column},
+                        {"message", d.message},             {"explanation", d.explanation}};
+  }
+  return j;
+}
+
+std::string xml_escape(const std::string& text) {
+  std::string out;
+  for (unsigned char ch : text) {
+    switch (ch) {
+      case '&': out += "&amp;"; break;
+      case '<': out += "&lt;"; break;
+      case '>': out += "&gt;"; break;
+      case '"': out += "&quot;"; break;
+      case '\'': out += "&apos;"; break;
+      default:
+        // XML 1.0 forbids most control characters, even escaped.
+        if (ch < 0x20 && ch != '\n' && ch != '\t' && ch != '\r') out += ' ';
+        else out += static_cast<char>(ch);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string render_json(const Report& report) { return to_json(report).dump(2) + "\n"; }
+
+std::string render_junit(const std::vector<Report>& reports) {
+  int tests = 0, failures = 0, errors = 0, skipped = 0;
+  std::string suites;
+  for (const auto& r : reports) {
+    int f = 0, e = 0, s = 0;
+    std::string cases;
+    for (const auto& c : r.checks) {
+      cases += fmt::format("    <testcase classname=\"{}\" name=\"{}\" time=\"{:.3f}\">\n", xml_escape(r.module),
+                           xml_escape(c.id), c.ms / 1000.0);
+      std::string body;
+      for (std::size_t i = 0; i < c.messages.size(); ++i) body += c.messages[i] + "\n";
+      for (const auto& d : c.details) body += d + "\n";
+      for (const auto& h : c.hints) body += "hint: " + h + "\n";
+      switch (c.status) {
+        case Status::passed: break;
+        case Status::skipped:
+          ++s;
+          cases += fmt::format("      <skipped message=\"{}\"/>\n", xml_escape(c.summary));
+          break;
+        case Status::failed:
+        case Status::not_written:
+          ++f;
+          cases += fmt::format("      <failure message=\"{}\" type=\"{}\">{}</failure>\n", xml_escape(c.summary),
+                               status_name(c.status), xml_escape(body));
+          break;
+        default:
+          ++e;
+          cases += fmt::format("      <error message=\"{}\" type=\"{}\">{}</error>\n", xml_escape(c.summary),
+                               status_name(c.status), xml_escape(body));
+      }
+      cases += "    </testcase>\n";
+    }
+    tests += static_cast<int>(r.checks.size());
+    failures += f;
+    errors += e;
+    skipped += s;
+    suites += fmt::format("  <testsuite name=\"{}\" tests=\"{}\" failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{}  </testsuite>\n",
+                          xml_escape(r.module + " " + r.title), r.checks.size(), f, e, s, cases);
+  }
+  return fmt::format("<?xml version=\"1.0\" encoding=\"UTF-8\"?>\n<testsuites name=\"kiln\" tests=\"{}\" "
+                     "failures=\"{}\" errors=\"{}\" skipped=\"{}\">\n{}</testsuites>\n",
+                     tests, failures, errors, skipped, suites);
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,1 @@
+// Builds the precompiled header shared by the module tests.

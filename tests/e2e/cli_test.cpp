@@ -1,0 +1,180 @@
+// End-to-end: the grader CLI on a copy of the fixture course, whose student file the tests
+// replace with code that crashes, hangs, exits or does not compile.
+#include <fstream>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/grader/build.h"
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+namespace {
+
+const char* kHostile = R"(#include <cstdlib>
+#include "kiln/probe.h"
+namespace kiln {
+int add(int a, int b) { return a + b; }
+int crash() { volatile int* p = nullptr; return *p; }
+int spin() { volatile int x = 0; for (;;) ++x; }
+int quit() { std::exit(0); }
+int mul(int a, int b) { return a * b; }
+}  // namespace kiln
+)";
+
+class Cli : public ::testing::Test {
+ protected:
+  static void SetUpTestSuite() {
+    root_ = fs::temp_directory_path() / ("kiln-cli-" + std::to_string(::getpid()));
+    fs::remove_all(root_);
+    fs::copy(fs::path(KILN_FIXTURES) / "probe", root_, fs::copy_options::recursive);
+    stub_ = read_file(student_file());
+  }
+  static void TearDownTestSuite() { fs::remove_all(root_); }
+
+  static fs::path student_file() { return root_ / "modules" / "01_probe" / "src" / "probe.cpp"; }
+  static void write_student(const std::string& text) { std::ofstream(student_file()) << text; }
+
+  static ProcessResult grader(std::vector<std::string> args) {
+    args.insert(args.begin(), {KILN_GRADER, "--root", root_.string()});
+    return run_process({.argv = args, .env = {{"KILN_HOME", KILN_HOME_DIR}, {"NO_COLOR", "1"}}, .output_cap = 4 << 20});
+  }
+
+  static nlohmann::json check_json() {
+    const ProcessResult r = grader({"check", "1", "--format", "json"});
+    auto j = nlohmann::json::parse(r.out, nullptr, false);
+    EXPECT_FALSE(j.is_discarded()) << r.out << r.err;
+    return j;
+  }
+
+  static std::map<std::string, std::string> statuses(const nlohmann::json& report) {
+    std::map<std::string, std::string> out;
+    for (const auto& c : report["checks"]) out[c["id"]] = c["status"];
+    return out;
+  }
+
+  static inline fs::path root_;
+  static inline std::string stub_;
+};
+
+TEST_F(Cli, UntouchedStubsReadNotWrittenYetAndExitNonZero) {
+  write_student(stub_);
+  const ProcessResult r = grader({"check", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("0/6 points · 0 of 5 checks pass"), std::string::npos) << r.out;
+  for (const auto& [id, status] : statuses(check_json())) EXPECT_EQ(status, "not_written") << id;
+}
+
+TEST_F(Cli, TheSolutionPassesAndExitsZero) {
+  const ProcessResult r = grader({"check", "1", "--solution"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_NE(r.out.find("6/6 points"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ACrashAHangAndAnExitEachLoseOnlyTheirOwnCheck) {
+  write_student(kHostile);
+  const auto report = check_json();
+  const auto s = statuses(report);
+  EXPECT_EQ(s.at("adds"), "passed");
+  EXPECT_EQ(s.at("survives_segfault"), "crashed");
+  EXPECT_EQ(s.at("survives_hang"), "timed_out");
+  EXPECT_EQ(s.at("survives_exit"), "exited_early");
+  EXPECT_EQ(s.at("multiplies"), "passed") << "the check after the exit still runs";
+  EXPECT_EQ(report["score"], 2);
+  EXPECT_NE(report["checks"][1]["summary"].get<std::string>().find("SIGSEGV"), std::string::npos);
+}
+
+TEST_F(Cli, JunitOutputParsesAsXml) {
+  write_student(kHostile);
+  const fs::path out = root_ / "report.xml";
+  const ProcessResult r = grader({"check", "1", "--format", "junit", "--out", out.string()});
+  EXPECT_EQ(r.exit_code, 1);
+  const ProcessResult lint = run_process({.argv = {KILN_XMLLINT, "--noout", out.string()}});
+  EXPECT_TRUE(lint.ok()) << lint.err << read_file(out);
+  EXPECT_NE(read_file(out).find("<testsuites"), std::string::npos);
+}
+
+TEST_F(Cli, ACompileErrorNamesTheFileAndLineAndLeavesTheFileAlone) {
+  std::string broken = kHostile;
+  broken.replace(broken.find("return a + b;"), 13, "return a + c;");
+  write_student(broken);
+  const ProcessResult r = grader({"check", "1"});
+  EXPECT_EQ(r.exit_code, 1);
+  EXPECT_NE(r.out.find("Did not compile"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("modules/01_probe/src/probe.cpp:4:"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("return a + c;"), std::string::npos) << "the offending line is shown";
+  EXPECT_EQ(read_file(student_file()), broken) << "the student's file is never touched";
+  for (const auto& [id, status] : statuses(check_json())) EXPECT_EQ(status, "did_not_compile") << id;
+}
+
+TEST_F(Cli, AMalformedModuleYamlIsReportedWithFileAndLine) {
+  const fs::path yaml = root_ / "modules" / "01_probe" / "module.yaml";
+  const std::string good = read_file(yaml);
+  std::ofstream(yaml) << good << "  - id: [broken\n";
+  const ProcessResult r = grader({"list"});
+  std::ofstream(yaml) << good;
+  EXPECT_EQ(r.exit_code, 2);
+  EXPECT_NE(r.err.find("modules/01_probe/module.yaml:"), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("internal error"), std::string::npos) << r.err;
+}
+
+TEST_F(Cli, HintShowsTheCataloguedMessageAndHint) {
+  const ProcessResult r = grader({"hint", "probe", "adds"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("add(2, 3) should be 5, got {got}"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("Add the two numbers."), std::string::npos) << r.out;
+  EXPECT_EQ(grader({"hint", "probe", "nonsense"}).exit_code, 2);
+}
+
+TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
+  write_student(stub_);  // verify proves that no check passes on the stubs in modules/
+  const ProcessResult good = grader({"verify", "--all"});
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  const fs::path mutant = root_ / "solutions" / "01_probe" / "mutants" / "wrong_sum.yaml";
+  const std::string original = read_file(mutant);
+  std::string harmless = original;
+  harmless.replace(harmless.find("a - b"), 5, "b + a");
+  std::ofstream(mutant) << harmless;
+  const ProcessResult bad = grader({"verify", "1"});
+  std::ofstream(mutant) << original;
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("mutant wrong_sum should fail adds"), std::string::npos) << bad.out;
+}
+
+TEST_F(Cli, StartListsTheFunctionsToWrite) {
+  write_student(stub_);
+  const ProcessResult r = grader({"start", "1"});
+  EXPECT_EQ(r.exit_code, 0);
+  EXPECT_NE(r.out.find("5 functions to write"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, StatusShowsProgressRecordedByCheck) {
+  write_student(kHostile);
+  grader({"check", "1"});
+  const ProcessResult r = grader({"status"});
+  EXPECT_NE(r.out.find("2/6"), std::string::npos) << r.out;
+}
+
+TEST_F(Cli, ResetBacksUpTheStudentFileAndRestoresTheStub) {
+  const auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", root_.string(), "-c", "user.name=k", "-c", "user.email=k@k"});
+    return run_process({.argv = args});
+  };
+  ASSERT_TRUE(git({"init", "-q"}).ok());
+  write_student(stub_);
+  ASSERT_TRUE(git({"add", "modules"}).ok());
+  ASSERT_TRUE(git({"commit", "-q", "-m", "course"}).ok());
+  write_student(kHostile);
+  ASSERT_TRUE(git({"commit", "-q", "-am", "my work"}).ok());
+  const ProcessResult r = grader({"reset", "1", "--yes"});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(student_file()), stub_);
+  bool backed_up = false;
+  for (const auto& e : fs::recursive_directory_iterator(root_ / ".grader" / "backups"))
+    backed_up |= e.is_regular_file() && read_file(e.path()) == kHostile;
+  EXPECT_TRUE(backed_up) << "the student's version is kept in .grader/backups";
+  fs::remove_all(root_ / ".git");
+}
+
+}  // namespace
+}  // namespace kiln::grader

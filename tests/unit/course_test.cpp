@@ -1,0 +1,119 @@
+#include <fstream>
+
+#include <gtest/gtest.h>
+
+#include "kiln/grader/course.h"
+
+namespace kiln::grader {
+namespace {
+
+// A throwaway course folder with one module whose module.yaml is `yaml`.
+class CourseFolder {
+ public:
+  explicit CourseFolder(const std::string& yaml, const std::string& folder = "01_probe") {
+    root_ = fs::temp_directory_path() / fs::path("kiln-course-" + std::to_string(::getpid()) + "-" + std::to_string(counter_++));
+    fs::remove_all(root_);
+    fs::create_directories(root_ / "modules" / folder / "src");
+    std::ofstream(root_ / "modules" / folder / "src" / "probe.cpp") << "// stub\n";
+    std::ofstream(root_ / "modules" / folder / "module.yaml") << yaml;
+  }
+  ~CourseFolder() { fs::remove_all(root_); }
+  const fs::path& root() const { return root_; }
+
+ private:
+  fs::path root_;
+  static inline int counter_ = 0;
+};
+
+const char* kValid = R"(number: 1
+slug: probe
+title: Probe
+requires: []
+student_files: [src/probe.cpp]
+checks:
+  - id: adds
+    test: Probe.Adds
+    points: 2
+    description: adds
+    failures:
+      - {id: wrong_sum, message: "add should be {want}", hint: "add"}
+)";
+
+std::string error_of(const std::string& yaml) {
+  CourseFolder folder(yaml);
+  try {
+    load_course(folder.root());
+  } catch (const CourseError& e) {
+    return e.what();
+  }
+  return "";
+}
+
+TEST(CourseLoading, ReadsEveryFieldOfAValidModule) {
+  CourseFolder folder(kValid);
+  const Course course = load_course(folder.root());
+  ASSERT_EQ(course.modules.size(), 1u);
+  const Module& m = course.modules[0];
+  EXPECT_EQ(m.name(), "01_probe");
+  EXPECT_EQ(m.max_points(), 2);
+  ASSERT_NE(m.check("adds"), nullptr);
+  EXPECT_EQ(m.check("adds")->failure("wrong_sum")->message, "add should be {want}");
+}
+
+TEST(CourseLoading, FindsModulesByNumberFolderAndSlug) {
+  CourseFolder folder(kValid);
+  const Course course = load_course(folder.root());
+  for (const char* name : {"1", "01", "001", "01_probe", "probe"}) EXPECT_EQ(course.find(name).number, 1) << name;
+  try {
+    course.find("tensor");
+    FAIL() << "an unknown module must be an error";
+  } catch (const CourseError& e) {
+    EXPECT_NE(std::string(e.what()).find("01_probe"), std::string::npos) << "the error lists the modules";
+  }
+}
+
+TEST(CourseLoading, ReportsInvalidYamlWithFileAndLine) {
+  const std::string error = error_of("number: 1\nslug: probe\ntitle: [unclosed\n");
+  EXPECT_NE(error.find("module.yaml:"), std::string::npos) << error;
+  EXPECT_NE(error.find("not valid YAML"), std::string::npos) << error;
+}
+
+TEST(CourseLoading, ReportsAMissingFieldWithItsName) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("title: Probe\n"), 13, "");
+  const std::string error = error_of(yaml);
+  EXPECT_NE(error.find("missing required field 'title'"), std::string::npos) << error;
+  EXPECT_NE(error.find("module.yaml:1:"), std::string::npos) << error;
+}
+
+TEST(CourseLoading, ReportsAWrongTypeAtItsLine) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("points: 2"), 9, "points: many");
+  const std::string error = error_of(yaml);
+  EXPECT_NE(error.find("module.yaml:9:"), std::string::npos) << error;
+  EXPECT_NE(error.find("'points' should be a whole number"), std::string::npos) << error;
+}
+
+TEST(CourseLoading, RejectsDuplicateFailureIdsAndMissingStudentFiles) {
+  std::string dup = kValid;
+  dup += "  - id: again\n    test: Probe.Again\n    points: 1\n    description: d\n    failures:\n"
+         "      - {id: wrong_sum, message: m, hint: h}\n";
+  EXPECT_NE(error_of(dup).find("failure id 'wrong_sum' is used twice"), std::string::npos);
+  std::string missing = kValid;
+  missing.replace(missing.find("src/probe.cpp"), 13, "src/absent.cpp");
+  EXPECT_NE(error_of(missing).find("'src/absent.cpp' does not exist"), std::string::npos);
+}
+
+TEST(CourseLoading, RejectsAFolderThatDoesNotMatchNumberAndSlug) {
+  CourseFolder folder(kValid, "02_probe");
+  EXPECT_THROW(load_course(folder.root()), CourseError);
+}
+
+TEST(CourseLoading, RejectsPrerequisitesThatAreMissingOrLater) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("requires: []"), 12, "requires: [7]");
+  EXPECT_NE(error_of(yaml).find("requires module 07"), std::string::npos);
+}
+
+}  // namespace
+}  // namespace kiln::grader

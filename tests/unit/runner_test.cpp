@@ -1,0 +1,72 @@
+#include <gtest/gtest.h>
+
+#include "kiln/grader/build.h"
+#include "kiln/grader/process.h"
+#include "kiln/grader/runner.h"
+
+namespace kiln::grader {
+namespace {
+
+TEST(ParseFailure, ReadsTheCataloguedIdParamsAndDetail) {
+  const ReportedFailure f = parse_failure(
+      "Failed\n[kiln-failure] conv_differs\n[kiln-params] {\"difference\":\"0.25\"}\n[kiln-detail] at [0, 1]\n",
+      "t.cpp", 7);
+  EXPECT_EQ(f.id, "conv_differs");
+  EXPECT_EQ(f.params.at("difference"), "0.25");
+  EXPECT_EQ(f.detail, "at [0, 1]");
+  EXPECT_EQ(f.line, 7);
+  EXPECT_TRUE(f.raw.empty());
+}
+
+TEST(ParseFailure, KeepsUncataloguedTextRaw) {
+  const ReportedFailure f = parse_failure("Expected equality of these values", "t.cpp", 1);
+  EXPECT_TRUE(f.id.empty());
+  EXPECT_EQ(f.raw, "Expected equality of these values");
+}
+
+TEST(FirstError, PrefersTheFirstErrorInAStudentFile) {
+  const std::string log =
+      "/usr/include/c++/12/bits/stl_vector.h:10:3: error: template noise\n"
+      "/course/modules/01_tensor/src/tensor.cpp:42:7: error: 'x' was not declared in this scope\n"
+      "/course/modules/01_tensor/src/tensor.cpp:50:1: error: later error\n";
+  const auto d = first_error(log, {"/course/modules/01_tensor/src/tensor.cpp"});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->line, 42);
+  EXPECT_EQ(d->column, 7);
+  EXPECT_TRUE(d->in_student_file);
+  EXPECT_NE(d->explanation.find("does not know"), std::string::npos);
+}
+
+TEST(FirstError, ExplainsALinkerError) {
+  const auto d = first_error("x.o: in function `f':\nx.cpp:(.text+0x1): undefined reference to `kiln::g()'\n", {});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->message, "undefined reference to kiln::g()");
+}
+
+TEST(RunProcess, ReportsSignalsExitCodesAndDeadlines) {
+  EXPECT_EQ(run_process({.argv = {"sh", "-c", "exit 3"}}).exit_code, 3);
+  EXPECT_EQ(run_process({.argv = {"sh", "-c", "kill -SEGV $$"}}).signal, SIGSEGV);
+  ProcessSpec sleeper{.argv = {"sleep", "30"}};
+  sleeper.should_stop = [](double elapsed) { return elapsed > 0.2; };
+  const ProcessResult r = run_process(sleeper);
+  EXPECT_TRUE(r.stopped);
+  EXPECT_LT(r.wall_s, 5.0) << "a stopped process must not be waited for";
+}
+
+TEST(RunProcess, KeepsOnlyTheCappedOutputButCountsAll) {
+  ProcessSpec flood{.argv = {"sh", "-c", "head -c 1000000 /dev/zero"}, .output_cap = 1000};
+  const ProcessResult r = run_process(flood);
+  EXPECT_EQ(r.out.size(), 1000u);
+  EXPECT_EQ(r.out_bytes, 1000000u);
+}
+
+TEST(RunProcess, DeliversEventLinesAsTheyArrive) {
+  std::vector<std::string> events;
+  ProcessSpec spec{.argv = {"sh", "-c", "echo one >&3; echo two >&3"}, .event_fd = 3};
+  spec.on_event = [&](std::string_view line) { events.emplace_back(line); };
+  run_process(spec);
+  EXPECT_EQ(events, (std::vector<std::string>{"one", "two"}));
+}
+
+}  // namespace
+}  // namespace kiln::grader
