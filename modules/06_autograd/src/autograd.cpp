@@ -1,0 +1,37 @@
+// The backward pass: walk the recorded graph from this tensor back to the leaves.
+// Yours to write. Add any helper functions you like in this file.
+#include <stdexcept>
+#include <unordered_map>
+#include <unordered_set>
+#include <vector>
+
+#include "kiln/autograd.h"
+
+namespace kiln {
+
+void Tensor::backward() {
+  // The gradient of a one-element tensor (a loss) with respect to itself is 1: call
+  // backward(Tensor::ones(shape())). A tensor with any other number of elements has no implied
+  // gradient: throw ShapeError naming its shape, e.g. "(2, 3)".
+  throw kiln::NotImplemented();
+}
+
+void Tensor::backward(const Tensor& grad_output) {
+  // grad_output is dL/d(this) and must have this tensor's shape: otherwise throw ShapeError
+  // naming both shapes. When this tensor does not require grad, throw std::logic_error.
+  //
+  // 1. Order the graph. Starting from this tensor's AutogradMeta, follow grad_fn->inputs
+  //    (only inputs that require grad) depth first, visiting each AutogradMeta once. Reversing
+  //    the order in which the searches finish lists every tensor before all the tensors it was
+  //    computed from.
+  // 2. Walk that order with a map from AutogradMeta* to the gradient received so far, starting
+  //    with {this: grad_output}. For a tensor with a grad_fn, call grad_fn->backward(gradient)
+  //    and ADD each returned gradient into the map entry of the matching input (a tensor used
+  //    twice, as in x * x, receives two contributions). For a leaf (no grad_fn), add the
+  //    gradient into meta->grad (a std::optional): keep what earlier backward() calls left
+  //    there, and store a copy (clone()), never a handle to a temporary.
+  // Skip every input that does not require grad: it must not receive a gradient.
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln
