@@ -44,3 +44,12 @@ function(kiln_test_binary target)
   add_executable(${target} $<TARGET_OBJECTS:${T_MODULE}_tests>)
   target_link_libraries(${target} PRIVATE ${T_LIBRARIES} kiln_testing_main)
 endfunction()
+
+# kiln_imported_library(TARGET MODULE name LOCATION archive [LINK lib...]): a library built in
+# another build directory, used here as it is.
+function(kiln_imported_library target)
+  cmake_parse_arguments(L "" "MODULE;LOCATION" "LINK" ${ARGN})
+  add_library(${target} STATIC IMPORTED)
+  set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${L_LOCATION})
+  target_link_libraries(${target} INTERFACE ${L_MODULE}_headers ${L_LINK})
+endfunction()

@@ -60,6 +60,41 @@ int main(int argc, char** argv) {
   verify_cmd->add_option("modules", verify.modules, "Modules to verify (default: all)");
   verify_cmd->add_flag("--all", verify_all, "Every module");
 
+  GradeCommand grade;
+  auto* grade_cmd = app.add_subcommand(
+      "grade", "Instructors and CI: score submissions sandboxed and write result files (Gradescope, JUnit, JSON)");
+  grade_cmd->add_option("submission", grade.submission, "A submission folder (a student's course tree or its files)");
+  grade_cmd->add_option("--batch", grade.batch, "A folder of submission folders: one result each and a gradebook.csv");
+  grade_cmd->add_option("--module", grade.modules, "The module to grade (repeatable)");
+  grade_cmd->add_flag("--all", grade.all, "Grade every module");
+  grade_cmd->add_option("--format", grade.format, "Result format")->check(CLI::IsMember({"gradescope", "junit", "json"}));
+  grade_cmd->add_option("--out", grade.out, "Result file (one submission) or folder (batch; default: results/ beside it)");
+  grade_cmd->add_option("-j,--jobs", grade.jobs, "Submissions run at once")->check(CLI::Range(1, 64));
+  grade_cmd->add_flag("--no-sandbox", grade.no_sandbox, "Grade without the sandbox (trusted code only)");
+
+  std::string release_out;
+  auto* release_cmd = app.add_subcommand("release", "Instructors: write the student repository, proven free of solutions");
+  release_cmd->add_option("out", release_out, "A new folder for the release")->required();
+
+  std::string bundle_kind, bundle_zip;
+  std::vector<std::string> bundle_modules;
+  bool bundle_all = false;
+  auto* bundle_cmd = app.add_subcommand("bundle", "Instructors: package an autograder for a CI engine (gradescope)");
+  bundle_cmd->add_option("kind", bundle_kind, "gradescope")->required();
+  bundle_cmd->add_option("zip", bundle_zip, "The zip file to write")->required();
+  bundle_cmd->add_option("--module", bundle_modules, "The module the assignment grades (repeatable)");
+  bundle_cmd->add_flag("--all", bundle_all, "Grade every module");
+
+  SiteCommand site;
+  auto* site_cmd = app.add_subcommand("site", "Instructors: build the course site from module.yaml, headers and docs/, or preview it");
+  site_cmd->require_subcommand(1);
+  auto* site_build = site_cmd->add_subcommand("build", "Write the static site (every asset local; open index.html from disk)");
+  site_build->add_option("--out", site.out, "The folder to write (default: site/_site)");
+  auto* site_serve = site_cmd->add_subcommand("serve", "Build the site, then serve it on localhost until Ctrl-C");
+  site_serve->add_option("--port", site.port, "The port (0: any free one)")->check(CLI::Range(0, 65535));
+  site_serve->add_option("--bind", site.bind, "The address to listen on (default: loopback only)");
+  site_serve->add_option("--out", site.out, "The folder to write and serve (default: site/_site)");
+
   CLI11_PARSE(app, argc, argv);
   try {
     const fs::path start = root.empty() ? fs::current_path() : fs::path(root);
@@ -73,6 +108,15 @@ int main(int argc, char** argv) {
     if (*start_cmd) return run_start(ws, start_module);
     if (*watch_cmd) return run_watch(ws, watch, interval);
     if (*reset_cmd) return run_reset(ws, reset_module, reset_yes);
+    if (*grade_cmd) return run_grade(ws, grade);
+    if (*release_cmd) return run_release(ws, release_out);
+    if (*bundle_cmd) return run_bundle(ws, bundle_kind, bundle_zip, bundle_modules, bundle_all);
+    if (*site_cmd) {
+      if (*site_serve) site.action = "serve";
+      for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
+        site.commands.push_back({sub->get_name(), sub->get_description(), sub->help()});
+      return run_site(ws, site);
+    }
     if (*verify_cmd) {
       if (verify_all) verify.modules.clear();
       return run_verify(ws, verify);

@@ -46,11 +46,15 @@ std::string cmake_path(const fs::path& p) {
   return out + "\"";
 }
 
-std::string library_name(const Module& m, const std::string& source) {
-  return fmt::format("lib_{}__{}", m.name(), source);
+}  // namespace
+
+std::string CourseBuild::library_target(const Module& m, const std::string& source_set) {
+  return fmt::format("lib_{}__{}", m.name(), source_set);
 }
 
-}  // namespace
+fs::path CourseBuild::library_file(const Module& m, const std::string& source_set) const {
+  return dir_ / ("lib" + library_target(m, source_set) + ".a");
+}
 
 std::string CourseBuild::cmake_description(const std::vector<TestTarget>& targets) const {
   std::string out = "# Written by the grader from the modules' module.yaml files. Do not edit.\n";
@@ -74,16 +78,27 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
   };
 
   // The library of module m from a source set, linked to its prerequisites from `base`.
+  auto link_block = [&](const Module& m, const std::string& base) {
+    if (m.requires_.empty()) return;
+    out += "\n  LINK";
+    for (int n : m.requires_) out += " " + library_target(*course_.by_number(n), base);
+  };
   auto library_block = [&](const Module& m, const std::string& source, const fs::path& root,
                            const std::string& base) {
-    const std::string name = library_name(m, source);
+    const std::string name = library_target(m, source);
     if (!libraries_done.insert(name).second) return;
     out += fmt::format("kiln_library({} MODULE m_{}\n  SOURCES", name, m.name());
     for (const auto& f : m.student_files) out += " " + cmake_path(root / f);
-    if (!m.requires_.empty()) {
-      out += "\n  LINK";
-      for (int n : m.requires_) out += " " + library_name(*course_.by_number(n), base);
-    }
+    link_block(m, base);
+    out += ")\n";
+  };
+  // A library built elsewhere: only its archive is known here.
+  auto imported_block = [&](const Module& m, const std::string& source, const fs::path& from) {
+    const std::string name = library_target(m, source);
+    if (!libraries_done.insert(name).second) return;
+    out += fmt::format("kiln_imported_library({} MODULE m_{} LOCATION {}", name, m.name(),
+                       cmake_path(from / ("lib" + name + ".a")));
+    link_block(m, source);
     out += ")\n";
   };
 
@@ -92,55 +107,94 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     module_block(*t.module);
   }
   for (const auto& t : targets) {
-    for (const Module* dep : course_.prerequisites(*t.module))
-      library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
+    for (const Module* dep : course_.prerequisites(*t.module)) {
+      if (t.prebuilt_base.empty()) library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
+      else imported_block(*dep, t.base_name, t.prebuilt_base);
+    }
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
-                       library_name(*t.module, t.own.name));
+                       library_target(*t.module, t.own.name));
   }
   return out;
 }
 
-BuildResult CourseBuild::build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted) {
-  BuildResult result;
+bool CourseBuild::prepare(const std::vector<TestTarget>& all_targets, BuildResult& result) {
   fs::create_directories(dir_);
   const fs::path description = dir_ / "course.cmake";
   write_if_changed(description, cmake_description(all_targets));
+  if (fs::exists(dir_ / "build.ninja")) return true;
+  std::vector<std::string> configure = {
+      "cmake", "-S", kiln_home_.string(), "-B", dir_.string(), "-G", "Ninja",
+      "-DKILN_BUILD_GRADER=OFF", "-DKILN_COURSE=" + description.string(),
+      "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=-O1"};
+  result.commands.push_back(shell_quote(configure));
+  const ProcessResult r = run_process({.argv = configure});
+  result.log += r.out + r.err;
+  if (r.ok()) return true;
+  fs::remove(dir_ / "build.ninja");
+  result.error = Diagnostic{.message = "the build could not be configured",
+                            .explanation = "CMake failed before compiling anything; its output is below "
+                                           "(run `grader doctor` to check the tools and libraries)."};
+  return false;
+}
 
-  if (!fs::exists(dir_ / "build.ninja")) {
-    std::vector<std::string> configure = {
-        "cmake", "-S", kiln_home_.string(), "-B", dir_.string(), "-G", "Ninja",
-        "-DKILN_BUILD_GRADER=OFF", "-DKILN_COURSE=" + description.string(),
-        "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=-O1"};
-    result.commands.push_back(shell_quote(configure));
-    const ProcessResult r = run_process({.argv = configure});
-    result.log += r.out + r.err;
-    if (!r.ok()) {
-      fs::remove(dir_ / "build.ninja");
-      result.error = Diagnostic{.message = "the build could not be configured",
-                                .explanation = "CMake failed before compiling anything; its output is below "
-                                               "(run `grader doctor` to check the tools and libraries)."};
-      return result;
-    }
-  }
-
-  std::vector<std::string> ninja = {"ninja", "-C", dir_.string(), wanted.target_name()};
+bool CourseBuild::build_named(const std::vector<TestTarget>& all_targets, const std::vector<std::string>& names,
+                              BuildResult& result) {
+  if (!prepare(all_targets, result)) return false;
+  std::vector<std::string> ninja = {"ninja", "-C", dir_.string()};
+  ninja.insert(ninja.end(), names.begin(), names.end());
   result.commands.push_back(shell_quote(ninja));
   const ProcessResult r = run_process({.argv = ninja, .output_cap = 4 << 20});
   result.log += r.out + r.err;
-  result.binary = dir_ / wanted.target_name();
-  result.ok = r.ok() && fs::exists(result.binary);
-  if (!result.ok) {
-    std::vector<fs::path> student;
-    for (const auto& f : wanted.module->student_files) student.push_back(wanted.own.root / f);
-    result.error = first_error(result.log, student);
-    if (!result.error) {
-      result.error = Diagnostic{.message = "the build failed",
-                                .explanation = "the build stopped without a compiler error the grader "
-                                               "recognises; the full output is below."};
-    }
+  if (!r.ok() && !result.error) {
+    result.error = first_error(result.log, {});
+    if (!result.error) result.error = Diagnostic{.message = "the build failed"};
   }
-  return result;
+  return r.ok();
+}
+
+BuildResult CourseBuild::build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted) {
+  return build_many(all_targets, {wanted}).front();
+}
+
+std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& all_targets,
+                                                 const std::vector<TestTarget>& wanted,
+                                                 const std::vector<std::string>& launcher) {
+  BuildResult shared;
+  if (!prepare(all_targets, shared)) return std::vector<BuildResult>(wanted.size(), shared);
+
+  std::vector<std::string> ninja = launcher;
+  ninja.insert(ninja.end(), {"ninja", "-C", dir_.string()});
+  if (wanted.size() > 1) ninja.insert(ninja.end(), {"-k", "0"});
+  for (const auto& t : wanted) {
+    ninja.push_back(t.target_name());
+    // Whether a binary exists afterwards must say whether this run built it.
+    if (!launcher.empty() || wanted.size() > 1) fs::remove(dir_ / t.target_name());
+  }
+  shared.commands.push_back(shell_quote(ninja));
+  const ProcessResult r = run_process({.argv = ninja, .output_cap = 8 << 20});
+  shared.log += r.out + r.err;
+
+  std::vector<BuildResult> results;
+  for (const auto& t : wanted) {
+    BuildResult result = shared;
+    result.binary = dir_ / t.target_name();
+    result.ok = (r.ok() || wanted.size() > 1) && fs::exists(result.binary);
+    if (!result.ok) {
+      std::vector<fs::path> student;
+      for (const auto& f : t.module->student_files) student.push_back(t.own.root / f);
+      result.error = first_error(result.log, student);
+      // In a shared run, an error in another target's files is not this target's.
+      if (wanted.size() > 1 && result.error && !result.error->in_student_file) result.error.reset();
+      if (!result.error) {
+        result.error = Diagnostic{.message = "the build failed",
+                                  .explanation = "the build stopped without a compiler error the grader "
+                                                 "recognises; the full output is below."};
+      }
+    }
+    results.push_back(std::move(result));
+  }
+  return results;
 }
 
 namespace {

@@ -9,6 +9,7 @@
 
 #include <cerrno>
 #include <chrono>
+#include <algorithm>
 #include <cstring>
 
 #include <fmt/format.h>
@@ -68,8 +69,9 @@ std::string shell_quote(const std::vector<std::string>& argv) {
 
 ProcessResult run_process(const ProcessSpec& spec) {
   ProcessResult result;
-  int out_pipe[2], err_pipe[2], event_pipe[2] = {-1, -1};
+  int out_pipe[2], err_pipe[2], event_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1};
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
+      (!spec.stdin_data.empty() && pipe2(in_pipe, O_CLOEXEC) != 0) ||
       (spec.event_fd >= 0 && pipe2(event_pipe, O_CLOEXEC) != 0)) {
     result.start_error = fmt::format("cannot create a pipe: {}", std::strerror(errno));
     return result;
@@ -103,8 +105,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     if (spec.event_fd >= 0) dup2(event_pipe[1], spec.event_fd);
-    int devnull = open("/dev/null", O_RDONLY);
-    if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    if (in_pipe[0] >= 0) {
+      dup2(in_pipe[0], STDIN_FILENO);
+    } else {
+      int devnull = open("/dev/null", O_RDONLY);
+      if (devnull >= 0) dup2(devnull, STDIN_FILENO);
+    }
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     const Limits& l = spec.limits;
     if (l.cpu_s > 0) set_limit(RLIMIT_CPU, static_cast<rlim_t>(l.cpu_s + 0.999));
@@ -121,6 +127,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (spec.event_fd >= 0) close(event_pipe[1]);
+  if (in_pipe[0] >= 0) {
+    close(in_pipe[0]);
+    // Small enough for the pipe's buffer, so this never blocks.
+    (void)!write(in_pipe[1], spec.stdin_data.data(), std::min<std::size_t>(spec.stdin_data.size(), 4096));
+    close(in_pipe[1]);
+  }
   result.started = true;
 
   std::vector<Stream> streams;

@@ -288,11 +288,14 @@ nlohmann::json to_json(const Report& report) {
                       {"passed", report.all_passed()},
                       {"notes", report.notes},
                       {"next_step", report.next_step},
-                      {"checks", checks}};
+                      {"checks", checks},
+                      {"output", report.output.substr(0, 4096)}};
   if (report.build_error) {
     const auto& d = *report.build_error;
     j["build_error"] = {{"file", d.file.generic_string()}, {"line", d.line},       {"column", d.column},
                         {"message", d.message},             {"explanation", d.explanation}};
+    // The build's output, cut to what matters: it can be long, and only its start explains.
+    j["build_log"] = report.build_log.substr(0, 8192);
   }
   return j;
 }
@@ -318,6 +321,49 @@ std::string xml_escape(const std::string& text) {
 }  // namespace
 
 std::string render_json(const Report& report) { return to_json(report).dump(2) + "\n"; }
+
+std::string render_gradescope(const std::vector<Report>& reports, double execution_s) {
+  nlohmann::json tests = nlohmann::json::array();
+  int score = 0;
+  std::string output;
+  for (const auto& r : reports) {
+    score += r.score;
+    output += fmt::format("Module {} {}: {}/{} points\n", r.number, r.title, r.score, r.max_score);
+    if (r.build_error) {
+      const auto& d = *r.build_error;
+      output += fmt::format("  did not compile: {}:{}: {}\n", d.file.generic_string(), d.line, d.message);
+    }
+    for (const auto& c : r.checks) {
+      const bool passed = c.status == Status::passed;
+      std::string text;
+      if (c.visibility == Visibility::hidden) {
+        // A hidden check says whether it passed, never what it tests or why it failed.
+        text = passed ? "" : "This hidden check did not pass.";
+      } else if (!passed) {
+        text = c.summary;
+        for (std::size_t i = 1; i < c.messages.size(); ++i) text += "\n" + c.messages[i];
+        for (const auto& d : c.details) text += "\n" + d;
+        for (const auto& h : c.hints) text += "\nHint: " + h;
+      }
+      const std::string name = c.visibility == Visibility::hidden
+                                   ? fmt::format("{} hidden check {}", r.number, tests.size() + 1)
+                                   : fmt::format("{} {}: {}", r.number, c.id, c.description);
+      tests.push_back({{"name", name},
+                       {"score", c.points},
+                       {"max_score", c.max_points},
+                       {"status", passed ? "passed" : "failed"},
+                       {"output", text},
+                       {"visibility", visibility_name(c.visibility)}});
+    }
+  }
+  const nlohmann::json j = {{"score", score},
+                            {"execution_time", execution_s},
+                            {"output", output},
+                            {"visibility", "visible"},
+                            {"stdout_visibility", "hidden"},
+                            {"tests", tests}};
+  return j.dump(2) + "\n";
+}
 
 std::string render_junit(const std::vector<Report>& reports) {
   int tests = 0, failures = 0, errors = 0, skipped = 0;

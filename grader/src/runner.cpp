@@ -1,6 +1,7 @@
 #include "kiln/grader/runner.h"
 
 #include <optional>
+#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -120,6 +121,10 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
   std::map<std::string, CheckResult> results;
 
   constexpr int kEventFd = 3;
+  // A fresh secret per run: only the test main, which reads it first, can sign its events.
+  std::random_device entropy;
+  const std::string token = fmt::format("{:08x}{:08x}{:08x}{:08x}", entropy(), entropy(), entropy(), entropy());
+  int forged = 0;
   while (!remaining.empty()) {
     std::string filter;
     for (const Check* c : remaining) filter += (filter.empty() ? "" : ":") + c->test;
@@ -136,10 +141,15 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     spec.limits = options.limits;
     spec.output_cap = 64 * 1024;
     spec.event_fd = kEventFd;
+    spec.stdin_data = token + "\n";
     double now = 0;
     spec.on_event = [&](std::string_view line) {
       const auto event = nlohmann::json::parse(line, nullptr, false);
       if (!event.is_object() || !event.contains("test")) return;
+      if (event.value("token", "") != token) {
+        ++forged;
+        return;
+      }
       const std::string test = event.value("test", "");
       const auto check = by_test.find(test);
       if (check == by_test.end()) return;
@@ -165,6 +175,10 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       break;
     }
     if (run.output.size() < 64 * 1024) run.output += p.out + p.err;
+    // A launcher (the sandbox) reports its child's death by signal N as exit code 128 + N.
+    int signal = p.signal;
+    if (signal == 0 && !options.launcher.empty() && p.exit_code > 128 && p.exit_code < 128 + 65)
+      signal = p.exit_code - 128;
 
     for (auto& [test, r] : live.ended) results[test] = std::move(r);
     if (!live.running.empty()) {
@@ -173,9 +187,9 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
         r.status = Status::timed_out;
         r.reason = fmt::format("still running after {:g} s: an endless loop, or far too much work",
                                r.check->timeout_s);
-      } else if (p.signal != 0) {
+      } else if (signal != 0) {
         r.status = Status::crashed;
-        r.reason = describe_signal(p.signal);
+        r.reason = describe_signal(signal);
       } else {
         r.status = Status::exited_early;
         r.reason = fmt::format("the program ended in the middle of this check with exit code {} "
@@ -186,10 +200,10 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     } else if (!live.any_started && live.ended.empty()) {
       // Nothing ran at all: a crash or exit before the first check (static initialisation).
       std::string why = p.stopped ? "the test program hung before its first check"
-                        : p.signal ? "the test program crashed before its first check: " + describe_signal(p.signal)
+                        : signal ? "the test program crashed before its first check: " + describe_signal(signal)
                                    : fmt::format("the test program ended (exit code {}) without running this check", p.exit_code);
       for (const Check* c : remaining) {
-        results[c->test] = CheckResult{.check = c, .status = p.signal || p.stopped || p.exit_code != 0
+        results[c->test] = CheckResult{.check = c, .status = signal || p.stopped || p.exit_code != 0
                                                                  ? Status::crashed : Status::missing,
                                        .reason = why};
       }
@@ -207,7 +221,15 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     // A check ended the process early when no test was running (after its end event): go on.
     remaining = std::move(next);
   }
-  for (const Check* c : checks) run.checks.push_back(results[c->test]);
+  for (const Check* c : checks) {
+    CheckResult r = results[c->test];
+    if (forged > 0 && r.status != Status::passed) {
+      r.reason += fmt::format("{}{} report line{} without the grader's token were ignored: the code under test "
+                              "wrote to the grader's channel",
+                              r.reason.empty() ? "" : "; ", forged, forged == 1 ? "" : "s");
+    }
+    run.checks.push_back(std::move(r));
+  }
   return run;
 }
 

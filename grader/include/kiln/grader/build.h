@@ -25,6 +25,9 @@ struct TestTarget {
   SourceSet own;
   std::string base_name;  // source-set name of the prerequisites
   fs::path base_root;     // modules/ or solutions/: the prerequisites' files at NN_slug/<file>
+  // When set, the prerequisites' libraries are not built here but taken ready-made from this
+  // build directory (grading: the submission's build never sees a solution's source).
+  fs::path prebuilt_base;
   std::string target_name() const;  // t_17_acceleration__student
 };
 
@@ -53,8 +56,25 @@ class CourseBuild {
   // framework's CMakeLists.txt (the grader's own checkout).
   CourseBuild(const Course& course, fs::path dir, fs::path kiln_home);
 
-  // Builds the given targets' binaries (configuring first if needed). Only what changed is rebuilt.
+  // Builds the wanted target's binary (configuring first if needed). Only what changed is rebuilt.
   BuildResult build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted);
+
+  // Builds several test binaries in one Ninja run that keeps going past failures, optionally under
+  // a launcher (the sandbox); one result per wanted target.
+  std::vector<BuildResult> build_many(const std::vector<TestTarget>& all_targets,
+                                      const std::vector<TestTarget>& wanted,
+                                      const std::vector<std::string>& launcher = {});
+
+  // Writes the build description and configures when needed. False (with the log) on failure.
+  bool prepare(const std::vector<TestTarget>& all_targets, BuildResult& result);
+
+  // Builds the named Ninja targets (libraries, object libraries). False on failure.
+  bool build_named(const std::vector<TestTarget>& all_targets, const std::vector<std::string>& names,
+                   BuildResult& result);
+
+  // File names of what the build makes.
+  static std::string library_target(const Module& m, const std::string& source_set);
+  fs::path library_file(const Module& m, const std::string& source_set) const;
 
   const fs::path& dir() const { return dir_; }
 

