@@ -1,0 +1,36 @@
+// Einstein summation for one or two operands with an explicit output.
+//
+// kiln/layers.h lists the rules and the errors. One general way to write it:
+//   1. Parse: split the spec at "->" and ",", and reject a malformed one with
+//      std::invalid_argument whose message quotes the spec (see the header's list).
+//   2. Sizes: give every letter its size from the operands' shapes; a letter with two different
+//      sizes, or an operand whose dim() differs from its number of letters, is a ShapeError
+//      quoting the spec and naming the shapes.
+//   3. Loops: one loop per distinct letter, the output's letters first, then the summed ones.
+//      For every loop, how far it moves in each operand (that operand's stride for the letter,
+//      0 if it lacks the letter) and in the output. Then at every combination of indices:
+//        out[output letters] += a[a's letters] · b[b's letters]
+//      The output starts from zeros; a scalar output (no letters) has shape ().
+// For "ik,kj->ij" that is exactly matmul_loops; for "ij->ji" nothing is summed or multiplied.
+// Step 3 as a single "odometer" (a counter per letter, the last turning fastest) works for any
+// number of letters; a private helper shared by both overloads avoids writing it twice.
+#include <array>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/layers.h"
+
+namespace kiln {
+
+Tensor einsum(const std::string& spec, const Tensor& a, const Tensor& b) {
+  // Two operands: "ik,kj->ij", "ij,ij->ij", "i,j->ij", "bik,bkj->bij", "i,i->", ...
+  throw kiln::NotImplemented();
+}
+
+Tensor einsum(const std::string& spec, const Tensor& a) {
+  // One operand: "ij->ji" (transpose), "ij->i" (sum each row), "ij->" (sum of all elements).
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln
