@@ -53,3 +53,11 @@ function(kiln_imported_library target)
   set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${L_LOCATION})
   target_link_libraries(${target} INTERFACE ${L_MODULE}_headers ${L_LINK})
 endfunction()
+
+# kiln_bench_binary(TARGET MODULE name SOURCES bench-src... LIBRARIES lib...): the module's given
+# bench code, timing one variant's kernels.
+function(kiln_bench_binary target)
+  cmake_parse_arguments(B "" "MODULE" "SOURCES;LIBRARIES" ${ARGN})
+  add_executable(${target} ${B_SOURCES})
+  target_link_libraries(${target} PRIVATE ${B_LIBRARIES} kiln_bench_main Eigen3::Eigen)
+endfunction()

@@ -17,14 +17,6 @@ bool use_color() {
   return isatty(STDOUT_FILENO) && !(no_color && *no_color);
 }
 
-void require_solutions(const Workspace& ws, const std::string& command) {
-  if (!ws.course.has_solutions()) {
-    throw CourseError(fmt::format("`grader {}` is for instructors: it needs the instructor repository, which holds "
-                                  "solutions/. This is a student release.",
-                                  command));
-  }
-}
-
 namespace {
 
 // Notes on prerequisites whose checks do not all pass, re-checking those whose files changed.

@@ -5,6 +5,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "kiln/grader/bench.h"
 #include "kiln/grader/commands.h"
 
 using namespace kiln::grader;
@@ -72,6 +73,17 @@ int main(int argc, char** argv) {
   grade_cmd->add_option("-j,--jobs", grade.jobs, "Submissions run at once")->check(CLI::Range(1, 64));
   grade_cmd->add_flag("--no-sandbox", grade.no_sandbox, "Grade without the sandbox (trusted code only)");
 
+  BenchCommand bench;
+  auto* bench_cmd = app.add_subcommand(
+      "bench", "Time a module's kernels beside the naive and library baselines, on this machine's roofline");
+  bench_cmd->add_option("module", bench.module, "The module, e.g. 17")->required();
+  bench_cmd->add_flag("--solution", bench.solution, "Time the reference solution (instructors)");
+  bench_cmd->add_flag("--full", bench.full, "The sources' full sizes (slower)");
+  bench_cmd->add_flag("--remeasure", bench.remeasure, "Measure the machine's peak and bandwidth again");
+  bench_cmd->add_option("--format", bench.format, "Report format")->check(CLI::IsMember({"text", "json"}));
+  bench_cmd->add_option("--out", bench.out, "Also write the report to this file");
+  bench_cmd->add_flag("-v,--verbose", bench.verbose, "Print the exact build and run commands");
+
   std::string release_out;
   auto* release_cmd = app.add_subcommand("release", "Instructors: write the student repository, proven free of solutions");
   release_cmd->add_option("out", release_out, "A new folder for the release")->required();
@@ -109,12 +121,14 @@ int main(int argc, char** argv) {
     if (*watch_cmd) return run_watch(ws, watch, interval);
     if (*reset_cmd) return run_reset(ws, reset_module, reset_yes);
     if (*grade_cmd) return run_grade(ws, grade);
+    if (*bench_cmd) return run_bench_command(ws, bench);
     if (*release_cmd) return run_release(ws, release_out);
     if (*bundle_cmd) return run_bundle(ws, bundle_kind, bundle_zip, bundle_modules, bundle_all);
     if (*site_cmd) {
       if (*site_serve) site.action = "serve";
       for (const CLI::App* sub : app.get_subcommands([](const CLI::App*) { return true; }))
-        site.commands.push_back({sub->get_name(), sub->get_description(), sub->help()});
+        site.commands.push_back({sub->get_name(), sub->get_description(),
+                                 sub->get_formatter()->make_help(sub, "grader " + sub->get_name(), CLI::AppFormatMode::All)});
       return run_site(ws, site);
     }
     if (*verify_cmd) {

@@ -11,6 +11,7 @@
 namespace kiln::grader {
 
 std::string TestTarget::target_name() const { return fmt::format("t_{}__{}", module->name(), own.name); }
+std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", module->name(), own.name); }
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -31,8 +32,8 @@ bool write_if_changed(const fs::path& path, const std::string& content) {
   return true;
 }
 
-CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home)
-    : course_(course), dir_(std::move(dir)), kiln_home_(std::move(kiln_home)) {}
+CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home, std::string cxx_flags)
+    : course_(course), dir_(std::move(dir)), kiln_home_(std::move(kiln_home)), cxx_flags_(std::move(cxx_flags)) {}
 
 namespace {
 
@@ -114,6 +115,11 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
                        library_target(*t.module, t.own.name));
+    if (const auto bench = t.module->bench_sources(); !bench.empty()) {
+      out += fmt::format("kiln_bench_binary({} MODULE m_{}\n  SOURCES", t.bench_name(), t.module->name());
+      for (const auto& b : bench) out += " " + cmake_path(b);
+      out += fmt::format("\n  LIBRARIES {})\n", library_target(*t.module, t.own.name));
+    }
   }
   return out;
 }
@@ -126,7 +132,7 @@ bool CourseBuild::prepare(const std::vector<TestTarget>& all_targets, BuildResul
   std::vector<std::string> configure = {
       "cmake", "-S", kiln_home_.string(), "-B", dir_.string(), "-G", "Ninja",
       "-DKILN_BUILD_GRADER=OFF", "-DKILN_COURSE=" + description.string(),
-      "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=-O1"};
+      "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=" + cxx_flags_};
   result.commands.push_back(shell_quote(configure));
   const ProcessResult r = run_process({.argv = configure});
   result.log += r.out + r.err;

@@ -58,6 +58,7 @@ std::vector<fs::path> Module::given_sources() const {
 }
 
 std::vector<fs::path> Module::test_sources() const { return sources_in(dir / "tests"); }
+std::vector<fs::path> Module::bench_sources() const { return sources_in(dir / "bench"); }
 
 bool Course::has_solutions() const { return fs::is_directory(root / "solutions"); }
 fs::path Course::solution_dir(const Module& m) const { return root / "solutions" / m.name(); }

@@ -195,9 +195,18 @@ std::string nav_html(const Course& course, const std::string& current, bool has_
 }
 
 std::string toc_html(const std::string& body) {
+  // A module page's generated part gets its own label, as on the page.
+  const std::size_t part = body.find("<div class=\"part\">");
   std::string items;
-  for (const auto& h : headings(body))
-    if (h.level == 2) items += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", h.id, strip_tags(h.html));
+  bool labelled = false;
+  for (const auto& h : headings(body)) {
+    if (h.level != 2) continue;
+    if (part != std::string::npos && h.at > part && !labelled) {
+      items += "<li class=\"toc-part\">The assignment</li>\n";
+      labelled = true;
+    }
+    items += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", h.id, strip_tags(h.html));
+  }
   if (items.empty()) return "";
   return "<nav class=\"toc-nav\" aria-label=\"On this page\"><p class=\"toc-label\">On this page</p>\n<ul>\n" + items +
          "</ul>\n</nav>\n";
@@ -215,6 +224,23 @@ void index_page(nlohmann::json& index, const site::Page& page) {
   add(page.title, page.file, 0, hs.empty() ? body.size() : hs.front().at);
   for (std::size_t i = 0; i < hs.size(); ++i)
     add(strip_tags(hs[i].html), page.file + "#" + hs[i].id, hs[i].end, i + 1 < hs.size() ? hs[i + 1].at : body.size());
+}
+
+// A guide may link a page this course does not have (authoring.html without docs/authoring.md):
+// such a link becomes its text, so that no link on the site is broken.
+std::string unlink_missing(std::string body, const std::set<std::string>& files) {
+  for (std::size_t p = body.find("<a href=\""); p != std::string::npos; p = body.find("<a href=\"", p + 1)) {
+    const std::size_t start = p + 9, end = body.find('"', start);
+    const std::string target = body.substr(start, end - start);
+    const std::string file = target.substr(0, target.find('#'));
+    if (file.size() < 6 || file.compare(file.size() - 5, 5, ".html") != 0 || file.find_first_of("/:") != std::string::npos ||
+        files.count(file))
+      continue;
+    const std::size_t open_end = body.find('>', end), close = body.find("</a>", open_end);
+    if (open_end == std::string::npos || close == std::string::npos) break;
+    body = body.substr(0, p) + body.substr(open_end + 1, close - open_end - 1) + body.substr(close + 4);
+  }
+  return body;
 }
 
 // Makes `out` ready: creates it, or clears the pages of a previous build; refuses anything else.
@@ -262,6 +288,9 @@ SiteSummary build_site(const Workspace& ws, const SiteOptions& options) {
   if (cx.readme.rfind("# ", 0) == 0) site_name = cx.readme.substr(2, cx.readme.find('\n') - 2);
   const std::string layout = site::read_text(layout_file);
   nlohmann::json index = nlohmann::json::array();
+  std::set<std::string> files;
+  for (const auto& page : pages) files.insert(page.file);
+  for (auto& page : pages) page.body = unlink_missing(page.body, files);
   for (const auto& page : pages) {
     std::string html = layout;
     html = replace_all(html, "{{site}}", escape(site_name));

@@ -404,9 +404,50 @@ std::string read_text(const fs::path& path) {
   return s.str();
 }
 
-// The first sentence of a comment, or the first two when the first is only a label ("Element access.").
+// The one-line description in a comment: the first sentence of its first prose paragraph (two
+// when the first is only a label, "Element access."). A paragraph ends at a blank line, at an
+// indented line (a formula or a listing), and after a line that ends like a formula (`]`, `)`)
+// when the next one starts a sentence. A one-line title without a full stop is skipped, rulers
+// and the course's "Yours (file)." marker are dropped, and a long sentence is cut at a comma.
 std::string first_sentences(const std::string& comment) {
-  std::string flat = collapse(comment);
+  std::vector<std::string> lines;
+  {
+    std::istringstream in(comment);
+    for (std::string line; std::getline(in, line);) {
+      const bool ruler = line.size() >= 3 && line.find_first_not_of("-=*/_~ ") == std::string::npos;
+      if (!ruler) lines.push_back(line);
+    }
+  }
+  auto indented = [](const std::string& l) { return l.size() > 1 && l[0] == ' ' && l[1] == ' '; };
+  auto blank = [](const std::string& l) { return l.find_first_not_of(' ') == std::string::npos; };
+  std::vector<std::string> paragraphs;
+  std::string current;
+  for (std::size_t i = 0; i < lines.size(); ++i) {
+    const std::string& l = lines[i];
+    if (blank(l) || indented(l)) {
+      if (!current.empty()) paragraphs.push_back(current), current.clear();
+      continue;
+    }
+    current += (current.empty() ? "" : " ") + l;
+    const char last = l.back();
+    const bool formula_end = !std::isalpha(static_cast<unsigned char>(last)) && static_cast<unsigned char>(last) < 0x80 && std::string(",;:(-/.'\"`").find(last) == std::string::npos;
+    if (formula_end && i + 1 < lines.size() && !lines[i + 1].empty() && std::isupper(static_cast<unsigned char>(lines[i + 1][0])))
+      paragraphs.push_back(current), current.clear();
+  }
+  if (!current.empty()) paragraphs.push_back(current);
+  if (paragraphs.empty()) return "";
+  std::string flat = collapse(paragraphs[0]);
+  const bool title = flat.find(' ') != std::string::npos && std::string(".:!?").find(flat.back()) == std::string::npos &&
+                     lines.size() > 1 && paragraphs.size() > 1 && flat.size() < 80;
+  if (title) flat = collapse(paragraphs[1]);
+  if (flat.rfind("Yours", 0) == 0) {  // "Yours.", "Yours (src/x.cpp).", "Yours: ..."
+    std::size_t p = 5;
+    if (p < flat.size() && flat[p] == ' ' && p + 1 < flat.size() && flat[p + 1] == '(') p = flat.find(')', p) + 1;
+    if (p < flat.size() && (flat[p] == '.' || flat[p] == ':')) {
+      flat = collapse(flat.substr(p + 1));
+      if (!flat.empty()) flat[0] = static_cast<char>(std::toupper(static_cast<unsigned char>(flat[0])));
+    }
+  }
   auto sentence_end = [&](std::size_t from) {
     for (std::size_t p = flat.find(". ", from); p != std::string::npos; p = flat.find(". ", p + 1)) {
       const bool abbreviation = (p >= 3 && (flat.compare(p - 3, 3, "e.g") == 0 || flat.compare(p - 3, 3, "i.e") == 0)) ||
@@ -417,7 +458,13 @@ std::string first_sentences(const std::string& comment) {
   };
   std::size_t end = sentence_end(0);
   if (end < 40 && end < flat.size()) end = sentence_end(end + 1);
-  return flat.substr(0, end);
+  std::string out = flat.substr(0, end);
+  if (!out.empty() && out.back() == ':') out.back() = '.';
+  if (out.size() > 240) {
+    const std::size_t cut = out.rfind(", ", 220);
+    out = out.substr(0, cut == std::string::npos || cut < 80 ? 220 : cut) + "…";
+  }
+  return out;
 }
 
 bool ends_with(const std::string& s, const std::string& suffix) {

@@ -17,6 +17,12 @@ std::string capitalised(std::string s) {
   return s;
 }
 
+// "5-7" as a reader expects a range: "5–7".
+std::string en_dash(std::string s) {
+  if (const auto dash = s.find('-'); dash != std::string::npos) s.replace(dash, 1, "–");
+  return s;
+}
+
 std::string dots(int difficulty) {
   std::string out;
   for (int i = 1; i <= 4; ++i) out += i <= difficulty ? "●" : "○";
@@ -105,12 +111,12 @@ Page module_page(const Context& cx, const Module& m) {
       "<div class=\"wide\"><dt>Builds on</dt><dd>{prereqs}</dd></div>\n</dl>\n</header>\n",
       fmt::arg("tier", escape(m.tier)), fmt::arg("Tier", escape(capitalised(m.tier))), fmt::arg("num", m.number_text()),
       fmt::arg("title", escape(m.title)), fmt::arg("subtitle", escape(m.subtitle)), fmt::arg("d", m.difficulty),
-      fmt::arg("dots", dots(m.difficulty)), fmt::arg("hours", escape(m.hours)), fmt::arg("checks", m.checks.size()),
+      fmt::arg("dots", dots(m.difficulty)), fmt::arg("hours", escape(en_dash(m.hours))), fmt::arg("checks", m.checks.size()),
       fmt::arg("points", m.max_points()), fmt::arg("prereqs", prereqs));
 
   // Objectives.
   if (!m.objectives.empty()) {
-    h += "<section id=\"objectives\" class=\"objectives\">\n<h2>What you will learn</h2>\n<ul class=\"checklist\">\n";
+    h += "<section class=\"objectives\">\n<h2 id=\"objectives\">What you will learn</h2>\n<ul class=\"checklist\">\n";
     for (const auto& o : m.objectives) h += "<li>" + escape(o) + "</li>\n";
     h += "</ul>\n</section>\n";
   }
@@ -132,7 +138,7 @@ Page module_page(const Context& cx, const Module& m) {
 
   // What you write.
   const auto functions = student_functions(course, m);
-  h += "<section id=\"what-you-write\">\n<h2>What you write</h2>\n";
+  h += "<section>\n<h2 id=\"what-you-write\">What you write</h2>\n";
   std::vector<std::string> files;
   for (const auto& f : functions)
     if (std::find(files.begin(), files.end(), f.file) == files.end()) files.push_back(f.file);
@@ -148,7 +154,7 @@ Page module_page(const Context& cx, const Module& m) {
         functions.size(), functions.size() == 1 ? "" : "s", file_list);
   }
   for (const auto& file : files) {
-    h += fmt::format("<h3 class=\"file-heading\"><span class=\"file-icon\" aria-hidden=\"true\"></span>"
+    h += fmt::format("<h3 class=\"file-heading\"><span class=\"file-label\">file</span>"
                      "modules/{}/{}</h3>\n<div class=\"functions\">\n",
                      escape(m.name()), escape(file));
     for (const auto& f : functions) {
@@ -171,7 +177,7 @@ Page module_page(const Context& cx, const Module& m) {
 
   // How you know it works.
   h += fmt::format(
-      "<section id=\"checks\">\n<h2>How you know it works</h2>\n<p class=\"section-lead\"><code>grader check {}</code> "
+      "<section>\n<h2 id=\"checks\">How you know it works</h2>\n<p class=\"section-lead\"><code>grader check {}</code> "
       "builds your code and runs these checks, each on its own: a crash or a hang loses only the check it "
       "happened in.</p>\n<div class=\"table-wrap\"><table class=\"checks\">\n<thead><tr><th>Check</th><th>What it "
       "checks</th><th class=\"pts\">Points</th></tr></thead>\n<tbody>\n",
@@ -193,12 +199,12 @@ Page module_page(const Context& cx, const Module& m) {
 
   // When it fails: the catalogue, the same one `grader hint` and the check report print.
   h += fmt::format(
-      "<section id=\"when-it-fails\">\n<h2>When it fails</h2>\n<p class=\"section-lead\">Each message below is exactly "
+      "<section>\n<h2 id=\"when-it-fails\">When it fails</h2>\n<p class=\"section-lead\">Each message below is exactly "
       "what a check prints when it fails that way, followed by its hint. <code>grader hint {} CHECK</code> prints the "
       "same; <var>{{names}}</var> in braces are filled in with the values your code produced.</p>\n",
       m.number_text());
   for (const Check* c : visible) {
-    h += fmt::format("<div class=\"check-failures\" id=\"fail-{0}\">\n<h3><code>{0}</code><span class=\"pts-badge\">{1} "
+    h += fmt::format("<div class=\"check-failures\">\n<h3 id=\"fail-{0}\"><code>{0}</code><span class=\"pts-badge\">{1} "
                      "point{2}</span></h3>\n<p class=\"check-desc\">{3}</p>\n",
                      escape(c->id), c->points, c->points == 1 ? "" : "s", escape(c->description));
     if (c->failures.empty()) h += "<p class=\"muted\">No catalogued failures.</p>\n";
@@ -215,7 +221,7 @@ Page module_page(const Context& cx, const Module& m) {
   // Commands.
   const std::string n = m.number_text();
   const std::string first_check = visible.empty() ? "CHECK" : visible.front()->id;
-  h += "<section id=\"commands\">\n<h2>Commands</h2>\n<div class=\"commands\">\n";
+  h += "<section>\n<h2 id=\"commands\">Commands</h2>\n<div class=\"commands\">\n";
   if (cx.has_command("start")) h += command_row(cx, "grader start " + n, "start");
   if (cx.has_command("check")) {
     h += command_row(cx, "grader check " + n, "check");
@@ -228,7 +234,7 @@ Page module_page(const Context& cx, const Module& m) {
   h += "</div>\n</section>\n";
 
   // What comes next.
-  h += "<section id=\"whats-next\">\n<h2>What comes next</h2>\n";
+  h += "<section>\n<h2 id=\"whats-next\">What comes next</h2>\n";
   std::vector<const Module*> next;
   for (const auto& other : course.modules)
     if (std::find(other.requires_.begin(), other.requires_.end(), m.number) != other.requires_.end())
@@ -312,7 +318,7 @@ Page home_page(const Context& cx) {
   h += "</p>\n</section>\n";
 
   const std::string start = markdown_section(cx.readme, "Start");
-  h += "<section id=\"start\">\n<h2>How to start</h2>\n";
+  h += "<section>\n<h2 id=\"start\">How to start</h2>\n";
   if (!start.empty()) {
     h += markdown_to_html(start);
   } else if (first) {
@@ -320,8 +326,8 @@ Page home_page(const Context& cx) {
   }
   h += "</section>\n";
 
-  h += "<section id=\"module-map\">\n<h2>The module map</h2>\n<p class=\"section-lead\">Each module builds on your own "
-       "code from the modules it requires; an arrow points from a module to one that builds on it.</p>\n";
+  h += "<section>\n<h2 id=\"module-map\">The module map</h2>\n<p class=\"section-lead\">Each module runs on your own code "
+       "from the modules upstream of it: an arrow points from a module to one that builds directly on it.</p>\n";
   h += "<div class=\"map-wrap\">" + module_map_svg(course) + "</div>\n<ul class=\"legend\">";
   std::vector<std::string> tiers;
   for (const auto& m : course.modules)
@@ -329,7 +335,7 @@ Page home_page(const Context& cx) {
   for (const auto& t : tiers) h += fmt::format("<li class=\"tier-{}\"><span class=\"swatch\"></span>{}</li>", escape(t), escape(capitalised(t)));
   h += "</ul>\n</section>\n";
 
-  h += "<section id=\"modules\">\n<h2>Modules</h2>\n<div class=\"cards modules\">\n";
+  h += "<section>\n<h2 id=\"modules\">Modules</h2>\n<div class=\"cards modules\">\n";
   for (const auto& m : course.modules) {
     std::string req;
     for (int r : m.requires_)
@@ -340,7 +346,7 @@ Page home_page(const Context& cx) {
         "<span class=\"dots\">{dots}</span> · {hours} h · {checks} checks · {points} pts{req}</span></a>\n",
         fmt::arg("tier", escape(m.tier)), fmt::arg("name", m.name()), fmt::arg("num", m.number_text()),
         fmt::arg("title", escape(m.title)), fmt::arg("sub", escape(m.subtitle)), fmt::arg("dots", dots(m.difficulty)),
-        fmt::arg("hours", escape(m.hours)), fmt::arg("checks", m.checks.size()), fmt::arg("points", m.max_points()),
+        fmt::arg("hours", escape(en_dash(m.hours))), fmt::arg("checks", m.checks.size()), fmt::arg("points", m.max_points()),
         fmt::arg("req", req.empty() ? "" : " · requires " + req));
   }
   h += "</div>\n</section>\n";
@@ -415,7 +421,7 @@ Page guide_page(const Context& cx, const fs::path& markdown_file, const std::str
         h += fmt::format("<tr><td><a href=\"{}.html\">{} {}</a></td><td>{}</td><td><span class=\"dots\">{}</span></td>"
                          "<td>{}</td><td class=\"pts\">{}</td><td class=\"pts\">{}</td><td>{}</td></tr>\n",
                          m.name(), m.number_text(), escape(m.title), escape(m.tier), dots(m.difficulty),
-                         escape(m.hours), m.checks.size(), m.max_points(), req.empty() ? "—" : req);
+                         escape(en_dash(m.hours)), m.checks.size(), m.max_points(), req.empty() ? "—" : req);
       }
       h += "</tbody></table></div>\n";
     } else {

@@ -27,6 +27,14 @@ Workspace open_workspace(const fs::path& start) {
   return ws;
 }
 
+void require_solutions(const Workspace& ws, const std::string& command) {
+  if (!ws.course.has_solutions()) {
+    throw CourseError(fmt::format("`grader {}` is for instructors: it needs the instructor repository, which holds "
+                                  "solutions/. This is a student release.",
+                                  command));
+  }
+}
+
 TestTarget student_target(const Course& course, const Module& m) {
   return {.module = &m, .own = {"student", m.dir}, .base_name = "student", .base_root = course.root / "modules"};
 }

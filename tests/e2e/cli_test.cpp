@@ -1,6 +1,7 @@
 // End-to-end: the grader CLI on a copy of the fixture course, whose student file the tests
 // replace with code that crashes, hangs, exits or does not compile.
 #include <fstream>
+#include <set>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
@@ -174,6 +175,76 @@ TEST_F(Cli, ResetBacksUpTheStudentFileAndRestoresTheStub) {
     backed_up |= e.is_regular_file() && read_file(e.path()) == kHostile;
   EXPECT_TRUE(backed_up) << "the student's version is kept in .grader/backups";
   fs::remove_all(root_ / ".git");
+}
+
+}  // namespace
+}  // namespace kiln::grader
+
+namespace kiln::grader {
+namespace {
+
+// The fields Gradescope documents for results.json, at the top and for each test.
+const std::set<std::string> kGradescopeTop = {"score", "execution_time", "output", "output_format",
+                                              "test_output_format", "test_name_format", "visibility",
+                                              "stdout_visibility", "extra_data", "tests", "leaderboard"};
+const std::set<std::string> kGradescopeTest = {"score", "max_score", "status", "name", "name_format", "number",
+                                               "output", "output_format", "tags", "visibility", "extra_data"};
+const std::set<std::string> kVisibilities = {"visible", "hidden", "after_due_date", "after_published"};
+
+TEST_F(Cli, GradescopeResultsUseOnlyDocumentedFieldsAndHideHiddenChecks) {
+  const fs::path submission = root_ / "submission";
+  fs::create_directories(submission);
+  std::string wrong_product = kHostile;
+  wrong_product.replace(wrong_product.find("a * b"), 5, "a + b");
+  std::ofstream(submission / "probe.cpp") << wrong_product;
+  const fs::path out = root_ / "results.json";
+  const ProcessResult r = grader({"grade", submission.string(), "--module", "1", "--format", "gradescope", "--out",
+                                  out.string(), "--no-sandbox"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const auto j = nlohmann::json::parse(read_file(out));
+  for (const auto& [key, value] : j.items()) EXPECT_TRUE(kGradescopeTop.count(key)) << "undocumented field " << key;
+  EXPECT_TRUE(j["score"].is_number());
+  EXPECT_EQ(j["score"], 1) << "only adds passes: the others crash, hang, exit or multiply wrongly";
+  ASSERT_TRUE(j["tests"].is_array());
+  EXPECT_EQ(j["tests"].size(), 5u);
+  for (const auto& t : j["tests"]) {
+    for (const auto& [key, value] : t.items()) EXPECT_TRUE(kGradescopeTest.count(key)) << "undocumented field " << key;
+    EXPECT_TRUE(t["score"].is_number() && t["max_score"].is_number() && t["name"].is_string());
+    EXPECT_TRUE(t["status"] == "passed" || t["status"] == "failed") << t;
+    EXPECT_TRUE(kVisibilities.count(t["visibility"].get<std::string>())) << t;
+    if (t["visibility"] == "hidden") {
+      const std::string text = t.dump();
+      for (const char* secret : {"mul", "Multiplies", "multiplies", "wrong_product", "Multiply"})
+        EXPECT_EQ(text.find(secret), std::string::npos) << "a hidden check reveals '" << secret << "': " << text;
+    }
+  }
+}
+
+TEST_F(Cli, GradeAlwaysWritesAResultEvenWhenTheSubmissionDoesNotCompile) {
+  const fs::path submission = root_ / "broken";
+  fs::create_directories(submission);
+  std::ofstream(submission / "probe.cpp") << "this is not C++\n";
+  const fs::path out = root_ / "broken.xml";
+  const ProcessResult r =
+      grader({"grade", submission.string(), "--module", "1", "--format", "junit", "--out", out.string()});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const ProcessResult lint = run_process({.argv = {KILN_XMLLINT, "--noout", out.string()}});
+  EXPECT_TRUE(lint.ok()) << lint.err;
+  EXPECT_NE(read_file(out).find("did_not_compile"), std::string::npos);
+}
+
+TEST_F(Cli, BundleWritesAGradescopeAutograder) {
+  const fs::path zip = root_ / "autograder.zip";
+  const ProcessResult r = grader({"bundle", "gradescope", zip.string(), "--module", "1"});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  const ProcessResult list = run_process({.argv = {"unzip", "-l", zip.string()}, .output_cap = 1 << 20});
+  ASSERT_TRUE(list.ok()) << list.err;
+  for (const char* entry : {" setup.sh", " run_autograder", "kiln/modules/01_probe/module.yaml",
+                            "kiln/solutions/01_probe/src/probe.cpp"})
+    EXPECT_NE(list.out.find(entry), std::string::npos) << entry << " missing from\n" << list.out;
+  const ProcessResult script = run_process({.argv = {"unzip", "-p", zip.string(), "run_autograder"}});
+  EXPECT_NE(script.out.find("grade \"$root/submission\" --module 01 --format gradescope"), std::string::npos)
+      << script.out;
 }
 
 }  // namespace

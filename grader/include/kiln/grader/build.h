@@ -29,6 +29,7 @@ struct TestTarget {
   // build directory (grading: the submission's build never sees a solution's source).
   fs::path prebuilt_base;
   std::string target_name() const;  // t_17_acceleration__student
+  std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)
 };
 
 // A compiler or linker error, boiled down to what a student needs.
@@ -54,7 +55,7 @@ class CourseBuild {
  public:
   // dir: the build directory (for example .grader/build/check); kiln_home: the folder holding the
   // framework's CMakeLists.txt (the grader's own checkout).
-  CourseBuild(const Course& course, fs::path dir, fs::path kiln_home);
+  CourseBuild(const Course& course, fs::path dir, fs::path kiln_home, std::string cxx_flags = "-O1");
 
   // Builds the wanted target's binary (configuring first if needed). Only what changed is rebuilt.
   BuildResult build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted);
@@ -84,6 +85,7 @@ class CourseBuild {
   const Course& course_;
   fs::path dir_;
   fs::path kiln_home_;
+  std::string cxx_flags_;
 };
 
 // Parses compiler output; prefers the first error in one of `student_files`.

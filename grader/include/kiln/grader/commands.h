@@ -60,8 +60,10 @@ struct SiteCommand {
 };
 int run_site(const Workspace& ws, const SiteCommand& cmd);
 
-// Shared by the commands: whether to colour, and where the instructor-only commands stop.
+struct BenchCommand;
+int run_bench_command(const Workspace& ws, const BenchCommand& cmd);
+
+// Shared by the commands: whether to colour the terminal output.
 bool use_color();
-void require_solutions(const Workspace& ws, const std::string& command);
 
 }  // namespace kiln::grader

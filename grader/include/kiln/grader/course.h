@@ -61,6 +61,8 @@ struct Module {
   // Files in src/ that are not student files: complete code students receive.
   std::vector<fs::path> given_sources() const;
   std::vector<fs::path> test_sources() const;
+  // bench/*.cpp: the given code that registers the module's kernels for `grader bench`.
+  std::vector<fs::path> bench_sources() const;
 };
 
 struct Course {

@@ -24,6 +24,9 @@ struct Workspace {
 // Loads the course around `start` (or KILN_ROOT); kiln_home from KILN_HOME or the course root.
 Workspace open_workspace(const fs::path& start);
 
+// Instructor-only commands stop here, saying so plainly, in a student release (no solutions/).
+void require_solutions(const Workspace& ws, const std::string& command);
+
 // The student's own files (modules/), and the reference solutions (solutions/).
 TestTarget student_target(const Course& course, const Module& m);
 TestTarget solution_target(const Course& course, const Module& m);

@@ -1,0 +1,61 @@
+// grader bench: the machine's roofline, the module's kernels timed beside their baselines, and
+// the plots.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "kiln/grader/workspace.h"
+
+namespace kiln::grader {
+
+struct Machine {
+  std::string cpu;
+  double peak_gflops = 0;    // single thread, FMA loop
+  double bandwidth_gbs = 0;  // single thread, STREAM-style triad
+  long llc_bytes = 0;
+  std::string measured_at;
+};
+
+// The roofline of this machine, measured once and kept in .grader/machine.json (per processor and
+// host); `remeasure` measures again.
+Machine machine_roofline(const Workspace& ws, bool remeasure);
+
+struct BenchKernel {
+  std::string group, name;
+  int role = 0;  // 0 kernel, 1 naive baseline, 2 library baseline (kiln::bench::Role)
+  double ms = 0, flops = 0, bytes = 0, extra_bytes = 0;
+  std::string error;  // not written / wrong result / threw: not timed
+  double gflops = 0, gbs = 0, intensity = 0, roof_pct = 0, vs_naive = 0, vs_library = 0;
+};
+
+struct BenchReport {
+  std::string module, number, title, variant;
+  Machine machine;
+  std::vector<BenchKernel> kernels;
+  std::vector<std::string> commands;
+  std::string bars_svg, roofline_svg;  // where the plots were written
+};
+
+struct BenchCommand {
+  std::string module;
+  bool solution = false;
+  bool full = false;
+  bool remeasure = false;
+  std::string format = "text";
+  std::string out;
+  bool verbose = false;
+};
+
+BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd);
+
+// Parses Google Benchmark's JSON into kernels (median of the repetitions) and derives the
+// figures: GFLOP/s, GB/s, intensity, % of the roofline, ratios to the baselines of each group.
+std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine);
+
+std::string render_bench_text(const BenchReport& report);
+std::string render_bench_json(const BenchReport& report);
+std::string roofline_svg(const BenchReport& report);
+std::string bars_svg(const BenchReport& report);
+
+}  // namespace kiln::grader

@@ -1,0 +1,329 @@
+#include "kiln/grader/bench.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <ctime>
+#include <map>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+
+namespace {
+
+std::string cpu_model() {
+  const std::string info = read_file("/proc/cpuinfo");
+  const auto at = info.find("model name");
+  if (at == std::string::npos) return "unknown processor";
+  const auto colon = info.find(':', at);
+  return info.substr(colon + 2, info.find('\n', colon) - colon - 2);
+}
+
+std::string host_name() {
+  char name[256] = {};
+  gethostname(name, sizeof name - 1);
+  return name;
+}
+
+fs::path own_directory() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  return ec ? fs::current_path() : exe.parent_path();
+}
+
+}  // namespace
+
+Machine machine_roofline(const Workspace& ws, bool remeasure) {
+  const fs::path cache = ws.state_dir() / "machine.json";
+  const std::string key = cpu_model() + " @ " + host_name();
+  if (!remeasure && fs::exists(cache)) {
+    const auto j = nlohmann::json::parse(read_file(cache), nullptr, false);
+    if (j.is_object() && j.value("key", "") == key) {
+      return {j.value("cpu", ""), j.value("peak_gflops", 0.0), j.value("bandwidth_gbs", 0.0), j.value("llc_bytes", 0L),
+              j.value("measured_at", "")};
+    }
+  }
+  const fs::path probe = own_directory() / "kiln-roofline";
+  const ProcessResult r = run_process({.argv = {probe.string()}});
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.ok() || !j.is_object())
+    throw CourseError(fmt::format("measuring the machine failed ({}): {}", probe.string(), r.err));
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M", std::localtime(&now));
+  Machine m{cpu_model(), j["peak_gflops"], j["bandwidth_gbs"], j["llc_bytes"], stamp};
+  write_if_changed(cache, nlohmann::json{{"key", key},
+                                         {"cpu", m.cpu},
+                                         {"peak_gflops", m.peak_gflops},
+                                         {"bandwidth_gbs", m.bandwidth_gbs},
+                                         {"llc_bytes", m.llc_bytes},
+                                         {"measured_at", m.measured_at}}
+                                  .dump(2));
+  return m;
+}
+
+std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine) {
+  std::vector<BenchKernel> kernels;
+  std::map<std::string, std::size_t> index;
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object() || !j.contains("benchmarks")) return kernels;
+  for (const auto& b : j["benchmarks"]) {
+    std::string run = b.value("run_name", b.value("name", ""));
+    if (const auto suffix = run.rfind("/real_time"); suffix != std::string::npos && suffix + 10 == run.size())
+      run.erase(suffix);
+    const auto slash = run.find('/');
+    if (!index.count(run)) {
+      index[run] = kernels.size();
+      BenchKernel k;
+      k.group = run.substr(0, slash);
+      k.name = slash == std::string::npos ? run : run.substr(slash + 1);
+      kernels.push_back(k);
+    }
+    BenchKernel& k = kernels[index[run]];
+    if (b.value("error_occurred", false)) {
+      k.error = b.value("error_message", "error");
+      continue;
+    }
+    const bool median = b.value("aggregate_name", "") == "median";
+    if (!median && b.value("run_type", "") == "aggregate") continue;
+    if (!median && k.ms > 0) continue;  // one plain run is enough until the median arrives
+    const std::string unit = b.value("time_unit", "ms");
+    const double scale = unit == "ns" ? 1e-6 : unit == "us" ? 1e-3 : unit == "s" ? 1e3 : 1.0;
+    k.ms = b.value("real_time", 0.0) * scale;
+    k.flops = b.value("flops", 0.0);
+    k.bytes = b.value("bytes", 0.0);
+    k.extra_bytes = b.value("extra_bytes", 0.0);
+    k.role = static_cast<int>(b.value("role", 0.0));
+  }
+  // Derived figures; ratios within each group, against its naive and its library baseline.
+  std::map<std::string, double> naive_ms, library_ms;
+  for (const auto& k : kernels) {
+    if (!k.error.empty() || k.ms <= 0) continue;
+    if (k.role == 1) naive_ms[k.group] = k.ms;
+    if (k.role == 2) library_ms[k.group] = k.ms;
+  }
+  for (auto& k : kernels) {
+    if (!k.error.empty() || k.ms <= 0) continue;
+    const double s = k.ms / 1e3;
+    k.gflops = k.flops / s / 1e9;
+    k.gbs = k.bytes / s / 1e9;
+    k.intensity = k.bytes > 0 ? k.flops / k.bytes : 0;
+    if (k.flops > 0) {
+      const double roof = std::min(machine.peak_gflops, k.intensity * machine.bandwidth_gbs);
+      k.roof_pct = roof > 0 ? 100.0 * k.gflops / roof : 0;
+    } else if (machine.bandwidth_gbs > 0) {
+      k.roof_pct = 100.0 * k.gbs / machine.bandwidth_gbs;  // pure data movement: the bandwidth is the roof
+    }
+    if (naive_ms.count(k.group)) k.vs_naive = naive_ms[k.group] / k.ms;
+    if (library_ms.count(k.group)) k.vs_library = library_ms[k.group] / k.ms;
+  }
+  return kernels;
+}
+
+BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
+  const Module& m = ws.course.find(cmd.module);
+  if (m.bench_sources().empty())
+    throw CourseError(fmt::format("module {} has no benchmarks (no {}/bench/)", m.number_text(), m.name()));
+  if (cmd.solution) require_solutions(ws, "bench --solution");
+  BenchReport report{m.name(), m.number_text(), m.title, cmd.solution ? "solution" : "student", {}, {}, {}, {}, {}};
+  report.machine = machine_roofline(ws, cmd.remeasure);
+
+  // Optimised for this processor, whatever the check build uses.
+  CourseBuild build(ws.course, ws.build_dir("bench"), ws.kiln_home, "-O3 -march=native -ffp-contract=fast -DNDEBUG");
+  const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
+  BuildResult built;
+  const bool ok = build.build_named(standard_targets(ws.course), {target.bench_name()}, built);
+  report.commands = built.commands;
+  if (!ok) {
+    const std::string where = built.error && !built.error->file.empty()
+                                  ? fmt::format("{}:{}: ", relative_to(ws.course.root, built.error->file.string()),
+                                                built.error->line)
+                                  : "";
+    throw CourseError(fmt::format("the bench does not build: {}{}. Run grader check {} first.", where,
+                                  built.error ? built.error->message : "", m.number_text()));
+  }
+  std::vector<std::string> argv = {(build.dir() / target.bench_name()).string(), "--benchmark_format=json",
+                                   "--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
+                                   "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.1"};
+  if (cmd.full) argv.push_back("--kiln-full");
+  report.commands.push_back("OMP_NUM_THREADS=1 " + shell_quote(argv));
+  const ProcessResult r = run_process({.argv = argv, .env = {{"OMP_NUM_THREADS", "1"}}, .output_cap = 16 << 20});
+  if (!r.started || r.signal != 0)
+    throw CourseError(fmt::format("the bench crashed: {}", r.signal ? describe_signal(r.signal) : r.start_error));
+  report.kernels = parse_benchmark_json(r.out, report.machine);
+  if (report.kernels.empty()) throw CourseError("the bench reported nothing:\n" + r.err.substr(0, 2000));
+
+  const fs::path dir = ws.state_dir() / "bench";
+  report.bars_svg = (dir / (m.number_text() + ".svg")).string();
+  report.roofline_svg = (dir / (m.number_text() + "-roofline.svg")).string();
+  write_if_changed(report.bars_svg, bars_svg(report));
+  write_if_changed(report.roofline_svg, roofline_svg(report));
+  return report;
+}
+
+namespace {
+
+const char* role_label(int role) { return role == 1 ? " (naive)" : role == 2 ? " (library)" : ""; }
+
+std::string ratio(double r) { return r > 0 ? fmt::format("{:.2f}×", r) : "-"; }
+
+}  // namespace
+
+std::string render_bench_text(const BenchReport& r) {
+  std::string out = fmt::format("Bench {} · {} ({})\n", r.number, r.title, r.variant);
+  out += fmt::format("Machine: {}, single thread: peak {:.1f} GFLOP/s (FMA loop), bandwidth {:.1f} GB/s (triad), "
+                     "ridge at {:.1f} FLOP/byte; measured {}\n",
+                     r.machine.cpu, r.machine.peak_gflops, r.machine.bandwidth_gbs,
+                     r.machine.bandwidth_gbs > 0 ? r.machine.peak_gflops / r.machine.bandwidth_gbs : 0.0,
+                     r.machine.measured_at);
+  std::string group;
+  for (const auto& k : r.kernels) {
+    if (k.group != group) {
+      group = k.group;
+      out += fmt::format("\n{}\n  {:<26} {:>10} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}\n", group, "kernel", "time",
+                         "GFLOP/s", "GB/s", "FLOP/B", "roofline", "vs naive", "vs lib");
+    }
+    const std::string label = k.name + role_label(k.role);
+    if (!k.error.empty()) {
+      out += fmt::format("  {:<26} not timed: {}\n", label, k.error);
+      continue;
+    }
+    out += fmt::format("  {:<26} {:>7.3f} ms {:>9.2f} {:>8.2f} {:>8.2f} {:>8.0f}% {:>9} {:>9}", label, k.ms, k.gflops,
+                       k.gbs, k.intensity, k.roof_pct, ratio(k.vs_naive), ratio(k.vs_library));
+    if (k.extra_bytes > 0) out += fmt::format("  +{:.1f} MiB temporary", k.extra_bytes / (1 << 20));
+    out += "\n";
+  }
+  out += fmt::format("\nMedian of 5 interleaved repetitions; every kernel was checked against its reference just "
+                     "before it was timed.\nPlots: {} and {}\n",
+                     r.bars_svg, r.roofline_svg);
+  return out;
+}
+
+std::string render_bench_json(const BenchReport& r) {
+  nlohmann::json kernels = nlohmann::json::array();
+  for (const auto& k : r.kernels) {
+    kernels.push_back({{"group", k.group},        {"name", k.name},        {"role", k.role},
+                       {"ms", k.ms},              {"flops", k.flops},      {"bytes", k.bytes},
+                       {"extra_bytes", k.extra_bytes}, {"gflops", k.gflops}, {"gbs", k.gbs},
+                       {"intensity", k.intensity}, {"roofline_percent", k.roof_pct},
+                       {"vs_naive", k.vs_naive},  {"vs_library", k.vs_library}, {"error", k.error}});
+  }
+  return nlohmann::json{{"module", r.module},
+                        {"variant", r.variant},
+                        {"machine",
+                         {{"cpu", r.machine.cpu},
+                          {"peak_gflops", r.machine.peak_gflops},
+                          {"bandwidth_gbs", r.machine.bandwidth_gbs},
+                          {"llc_bytes", r.machine.llc_bytes}}},
+                        {"kernels", kernels},
+                        {"plots", {r.bars_svg, r.roofline_svg}}}
+             .dump(2) +
+         "\n";
+}
+
+namespace {
+
+std::string svg_escape(const std::string& s) {
+  std::string out;
+  for (char c : s) {
+    if (c == '<') out += "&lt;";
+    else if (c == '>') out += "&gt;";
+    else if (c == '&') out += "&amp;";
+    else out += c;
+  }
+  return out;
+}
+
+const char* kPalette[] = {"#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b", "#97266d"};
+
+}  // namespace
+
+std::string roofline_svg(const BenchReport& r) {
+  const double w = 720, h = 480, left = 70, right = 20, top = 40, bottom = 60;
+  const double x0 = 0.01, x1 = 1000, y0 = 0.01;
+  const double y1 = std::max(1.0, r.machine.peak_gflops * 3);
+  auto px = [&](double x) { return left + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (w - left - right); };
+  auto py = [&](double y) { return h - bottom - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)) * (h - top - bottom); };
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+                              "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Roofline · module {} {} ({})</text>\n",
+                              w, h, left, r.number, svg_escape(r.title), r.variant);
+  for (double x = x0; x <= x1 * 1.001; x *= 10) {
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
+                     px(x), top, h - bottom, h - bottom + 16, x);
+  }
+  for (double y = y0; y <= y1 * 1.001; y *= 10) {
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
+                     left, py(y), w - right, left - 6, py(y) + 4, y);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (left + w - right) / 2, h - 18);
+  s += fmt::format("<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">GFLOP/s</text>\n", (top + h - bottom) / 2, (top + h - bottom) / 2);
+  // The roof: bandwidth times intensity, up to the peak.
+  const double ridge = r.machine.peak_gflops / std::max(r.machine.bandwidth_gbs, 1e-9);
+  const double xa = std::max(x0, y0 / std::max(r.machine.bandwidth_gbs, 1e-9));
+  s += fmt::format("<polyline fill=\"none\" stroke=\"#1a202c\" stroke-width=\"2\" points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\"/>\n",
+                   px(xa), py(xa * r.machine.bandwidth_gbs), px(ridge), py(r.machine.peak_gflops), px(x1), py(r.machine.peak_gflops));
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">peak {:.1f} GFLOP/s · {:.1f} GB/s</text>\n", px(ridge) + 6,
+                   py(r.machine.peak_gflops) - 6, r.machine.peak_gflops, r.machine.bandwidth_gbs);
+  int i = 0;
+  for (const auto& k : r.kernels) {
+    if (!k.error.empty() || k.flops <= 0 || k.intensity <= 0) continue;
+    const double x = std::clamp(k.intensity, x0, x1), y = std::clamp(k.gflops, y0, y1);
+    const char* color = kPalette[i++ % 8];
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"><title>{} / {}: {:.2f} GFLOP/s</title></circle>\n"
+                     "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
+                     px(x), py(y), color, svg_escape(k.group), svg_escape(k.name), k.gflops, px(x) + 8, py(y) + 4, color,
+                     svg_escape(k.name));
+  }
+  return s + "</svg>\n";
+}
+
+std::string bars_svg(const BenchReport& r) {
+  const double w = 720, row = 22, left = 230, right = 90;
+  std::vector<const BenchKernel*> rows;
+  std::map<std::string, double> slowest;
+  for (const auto& k : r.kernels) {
+    rows.push_back(&k);
+    if (k.error.empty()) slowest[k.group] = std::max(slowest[k.group], k.ms);
+  }
+  std::string groups_seen;
+  double y = 50;
+  std::string body;
+  std::string group;
+  for (const auto* k : rows) {
+    if (k->group != group) {
+      group = k->group;
+      y += 10;
+      body += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-weight=\"bold\">{}</text>\n", y, svg_escape(group));
+      y += 8;
+    }
+    y += row;
+    body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}{}</text>\n", left - 8, y - 6,
+                        svg_escape(k->name), role_label(k->role));
+    if (!k->error.empty()) {
+      body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" fill=\"#9b2c2c\">not timed</text>\n", left, y - 6);
+      continue;
+    }
+    // Bar length: speed relative to the slowest kernel of the group.
+    const double speed = slowest[group] / k->ms;
+    double best = 1;
+    for (const auto* o : rows)
+      if (o->group == group && o->error.empty()) best = std::max(best, slowest[group] / o->ms);
+    const double len = (w - left - right) * speed / best;
+    const char* color = k->role == 1 ? "#a0aec0" : k->role == 2 ? "#4a5568" : "#2b6cb0";
+    body += fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>"
+                        "<text x=\"{:.1f}\" y=\"{:.0f}\">{:.2f}× · {:.3g} ms</text>\n",
+                        left, y - row + 4, std::max(len, 1.0), row - 8, color, left + len + 6, y - 6, speed, k->ms);
+  }
+  return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                     "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+                     "<text x=\"10\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): speed-up over the slowest kernel of each group</text>\n{}</svg>\n",
+                     w + 200, y + 20, r.number, svg_escape(r.title), r.variant, body);
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,43 @@
+// Benchmarks for `grader bench`. A module's bench/*.cpp files register kernels; the bench main
+// times them with Google Benchmark (interleaved, repeated, median reported), after checking each
+// one against its reference just before it is timed. A kernel that is wrong is not timed.
+#pragma once
+
+#include <functional>
+#include <string>
+
+namespace kiln::bench {
+
+enum class Role {
+  kernel,    // one of the student's kernels (or the reference's, with --solution)
+  naive,     // the given naive baseline of its group: ratios are taken against it
+  library,   // the given library baseline (Eigen): ratios are taken against it
+};
+
+struct Kernel {
+  std::string group;   // what is compared, with its size: "matmul 512x512"
+  std::string name;    // "tiled_matmul"
+  Role role = Role::kernel;
+  double flops = 0;    // floating-point operations per call
+  double bytes = 0;    // bytes that must move to or from memory per call (compulsory traffic)
+  double extra_bytes = 0;  // temporary memory a call allocates beyond its inputs and output
+  std::function<void()> run;               // one call
+  // Empty when the kernel's last result is right, otherwise what differs. Called once before
+  // each timed repetition.
+  std::function<std::string()> validate;
+};
+
+struct Options {
+  bool full = false;  // the sources' full sizes instead of the quicker defaults
+};
+
+// Registers a kernel; call from register_benchmarks().
+void add(Kernel kernel);
+
+// Relative difference check for validators: "" or "largest difference 0.5 at 17".
+std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance);
+
+}  // namespace kiln::bench
+
+// Each module's bench defines this: it registers the module's kernels for these options.
+void register_benchmarks(const kiln::bench::Options& options);

@@ -1,0 +1,82 @@
+// main() of every module bench: times the registered kernels with Google Benchmark. Each kernel is
+// run once and checked against its reference before every timed repetition; a wrong or unwritten
+// kernel is reported as an error and never timed.
+#include <benchmark/benchmark.h>
+
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/bench.h"
+#include "kiln/errors.h"
+
+namespace kiln::bench {
+
+namespace {
+std::vector<Kernel>& registry() {
+  static std::vector<Kernel> kernels;
+  return kernels;
+}
+}  // namespace
+
+void add(Kernel kernel) { registry().push_back(std::move(kernel)); }
+
+std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance) {
+  double worst = 0;
+  std::size_t where = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    const double diff = std::fabs(static_cast<double>(actual[i]) - expected[i]);
+    const double allowed = tolerance * (1.0 + std::fabs(static_cast<double>(expected[i])));
+    if (!(diff <= allowed) && (std::isnan(diff) || diff > worst)) {
+      worst = std::isnan(diff) ? INFINITY : diff;
+      where = i;
+    }
+  }
+  if (worst == 0) return "";
+  return fmt::format("largest difference {:.3g} at element {} (got {:.6g}, expected {:.6g})", worst, where,
+                     actual[where], expected[where]);
+}
+
+}  // namespace kiln::bench
+
+int main(int argc, char** argv) {
+  kiln::bench::Options options;
+  std::vector<char*> args;
+  for (int i = 0; i < argc; ++i) {
+    if (std::strcmp(argv[i], "--kiln-full") == 0) options.full = true;
+    else args.push_back(argv[i]);
+  }
+  int count = static_cast<int>(args.size());
+  register_benchmarks(options);
+  for (auto& kernel : kiln::bench::registry()) {
+    auto* b = benchmark::RegisterBenchmark((kernel.group + "/" + kernel.name).c_str(), [&kernel](benchmark::State& state) {
+      state.counters["flops"] = kernel.flops;
+      state.counters["bytes"] = kernel.bytes;
+      state.counters["extra_bytes"] = kernel.extra_bytes;
+      state.counters["role"] = static_cast<double>(kernel.role);
+      std::string error;
+      try {
+        kernel.run();
+        error = kernel.validate ? kernel.validate() : "";
+        if (!error.empty()) error = "wrong result, not timed: " + error;
+      } catch (const kiln::NotImplemented& e) {
+        error = e.what();
+      } catch (const std::exception& e) {
+        error = std::string("threw, not timed: ") + e.what();
+      }
+      if (!error.empty()) {
+        state.SkipWithError(error.c_str());
+        return;
+      }
+      for (auto _ : state) kernel.run();
+    });
+    b->Unit(benchmark::kMillisecond)->UseRealTime();
+  }
+  benchmark::Initialize(&count, args.data());
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}

@@ -1,0 +1,68 @@
+#include <gtest/gtest.h>
+
+#include "kiln/grader/bench.h"
+
+namespace kiln::grader {
+namespace {
+
+// The shape of Google Benchmark's JSON with repetitions and aggregates only.
+const char* kJson = R"json({"context": {}, "benchmarks": [
+  {"name": "mm/naive/real_time_median", "run_name": "mm/naive/real_time", "run_type": "aggregate",
+   "aggregate_name": "median", "real_time": 100.0, "time_unit": "ms", "flops": 2e9, "bytes": 1e7, "extra_bytes": 0,
+   "role": 1},
+  {"name": "mm/naive/real_time_mean", "run_name": "mm/naive/real_time", "run_type": "aggregate",
+   "aggregate_name": "mean", "real_time": 999.0, "time_unit": "ms", "flops": 2e9, "bytes": 1e7, "role": 1},
+  {"name": "mm/tiled/real_time_median", "run_name": "mm/tiled/real_time", "run_type": "aggregate",
+   "aggregate_name": "median", "real_time": 25000.0, "time_unit": "us", "flops": 2e9, "bytes": 1e7, "role": 0},
+  {"name": "mm/eigen/real_time_median", "run_name": "mm/eigen/real_time", "run_type": "aggregate",
+   "aggregate_name": "median", "real_time": 10.0, "time_unit": "ms", "flops": 2e9, "bytes": 1e7, "role": 2},
+  {"name": "mm/blocked/real_time", "run_name": "mm/blocked/real_time", "run_type": "iteration",
+   "error_occurred": true, "error_message": "not written yet: blocked_matmul (src/acceleration.cpp:9)"}
+]})json";
+
+TEST(ParseBenchmarkJson, TakesTheMedianAndDerivesRatesAndRatios) {
+  const Machine machine{"cpu", 100.0, 10.0, 0, ""};
+  const auto kernels = parse_benchmark_json(kJson, machine);
+  ASSERT_EQ(kernels.size(), 4u);
+  const BenchKernel& naive = kernels[0];
+  EXPECT_EQ(naive.group, "mm");
+  EXPECT_EQ(naive.name, "naive");
+  EXPECT_DOUBLE_EQ(naive.ms, 100.0) << "the median, not the mean";
+  EXPECT_DOUBLE_EQ(naive.gflops, 20.0);
+  EXPECT_DOUBLE_EQ(naive.intensity, 200.0);
+  EXPECT_DOUBLE_EQ(naive.roof_pct, 20.0) << "compute-bound: 20 of a 100 GFLOP/s roof";
+  const BenchKernel& tiled = kernels[1];
+  EXPECT_DOUBLE_EQ(tiled.ms, 25.0) << "microseconds converted";
+  EXPECT_DOUBLE_EQ(tiled.vs_naive, 4.0);
+  EXPECT_DOUBLE_EQ(tiled.vs_library, 0.4);
+  EXPECT_NE(kernels[3].error.find("not written yet"), std::string::npos);
+  EXPECT_EQ(kernels[3].ms, 0.0) << "a kernel that failed validation is never timed";
+}
+
+TEST(ParseBenchmarkJson, AMemoryBoundKernelIsMeasuredAgainstTheSlopedRoof) {
+  const Machine machine{"cpu", 100.0, 10.0, 0, ""};
+  const auto kernels = parse_benchmark_json(
+      R"({"benchmarks": [{"run_name": "g/k", "aggregate_name": "median", "run_type": "aggregate",
+          "real_time": 1.0, "time_unit": "s", "flops": 1e9, "bytes": 4e9, "role": 0}]})", machine);
+  ASSERT_EQ(kernels.size(), 1u);
+  EXPECT_DOUBLE_EQ(kernels[0].intensity, 0.25);
+  EXPECT_DOUBLE_EQ(kernels[0].roof_pct, 40.0) << "1 GFLOP/s of a 0.25 × 10 = 2.5 GFLOP/s roof";
+}
+
+TEST(BenchPlots, AreWellFormedSvgWithEveryTimedKernel) {
+  BenchReport report;
+  report.number = "17";
+  report.title = "Acceleration";
+  report.machine = {"cpu", 100.0, 10.0, 0, ""};
+  report.kernels = parse_benchmark_json(kJson, report.machine);
+  const std::string roof = roofline_svg(report), bars = bars_svg(report);
+  for (const std::string& svg : {roof, bars}) {
+    EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+    EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  }
+  EXPECT_NE(roof.find(">tiled<"), std::string::npos);
+  EXPECT_NE(bars.find("not timed"), std::string::npos) << "the unwritten kernel shows as not timed";
+}
+
+}  // namespace
+}  // namespace kiln::grader
