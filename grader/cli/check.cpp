@@ -20,7 +20,7 @@ bool use_color() {
 namespace {
 
 // Notes on prerequisites whose checks do not all pass, re-checking those whose files changed.
-std::vector<std::string> prerequisite_notes(const Workspace& ws, const Module& m, const CheckCommand& cmd) {
+std::vector<std::string> prerequisite_notes(const Workspace& ws, const Module& m) {
   std::vector<std::string> notes;
   auto progress = load_progress(ws);
   for (const Module* dep : ws.course.prerequisites(m)) {
@@ -43,7 +43,6 @@ std::vector<std::string> prerequisite_notes(const Workspace& ws, const Module& m
                                   (e.passed == 0 ? e.total : failing) == 1 ? "" : "s", dep->number_text()));
     }
   }
-  (void)cmd;
   return notes;
 }
 
@@ -60,27 +59,24 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
   options.run.limits = default_limits();
   options.run.verbose = cmd.verbose;
   std::vector<std::string> notes;
-  if (!cmd.solution) notes = prerequisite_notes(ws, m, cmd);
+  if (!cmd.solution) notes = prerequisite_notes(ws, m);
   const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
   Report report = grade_target(ws, ws.build_dir("check"), standard_targets(ws.course), target, options,
                                cmd.solution ? "solution" : "student");
   report.notes = notes;
   if (!cmd.solution && cmd.checks.empty()) record_progress(ws, m, report);
 
-  std::string rendered;
-  if (cmd.format == "json") rendered = render_json(report);
-  else if (cmd.format == "junit") rendered = render_junit({report});
-  else rendered = render_text(report, {.color = cmd.out.empty() && use_color(), .verbose = cmd.verbose});
-
+  // The terminal gets the text report; a machine format goes to --out, or to stdout without it.
+  const std::string machine = cmd.format == "json" ? render_json(report)
+                              : cmd.format == "junit" ? render_junit({report})
+                                                      : render_text(report, {.color = false, .verbose = cmd.verbose});
+  const std::string text = render_text(report, {.color = use_color(), .verbose = cmd.verbose});
   if (!cmd.out.empty()) {
     std::ofstream out(cmd.out);
-    out << (cmd.format == "text" ? render_text(report, {.color = false, .verbose = cmd.verbose}) : rendered);
+    out << machine;
     if (!out) throw CourseError(fmt::format("cannot write the report to {}", cmd.out));
-    if (cmd.format != "text") std::fputs(render_text(report, {.color = use_color(), .verbose = cmd.verbose}).c_str(), stdout);
-    else std::fputs(rendered.c_str(), stdout);
-  } else {
-    std::fputs(rendered.c_str(), stdout);
   }
+  std::fputs(cmd.out.empty() && cmd.format != "text" ? machine.c_str() : text.c_str(), stdout);
   return report.all_passed() ? 0 : 1;
 }
 

@@ -80,6 +80,10 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--solution", bench.solution, "Time the reference solution (instructors)");
   bench_cmd->add_flag("--full", bench.full, "The sources' full sizes (slower)");
   bench_cmd->add_flag("--remeasure", bench.remeasure, "Measure the machine's peak and bandwidth again");
+  bench_cmd->add_option("--repetitions", bench.repetitions, "Timed repetitions per kernel (median reported)")
+      ->check(CLI::Range(1, 100));
+  bench_cmd->add_option("--min-time", bench.min_time_s, "Seconds each repetition runs at least")
+      ->check(CLI::Range(0.001, 60.0));
   bench_cmd->add_option("--format", bench.format, "Report format")->check(CLI::IsMember({"text", "json"}));
   bench_cmd->add_option("--out", bench.out, "Also write the report to this file");
   bench_cmd->add_flag("-v,--verbose", bench.verbose, "Print the exact build and run commands");

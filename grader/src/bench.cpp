@@ -131,6 +131,7 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
     throw CourseError(fmt::format("module {} has no benchmarks (no {}/bench/)", m.number_text(), m.name()));
   if (cmd.solution) require_solutions(ws, "bench --solution");
   BenchReport report{m.name(), m.number_text(), m.title, cmd.solution ? "solution" : "student", {}, {}, {}, {}, {}};
+  report.repetitions = cmd.repetitions;
   report.machine = machine_roofline(ws, cmd.remeasure);
 
   // Optimised for this processor, whatever the check build uses.
@@ -148,8 +149,10 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
                                   built.error ? built.error->message : "", m.number_text()));
   }
   std::vector<std::string> argv = {(build.dir() / target.bench_name()).string(), "--benchmark_format=json",
-                                   "--benchmark_repetitions=5", "--benchmark_enable_random_interleaving=true",
-                                   "--benchmark_report_aggregates_only=true", "--benchmark_min_time=0.1"};
+                                   fmt::format("--benchmark_repetitions={}", cmd.repetitions),
+                                   "--benchmark_enable_random_interleaving=true",
+                                   "--benchmark_report_aggregates_only=true",
+                                   fmt::format("--benchmark_min_time={}", cmd.min_time_s)};
   if (cmd.full) argv.push_back("--kiln-full");
   report.commands.push_back("OMP_NUM_THREADS=1 " + shell_quote(argv));
   const ProcessResult r = run_process({.argv = argv, .env = {{"OMP_NUM_THREADS", "1"}}, .output_cap = 16 << 20});
@@ -198,9 +201,9 @@ std::string render_bench_text(const BenchReport& r) {
     if (k.extra_bytes > 0) out += fmt::format("  +{:.1f} MiB temporary", k.extra_bytes / (1 << 20));
     out += "\n";
   }
-  out += fmt::format("\nMedian of 5 interleaved repetitions; every kernel was checked against its reference just "
+  out += fmt::format("\nMedian of {} interleaved repetitions; every kernel was checked against its reference just "
                      "before it was timed.\nPlots: {} and {}\n",
-                     r.bars_svg, r.roofline_svg);
+                     r.repetitions, r.bars_svg, r.roofline_svg);
   return out;
 }
 

@@ -137,8 +137,10 @@ std::string strip_tags(std::string_view html) {
 }
 
 // Removes the elements named `tag` with their content (math's TeX, the map's SVG) for the search.
-std::string drop_elements(std::string html, const std::string& tag) {
-  for (std::size_t p = html.find("<" + tag); p != std::string::npos; p = html.find("<" + tag, p)) {
+// `open` is how the element starts: "<svg", "<span class=\"pts-badge\"".
+std::string drop_elements(std::string html, const std::string& open) {
+  const std::string tag = open.substr(1, open.find(' ') == std::string::npos ? std::string::npos : open.find(' ') - 1);
+  for (std::size_t p = html.find(open); p != std::string::npos; p = html.find(open, p)) {
     const std::size_t end = html.find("</" + tag + ">", p);
     if (end == std::string::npos) break;
     html.erase(p, end + tag.size() + 3 - p);
@@ -195,16 +197,18 @@ std::string nav_html(const Course& course, const std::string& current, bool has_
 }
 
 std::string toc_html(const std::string& body) {
-  // A module page's generated part gets its own label, as on the page.
-  const std::size_t part = body.find("<div class=\"part\">");
+  // The parts of a module page (the chapter, the assignment) label their sections, as on the page.
+  std::vector<std::pair<std::size_t, std::string>> parts;
+  for (std::size_t p = body.find("<div class=\"part"); p != std::string::npos; p = body.find("<div class=\"part", p + 1)) {
+    const std::size_t span = body.find("<span>", p), span_end = body.find("</span>", span);
+    if (span != std::string::npos && span_end != std::string::npos) parts.emplace_back(p, body.substr(span + 6, span_end - span - 6));
+  }
   std::string items;
-  bool labelled = false;
+  std::size_t next_part = 0;
   for (const auto& h : headings(body)) {
     if (h.level != 2) continue;
-    if (part != std::string::npos && h.at > part && !labelled) {
-      items += "<li class=\"toc-part\">The assignment</li>\n";
-      labelled = true;
-    }
+    for (; next_part < parts.size() && parts[next_part].first < h.at; ++next_part)
+      items += "<li class=\"toc-part\">" + parts[next_part].second + "</li>\n";
     items += fmt::format("<li><a href=\"#{}\">{}</a></li>\n", h.id, strip_tags(h.html));
   }
   if (items.empty()) return "";
@@ -214,12 +218,14 @@ std::string toc_html(const std::string& body) {
 
 // One entry per section: the page, the heading, where it is, and its text.
 void index_page(nlohmann::json& index, const site::Page& page) {
-  const std::string body = drop_elements(drop_elements(page.body, "x-equation"), "svg");
+  const std::string body = drop_elements(drop_elements(drop_elements(page.body, "<x-equation"), "<svg"), "<span class=\"pts-badge\"");
   const auto hs = headings(body);
   auto add = [&](const std::string& section, const std::string& url, std::size_t from, std::size_t to) {
     std::string text = strip_tags(body.substr(from, to - from));
     if (text.size() < 2) return;
-    index.push_back({{"p", page.title}, {"s", section}, {"u", url}, {"x", text}});
+    std::string title = section;
+    while (!title.empty() && title.back() == ' ') title.pop_back();
+    index.push_back({{"p", page.title}, {"s", title}, {"u", url}, {"x", text}});
   };
   add(page.title, page.file, 0, hs.empty() ? body.size() : hs.front().at);
   for (std::size_t i = 0; i < hs.size(); ++i)
@@ -286,6 +292,7 @@ SiteSummary build_site(const Workspace& ws, const SiteOptions& options) {
 
   std::string site_name = "Kiln";
   if (cx.readme.rfind("# ", 0) == 0) site_name = cx.readme.substr(2, cx.readme.find('\n') - 2);
+  // site/templates/layout.html: {{site}}, {{title}}, {{description}}, {{kind}}, {{nav}}, {{toc}}, {{content}}.
   const std::string layout = site::read_text(layout_file);
   nlohmann::json index = nlohmann::json::array();
   std::set<std::string> files;

@@ -502,17 +502,21 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
       headers.push_back({fs::relative(f, course.root).generic_string(), parse(read_text(f))});
   }
 
-  auto find_member = [&](const std::string& qualified, const std::string& params,
-                         const Header** where) -> const Entity* {
-    const Entity* by_name = nullptr;
+  // The declaration of `qualified` with these parameters, else the first of that name; and its header.
+  struct Found {
+    const Entity* entity = nullptr;
+    const Header* header = nullptr;
+  };
+  auto find_member = [&](const std::string& qualified, const std::string& params) {
+    Found exact, by_name;
     for (const auto& h : headers) {
       for (const auto& e : h.entities) {
         if (e.is_class || !same_name(e.qualified(), qualified)) continue;
-        if (e.params == params) return *where = &h, &e;
-        if (!by_name) by_name = &e, *where = &h;
+        if (e.params == params && !exact.entity) exact = {&e, &h};
+        if (!by_name.entity) by_name = {&e, &h};
       }
     }
-    return by_name;
+    return exact.entity ? exact : by_name;
   };
   auto find_class = [&](const std::string& qualified) -> const Entity* {
     for (const auto& h : headers)
@@ -530,11 +534,11 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
       f.name = qualified.rfind("kiln::", 0) == 0 ? qualified.substr(6) : qualified;
       f.file = file;
       f.line = stub.line;
-      const Header* where = nullptr;
-      const Entity* decl = find_member(qualified, stub.params, &where);
+      const Found found = find_member(qualified, stub.params);
+      const Entity* decl = found.entity;
       std::string comment = decl ? decl->comment : "";
       if (decl) {
-        f.header = where->path;
+        f.header = found.header->path;
         // The declaration with the class it belongs to: "Tensor Tensor::reshape(Shape shape) const".
         std::string owner;
         for (std::size_t k = 0; k < stub.scope.size(); ++k)
@@ -554,10 +558,9 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
       if (comment.empty() && owner_class) comment = owner_class->comment;
       if (comment.empty() && owner_class) {
         for (const auto& base : owner_class->bases) {
-          const Header* base_where = nullptr;
           const Entity* base_class = find_class(base);
           if (!base_class) continue;
-          if (const Entity* b = find_member(base_class->qualified() + "::" + stub.name, stub.params, &base_where))
+          if (const Entity* b = find_member(base_class->qualified() + "::" + stub.name, stub.params).entity)
             comment = b->comment;
           if (!comment.empty()) break;
         }

@@ -128,6 +128,8 @@ Page module_page(const Context& cx, const Module& m) {
   if (fs::exists(chapter)) {
     std::string md = read_text(chapter);
     if (md.rfind("# ", 0) == 0) md.erase(0, md.find('\n') == std::string::npos ? md.size() : md.find('\n') + 1);
+    h += fmt::format("<div class=\"part part-chapter\"><span>The chapter</span><small>docs/{}.md</small></div>\n",
+                     m.name());
     h += "<article class=\"chapter\">\n" + markdown_to_html(md, reserved) + "</article>\n";
   } else {
     h += fmt::format("<p class=\"note\">This module has no chapter yet (docs/{}.md).</p>\n", m.name());
@@ -320,7 +322,7 @@ Page home_page(const Context& cx) {
   const std::string start = markdown_section(cx.readme, "Start");
   h += "<section>\n<h2 id=\"start\">How to start</h2>\n";
   if (!start.empty()) {
-    h += markdown_to_html(start);
+    h += "<div class=\"start-block\">" + markdown_to_html(start) + "</div>\n";
   } else if (first) {
     h += fmt::format("<pre class=\"terminal\"><code>bin/grader check {}</code></pre>\n", first->number_text());
   }
@@ -386,7 +388,7 @@ Page guide_page(const Context& cx, const fs::path& markdown_file, const std::str
     std::string& h = page.body;
     if (directive == "readme") {
       const std::string section = markdown_section(cx.readme, args.empty() ? "Start" : args[0]);
-      if (!section.empty()) h += markdown_to_html(section, {"content", "search"});
+      if (!section.empty()) h += "<div class=\"start-block\">" + markdown_to_html(section, {"content", "search"}) + "</div>\n";
     } else if (directive == "commands") {
       h += "<div class=\"table-wrap\"><table class=\"command-table\">\n<thead><tr><th>Command</th><th>What it does</th>"
            "</tr></thead>\n<tbody>\n";

@@ -1,5 +1,5 @@
 // A screenshot of one page with headless Chromium, for site/screenshot.sh:
-//   site-shot OUT.png URL WIDTH HEIGHT [CSS-SELECTOR to scroll to]
+//   site-shot OUT.png URL WIDTH HEIGHT [CSS-SELECTOR to scroll to | js:SCRIPT to run first]
 #include <cstdio>
 #include <fstream>
 #include <string>
@@ -16,7 +16,10 @@ int main(int argc, char** argv) {
     kiln::site_test::Chromium browser(KILN_CHROMIUM, width, height);
     browser.resize(width, height, width < 600);
     for (const auto& p : browser.open(argv[2])) std::fprintf(stderr, "site-shot: %s\n", p.c_str());
-    if (argc > 5) {
+    if (argc > 5 && std::string(argv[5]).rfind("js:", 0) == 0) {  // a script to run first, e.g. to open the menu
+      browser.evaluate(std::string("(async () => { ") + (argv[5] + 3) +
+                       "; await new Promise(r => setTimeout(r, 300)); })()");
+    } else if (argc > 5) {
       const nlohmann::json selector = argv[5];
       browser.evaluate("(() => { const e = document.querySelector(" + selector.dump() +
                        "); if (e) e.scrollIntoView({block: 'start'}); "

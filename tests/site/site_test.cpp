@@ -3,6 +3,7 @@
 // from a fixture whose module.yaml is then changed (the page follows); served on loopback.
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
@@ -21,6 +22,7 @@
 #include "chromium.h"
 #include "kiln/grader/course.h"
 #include "kiln/grader/process.h"
+#include "kiln/grader/site.h"
 
 namespace kiln::grader {
 namespace {
@@ -298,6 +300,26 @@ TEST(SiteGeneration, WhatYouWriteListsEveryStubWithItsDeclaration) {
   fs::remove_all(root);
 }
 
+TEST(SiteGeneration, EveryStubOfTheCourseIsListedWithItsDeclarationAndADescription) {
+  const Course course = load_course(KILN_HOME_DIR);
+  for (const auto& m : course.modules) {
+    std::size_t stubs = 0;
+    for (const auto& file : m.student_files) {
+      const std::string text = read_file(m.dir / file);
+      for (std::size_t p = text.find("NotImplemented()"); p != std::string::npos; p = text.find("NotImplemented()", p + 1))
+        stubs += text.compare(p >= 6 ? p - 6 : 0, 6, "throw ") == 0 || text.compare(p >= 12 ? p - 12 : 0, 12, "throw kiln::") == 0;
+    }
+    const auto functions = student_functions(course, m);
+    EXPECT_EQ(functions.size(), stubs) << m.name() << ": the site lists another number of functions than the stubs";
+    for (const auto& f : functions) {
+      EXPECT_FALSE(f.header.empty()) << m.name() << ": " << f.name << " has no declaration in the headers";
+      EXPECT_FALSE(f.description.empty()) << m.name() << ": " << f.name << " has no comment to describe it";
+      EXPECT_NE(f.signature.find(f.name.substr(f.name.rfind("::") == std::string::npos ? 0 : f.name.rfind("::") + 2)),
+                std::string::npos) << f.signature;
+    }
+  }
+}
+
 TEST(SiteGeneration, RefusesToOverwriteAFolderThatIsNotASite) {
   const fs::path root = temp_dir("kiln-site-refuse");
   fs::create_directories(root / "precious");
@@ -345,17 +367,32 @@ TEST(SiteServe, ServesTheSiteOnLoopbackAndNothingOutsideIt) {
     _exit(127);
   }
   close(pipe_fds[1]);
-  // Read until the "Serving ... on http://127.0.0.1:PORT/" line.
+  // Stops the server however the test ends.
+  struct Stop {
+    pid_t pid;
+    int fd;
+    ~Stop() {
+      kill(pid, SIGTERM);
+      int status = 0;
+      waitpid(pid, &status, 0);
+      close(fd);
+    }
+  } stop{pid, pipe_fds[0]};
+  // Read until the "Serving ... on http://127.0.0.1:PORT/" line, for at most 20 s.
   std::string said;
   int port = 0;
-  char c;
-  alarm(20);
-  while (port == 0 && read(pipe_fds[0], &c, 1) == 1) {
+  for (int waited_ms = 0; port == 0 && waited_ms < 20000;) {
+    pollfd p{pipe_fds[0], POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) {
+      waited_ms += 100;
+      continue;
+    }
+    char c;
+    if (read(pipe_fds[0], &c, 1) != 1) break;
     said += c;
     const auto at = said.find("http://127.0.0.1:");
     if (c == '\n' && at != std::string::npos) port = std::stoi(said.substr(at + 17));
   }
-  alarm(0);
   ASSERT_GT(port, 0) << said;
 
   const std::string index = http_get(port, "GET / HTTP/1.0");
@@ -371,10 +408,6 @@ TEST(SiteServe, ServesTheSiteOnLoopbackAndNothingOutsideIt) {
   const std::string head = http_get(port, "HEAD / HTTP/1.0");
   EXPECT_EQ(head.find("<!doctype"), std::string::npos) << "HEAD sent a body";
 
-  kill(pid, SIGTERM);
-  int status = 0;
-  waitpid(pid, &status, 0);
-  close(pipe_fds[0]);
   fs::remove_all(out);
 }
 

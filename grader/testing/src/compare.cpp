@@ -8,6 +8,21 @@
 
 namespace kiln::testing {
 
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low, float high) {
+  WichmannHill generator(seed);
+  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
+  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
+  return Tensor(shape, values);
+}
+
+double weighted_sum(const Tensor& y, const Tensor& weights) {
+  const std::vector<float> ys = y.to_vector();
+  const std::vector<float> ws = weights.to_vector();
+  double total = 0.0;
+  for (std::size_t i = 0; i < ys.size(); ++i) total += static_cast<double>(ys[i]) * ws[i];
+  return total;
+}
+
 std::string Comparison::describe() const {
   if (!shapes_match) return "the shapes differ";
   return fmt::format("largest difference {} at {}: got {}, expected {}", format_number(max_abs_diff),

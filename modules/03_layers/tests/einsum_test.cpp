@@ -14,12 +14,7 @@
 namespace kiln {
 namespace {
 
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low, float high) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
+using kiln::testing::random_tensor;
 
 Tensor reference_matmul(const Tensor& a, const Tensor& b) {
   const std::int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];

@@ -17,12 +17,8 @@
 namespace kiln {
 namespace {
 
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
+using kiln::testing::random_tensor;
+using kiln::testing::weighted_sum;
 
 // y = x·W (+ b), independently: in = {x (N, in), W (in, out), b (out) if present}.
 Tensor reference_linear(const std::vector<Tensor>& in) {
@@ -38,14 +34,6 @@ Tensor reference_linear(const std::vector<Tensor>& in) {
     }
   }
   return Tensor({n, m}, y);
-}
-
-double weighted_sum(const Tensor& y, const Tensor& weights) {
-  const std::vector<float> ys = y.to_vector();
-  const std::vector<float> ws = weights.to_vector();
-  double total = 0.0;
-  for (std::size_t i = 0; i < ys.size(); ++i) total += static_cast<double>(ys[i]) * ws[i];
-  return total;
 }
 
 // dL/d(values[i]) for L = Σ G ⊙ reference_linear(values), by central differences.

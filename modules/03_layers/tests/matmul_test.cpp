@@ -16,13 +16,7 @@
 namespace kiln {
 namespace {
 
-// Values uniform in [low, high), drawn in row-major order from WichmannHill(seed).
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low, float high) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
+using kiln::testing::random_tensor;
 
 // Trusted: the textbook triple loop through at(), summed in double.
 Tensor reference_matmul(const Tensor& a, const Tensor& b) {

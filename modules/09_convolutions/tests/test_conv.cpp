@@ -20,28 +20,15 @@
 
 namespace {
 
+using kiln::testing::random_tensor;
+using kiln::testing::weighted_sum;
+
 using kiln::Conv2d;
 using kiln::Conv2dFunction;
 using kiln::MaxPool2d;
 using kiln::Shape;
 using kiln::Tensor;
 using kiln::WichmannHill;
-
-// Values uniform in [low, high), drawn from a WichmannHill generator with the given seed.
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(kiln::numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
-
-double weighted_sum(const Tensor& y, const Tensor& weights) {
-  const std::vector<float> ys = y.to_vector();
-  const std::vector<float> ws = weights.to_vector();
-  double total = 0.0;
-  for (std::size_t i = 0; i < ys.size(); ++i) total += static_cast<double>(ys[i]) * ws[i];
-  return total;
-}
 
 using Forward = std::function<Tensor(const std::vector<Tensor>&)>;
 

@@ -18,15 +18,10 @@
 namespace kiln {
 namespace {
 
+using kiln::testing::random_tensor;
+
 constexpr std::int64_t kRows = 703;  // the notebook's table: 703 contexts...
 constexpr std::int64_t kDim = 27;    // ...by 27 letters
-
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
 
 // `count` ids uniform in [0, rows), from WichmannHill(seed).
 Indices random_ids(std::size_t count, std::int64_t rows, std::uint64_t seed) {

@@ -1,5 +1,6 @@
 // Module 17: Acceleration. You write a cache-tiled matrix multiply, a fused GELU, im2col and its
-// adjoint col2im, and convolution as one matrix multiply, forward and backward.
+// adjoint col2im, and convolution as one matrix multiply, forward and backward. An optional
+// challenge, blocked_matmul, packs and register-blocks the product the way a BLAS library does.
 //
 // Reminders (kiln/acceleration.h has the full contract):
 //   Matrices are row-major: element (i, j) of an (n, m) matrix is data[i·m + j]. data() needs a
@@ -35,11 +36,36 @@ Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size) {
   throw kiln::NotImplemented();
 }
 
+Tensor blocked_matmul(const Tensor& a, const Tensor& b) {
+  // Challenge, optional: the product as a BLAS library computes it (GotoBLAS, BLIS). The chapter's
+  // "Challenge" section walks through it; the bench compares it with Eigen.
+  // 1. A micro-kernel owns an MR × NR block of C, say 6 × 16, and keeps it in vector registers
+  //    for the whole inner loop: 12 vectors of 8 floats. Declare the vector type with GCC's
+  //    extension, typedef float v8f __attribute__((vector_size(32))); + and * on it work on all
+  //    8 lanes, and a float operand is broadcast (sum += a_value * b_vector). With -march=native
+  //    it becomes AVX2 multiply-adds; elsewhere it still compiles. Each step p of the inner loop
+  //    loads 16 floats of B's row p (two vectors) and, for each of the 6 rows, one float of A,
+  //    and does 12 vector multiply-adds. Load and store vectors with std::memcpy.
+  // 2. Packing: copy a panel of B (KC rows × NR columns, row after row) and a block of A (MC rows
+  //    × KC columns, stored as panels of MR rows, column after column) into contiguous buffers
+  //    before the micro-kernel reads them, so that it walks memory strictly front to back.
+  //    Sizes such as KC = 256, MC = 96, NC = 2048 keep a B panel in L1 and the A block in L2.
+  // 3. Loops: for each block of NC columns, for each block of KC inner values: pack B; for each
+  //    block of MC rows: pack A, then run the micro-kernel on every MR × NR block of C, ADDING
+  //    into C (the KC blocks are partial sums).
+  // 4. Edges: sizes need not be multiples of MR, NR or the cache blocks. Round the number of
+  //    panels up, pad the packed copies with zeros, and store only the rows and columns of an
+  //    edge block that lie inside C.
+  // Same ShapeError as vectorized_matmul; views: call contiguous() first.
+  throw kiln::NotImplemented();
+}
+
 Tensor fused_gelu(const Tensor& x) {
-  // GELU(x) ≈ 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), √(2/π) ≈ 0.7978845608.
+  // GELU(x) ≈ 0.5·x·(1 + tanh(u)), u = √(2/π)·(x + 0.044715·x³), √(2/π) ≈ 0.7978845608.
+  // Write tanh(u) as 1 − 2/(e^(2u) + 1), as unfused_gelu does, so the bench measures the fusion.
   // One pass: read each element once, compute the whole formula in local variables, write the
-  // result once. No temporary tensors. x may be a view (to_vector() gives its values in
-  // row-major order); the result has x's shape.
+  // result once. No temporary tensors. x may be a view (call contiguous() and read data()); the
+  // result has x's shape.
   throw kiln::NotImplemented();
 }
 

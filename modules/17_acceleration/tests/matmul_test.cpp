@@ -1,4 +1,4 @@
-// Checks vectorized_matmul and tiled_matmul.
+// Checks vectorized_matmul, tiled_matmul and the challenge, blocked_matmul.
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -75,6 +75,44 @@ TEST(Acceleration, TiledMatmul) {
       }
     }
   }
+}
+
+// Challenge. The reference blocks C in 6 × 16 register blocks, 96 rows, 256 inner values and 2048
+// columns at a time; a student's blocks may differ, so the sizes below cross many boundaries:
+// no multiple of 6 or 16 except the (6, 16, 16) case, and 97 rows, 257 inner values and 2049
+// columns, one past a block each.
+TEST(Acceleration, BlockedMatmul) {
+  WichmannHill generator(4242);
+  // (n, inner, m)
+  const std::vector<Shape> sizes{{1, 1, 1},   {5, 7, 3},     {6, 16, 16}, {13, 37, 35},
+                                 {97, 20, 33}, {7, 257, 17}, {3, 5, 2049}};
+  for (const Shape& size : sizes) {
+    const Tensor a = Tensor::rand({size[0], size[1]}, generator);
+    const Tensor b = Tensor::rand({size[1], size[2]}, generator);
+    const Tensor expected = vectorized_matmul(a, b);
+    const Tensor c = blocked_matmul(a, b);
+    const testing::Comparison result = compare(c, expected, 1e-4, 1e-5);
+    if (!result.close) {
+      KILN_FAIL("blocked_differs",
+                {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
+                fmt::format("blocked_matmul of {} by {} gave shape {}: {}", to_string(a.shape()),
+                            to_string(b.shape()), to_string(c.shape()), result.describe()));
+      return;
+    }
+  }
+
+  // Transposed views, (13, 37) by (37, 35): their rows are not contiguous in memory.
+  const Tensor a_view = Tensor::rand({37, 13}, generator).transpose(0, 1);
+  const Tensor b_view = Tensor::rand({35, 37}, generator).transpose(0, 1);
+  try {
+    KILN_EXPECT_CLOSE(blocked_matmul(a_view, b_view), plain_matmul(a_view, b_view), 1e-4, "blocked_differs");
+  } catch (const std::logic_error& error) {
+    KILN_FAIL("blocked_differs", {}, std::string("blocked_matmul of two transposed views threw: ") + error.what());
+  }
+
+  // (2, 3) by (4, 2): the inner sizes 3 and 4 differ.
+  KILN_EXPECT_THROWS(blocked_matmul(Tensor::ones({2, 3}), Tensor::ones({4, 2})), ShapeError, "blocked_shape_error",
+                     {"(2, 3)", "(4, 2)"});
 }
 
 }  // namespace

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <numbers>
 #include <optional>
 #include <string>
@@ -114,17 +115,160 @@ Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size) {
 }
 
 // ---------------------------------------------------------------------------------------------
+// Challenge: a packed, register-blocked matrix multiply (the GotoBLAS / BLIS design)
+
+namespace {
+
+// Eight floats that the compiler keeps in one vector register: one AVX register when built with
+// -march=native on a recent x86-64, a pair of SSE registers on a plain x86-64 build, and generic
+// code elsewhere. Arithmetic works element by element; a float operand is broadcast to all eight.
+typedef float v8f __attribute__((vector_size(32)));
+
+// The register block: the micro-kernel keeps kMR × kNR floats of C in kMR · kNR / 8 = 12 vector
+// registers, leaving 4 of AVX2's 16 for two vectors of B and one broadcast value of A.
+constexpr std::int64_t kMR = 6;
+constexpr std::int64_t kNR = 16;
+// The cache blocks. One pass covers kKC values of the inner index: a packed panel of B,
+// kKC × kNR floats (16 KiB), stays in L1 while the micro-kernel runs down a packed block of A,
+// kMC × kKC floats (96 KiB), that stays in L2. B is packed kNC columns at a time (2 MiB, L3).
+constexpr std::int64_t kKC = 256;
+constexpr std::int64_t kMC = 96;    // a multiple of kMR
+constexpr std::int64_t kNC = 2048;  // a multiple of kNR
+
+// Packs B[k0 : k0 + kc, j0 : j0 + nc] (b is row-major with m columns) into panels of kNR
+// columns. Panel q holds kc rows of kNR floats, row p at packed[(q·kc + p)·kNR], so that the
+// micro-kernel reads it front to back. Columns past the edge of B are zeros: every panel is full.
+void pack_b(const float* b, std::int64_t m, std::int64_t k0, std::int64_t kc, std::int64_t j0, std::int64_t nc,
+            float* packed) {
+  for (std::int64_t q = 0; q * kNR < nc; ++q) {
+    const std::int64_t width = std::min(kNR, nc - q * kNR);
+    for (std::int64_t p = 0; p < kc; ++p) {
+      const float* b_row = b + (k0 + p) * m + j0 + q * kNR;
+      float* out = packed + (q * kc + p) * kNR;
+      for (std::int64_t col = 0; col < width; ++col) out[col] = b_row[col];
+      for (std::int64_t col = width; col < kNR; ++col) out[col] = 0.0f;
+    }
+  }
+}
+
+// Packs A[i0 : i0 + mc, k0 : k0 + kc] (a is row-major with `inner` columns) into panels of kMR
+// rows. Panel r holds kc columns of kMR floats, column p at packed[(r·kc + p)·kMR]: the kMR values
+// of A that one step of the micro-kernel needs sit side by side. Rows past the edge are zeros.
+void pack_a(const float* a, std::int64_t inner, std::int64_t i0, std::int64_t mc, std::int64_t k0, std::int64_t kc,
+            float* packed) {
+  for (std::int64_t r = 0; r * kMR < mc; ++r) {
+    const std::int64_t height = std::min(kMR, mc - r * kMR);
+    for (std::int64_t p = 0; p < kc; ++p) {
+      float* out = packed + (r * kc + p) * kMR;
+      for (std::int64_t row = 0; row < height; ++row) out[row] = a[(i0 + r * kMR + row) * inner + k0 + p];
+      for (std::int64_t row = height; row < kMR; ++row) out[row] = 0.0f;
+    }
+  }
+}
+
+// C[0 : rows, 0 : cols] += (one packed panel of A, kMR × kc) · (one packed panel of B, kc × kNR),
+// where c points at the block's top-left element and ldc is C's row length. The whole kMR × kNR
+// block of C stays in registers for the loop over p: each step loads 16 floats of B (two
+// vectors), broadcasts 6 floats of A, and does 12 vector multiply-adds, 192 flops for 22 floats.
+void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
+                  std::int64_t rows, std::int64_t cols) {
+  v8f sum[kMR][2] = {};
+  for (std::int64_t p = 0; p < kc; ++p) {
+    v8f b_left;
+    v8f b_right;
+    std::memcpy(&b_left, b_panel + p * kNR, sizeof(v8f));
+    std::memcpy(&b_right, b_panel + p * kNR + 8, sizeof(v8f));
+    const float* a_column = a_panel + p * kMR;
+    for (std::int64_t row = 0; row < kMR; ++row) {
+      sum[row][0] += a_column[row] * b_left;
+      sum[row][1] += a_column[row] * b_right;
+    }
+  }
+  if (rows == kMR && cols == kNR) {
+    // A full block: add the registers straight into C, two vectors per row.
+    for (std::int64_t row = 0; row < kMR; ++row) {
+      float* c_row = c + row * ldc;
+      for (int half = 0; half < 2; ++half) {
+        v8f c_part;
+        std::memcpy(&c_part, c_row + 8 * half, sizeof(v8f));
+        c_part += sum[row][half];
+        std::memcpy(c_row + 8 * half, &c_part, sizeof(v8f));
+      }
+    }
+  } else {
+    // An edge block: the panels were padded with zeros, so the extra rows and columns of `sum`
+    // hold zeros too; add only the part that lies inside C.
+    float block[kMR][kNR];
+    std::memcpy(block, sum, sizeof(block));
+    for (std::int64_t row = 0; row < rows; ++row) {
+      for (std::int64_t col = 0; col < cols; ++col) c[row * ldc + col] += block[row][col];
+    }
+  }
+}
+
+}  // namespace
+
+Tensor blocked_matmul(const Tensor& a, const Tensor& b) {
+  require_matrices(a, b, "blocked_matmul");
+  const std::int64_t n = a.shape()[0];
+  const std::int64_t inner = a.shape()[1];
+  const std::int64_t m = b.shape()[1];
+  // Layouts (row-major): a is (n, inner), b is (inner, m), c is (n, m).
+  const Tensor a_matrix = a.contiguous();
+  const Tensor b_matrix = b.contiguous();
+  Tensor c = Tensor::zeros({n, m});
+  if (n == 0 || m == 0 || inner == 0) return c;
+  const float* a_data = a_matrix.data();
+  const float* b_data = b_matrix.data();
+  float* c_data = c.data();
+
+  // The packed copies, reused for every block: at most kMC × kKC floats of A, and kKC × kNC of B
+  // (fewer when B is narrower).
+  std::vector<float> a_packed(static_cast<std::size_t>(kMC * kKC));
+  const std::int64_t b_width = std::min(kNC, (m + kNR - 1) / kNR * kNR);
+  std::vector<float> b_packed(static_cast<std::size_t>(kKC * b_width));
+
+  for (std::int64_t j0 = 0; j0 < m; j0 += kNC) {
+    const std::int64_t nc = std::min(kNC, m - j0);
+    for (std::int64_t k0 = 0; k0 < inner; k0 += kKC) {
+      const std::int64_t kc = std::min(kKC, inner - k0);
+      pack_b(b_data, m, k0, kc, j0, nc, b_packed.data());
+      for (std::int64_t i0 = 0; i0 < n; i0 += kMC) {
+        const std::int64_t mc = std::min(kMC, n - i0);
+        pack_a(a_data, inner, i0, mc, k0, kc, a_packed.data());
+        // The register blocks of this mc × nc block of C; the last in each direction may be cut
+        // short by the edge of C, and round up so that it is not left out.
+        const std::int64_t col_panels = (nc + kNR - 1) / kNR;
+        const std::int64_t row_panels = (mc + kMR - 1) / kMR;
+        for (std::int64_t q = 0; q < col_panels; ++q) {
+          for (std::int64_t r = 0; r < row_panels; ++r) {
+            micro_kernel(kc, a_packed.data() + r * kc * kMR, b_packed.data() + q * kc * kNR,
+                         c_data + (i0 + r * kMR) * m + j0 + q * kNR, m, std::min(kMR, mc - r * kMR),
+                         std::min(kNR, nc - q * kNR));
+          }
+        }
+      }
+    }
+  }
+  return c;
+}
+
+// ---------------------------------------------------------------------------------------------
 // GELU
 
 Tensor fused_gelu(const Tensor& x) {
   const float sqrt_2_over_pi = static_cast<float>(std::sqrt(2.0 / std::numbers::pi));
-  std::vector<float> values = x.to_vector();
+  const Tensor input = x.contiguous();
+  const float* in = input.data();
+  std::vector<float> out(static_cast<std::size_t>(x.numel()));
   // One pass: each element is read once, transformed in registers and written once.
-  for (float& value : values) {
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const float value = in[i];
     const float inner = sqrt_2_over_pi * (value + 0.044715f * value * value * value);
-    value = 0.5f * value * (1.0f + std::tanh(inner));
+    const float tanh_inner = 1.0f - 2.0f / (std::exp(2.0f * inner) + 1.0f);
+    out[i] = 0.5f * value * (1.0f + tanh_inner);
   }
-  return Tensor(x.shape(), std::move(values));
+  return Tensor(x.shape(), std::move(out));
 }
 
 // ---------------------------------------------------------------------------------------------

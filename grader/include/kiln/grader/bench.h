@@ -35,6 +35,7 @@ struct BenchReport {
   std::vector<BenchKernel> kernels;
   std::vector<std::string> commands;
   std::string bars_svg, roofline_svg;  // where the plots were written
+  int repetitions = 0;
 };
 
 struct BenchCommand {
@@ -42,6 +43,8 @@ struct BenchCommand {
   bool solution = false;
   bool full = false;
   bool remeasure = false;
+  int repetitions = 5;
+  double min_time_s = 0.1;  // per repetition
   std::string format = "text";
   std::string out;
   bool verbose = false;

@@ -40,6 +40,14 @@ struct Comparison {
 // Compares with the tolerance atol + rtol·|expected| per element. NaN never counts as close.
 Comparison compare(const Tensor& actual, const Tensor& expected, double atol, double rtol = 0.0);
 
+// Values uniform in [low, high), drawn in row-major order from WichmannHill(seed): test inputs that
+// are the same on every machine.
+Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f);
+
+// Σ y ⊙ weights, accumulated in double: a scalar loss whose gradient with respect to y is `weights`,
+// for checking backward passes against central differences.
+double weighted_sum(const Tensor& y, const Tensor& weights);
+
 // A difference as the catalogue shows it: three significant digits.
 std::string format_number(double value);
 

@@ -31,6 +31,13 @@ Tensor vectorized_matmul(const Tensor& a, const Tensor& b);
 // Same result, same ShapeError as vectorized_matmul; throws IndexError when tile_size < 1.
 Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size = 64);
 
+// Challenge (optional): the same product the way a BLAS library computes it. Panels of B and
+// blocks of A are packed into contiguous buffers sized for the caches, and a micro-kernel keeps
+// a small block of C (a few rows by 16 columns) in vector registers across the whole inner loop.
+// Same result and same ShapeError as vectorized_matmul, for any sizes, not only multiples of
+// the blocks.
+Tensor blocked_matmul(const Tensor& a, const Tensor& b);
+
 // Given (src/gelu_given.cpp): GELU in tanh form, staged one tensor operation at a time.
 Tensor unfused_gelu(const Tensor& x);
 
