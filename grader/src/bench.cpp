@@ -40,7 +40,11 @@ fs::path own_directory() {
 
 Machine machine_roofline(const Workspace& ws, bool remeasure) {
   const fs::path cache = ws.state_dir() / "machine.json";
-  const std::string key = cpu_model() + " @ " + host_name();
+  // A rebuilt probe measures afresh: its code, or the flags it was built with, may have changed.
+  const fs::path probe = own_directory() / "kiln-roofline";
+  std::error_code ec;
+  const auto built = fs::last_write_time(probe, ec).time_since_epoch().count();
+  const std::string key = fmt::format("{} @ {} / probe {}", cpu_model(), host_name(), built);
   if (!remeasure && fs::exists(cache)) {
     const auto j = nlohmann::json::parse(read_file(cache), nullptr, false);
     if (j.is_object() && j.value("key", "") == key) {
@@ -48,7 +52,6 @@ Machine machine_roofline(const Workspace& ws, bool remeasure) {
               j.value("measured_at", "")};
     }
   }
-  const fs::path probe = own_directory() / "kiln-roofline";
   const ProcessResult r = run_process({.argv = {probe.string()}});
   const auto j = nlohmann::json::parse(r.out, nullptr, false);
   if (!r.ok() || !j.is_object())
@@ -70,7 +73,13 @@ Machine machine_roofline(const Workspace& ws, bool remeasure) {
 std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine) {
   std::vector<BenchKernel> kernels;
   std::map<std::string, std::size_t> index;
-  const auto j = nlohmann::json::parse(json, nullptr, false);
+  std::vector<int> order;  // registration order (Google Benchmark's family index)
+  // Google Benchmark writes NaN for the spread of a constant counter, which JSON does not allow.
+  std::string text = json;
+  for (const std::string bad : {": NaN", ": -NaN", ": nan", ": -nan", ": Infinity", ": -Infinity", ": inf", ": -inf"}) {
+    for (std::size_t at; (at = text.find(bad)) != std::string::npos;) text.replace(at, bad.size(), ": null");
+  }
+  const auto j = nlohmann::json::parse(text, nullptr, false);
   if (!j.is_object() || !j.contains("benchmarks")) return kernels;
   for (const auto& b : j["benchmarks"]) {
     std::string run = b.value("run_name", b.value("name", ""));
@@ -83,6 +92,7 @@ std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Mac
       k.group = run.substr(0, slash);
       k.name = slash == std::string::npos ? run : run.substr(slash + 1);
       kernels.push_back(k);
+      order.push_back(b.value("family_index", static_cast<int>(order.size())));
     }
     BenchKernel& k = kernels[index[run]];
     if (b.value("error_occurred", false)) {
@@ -100,6 +110,14 @@ std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Mac
     k.extra_bytes = b.value("extra_bytes", 0.0);
     k.role = static_cast<int>(b.value("role", 0.0));
   }
+  // Interleaved runs come back shuffled: put them back in the order the module registered them.
+  std::vector<std::size_t> by_order(kernels.size());
+  for (std::size_t i = 0; i < by_order.size(); ++i) by_order[i] = i;
+  std::stable_sort(by_order.begin(), by_order.end(), [&](std::size_t a, std::size_t b) { return order[a] < order[b]; });
+  std::vector<BenchKernel> sorted;
+  for (std::size_t i : by_order) sorted.push_back(kernels[i]);
+  kernels = std::move(sorted);
+
   // Derived figures; ratios within each group, against its naive and its library baseline.
   std::map<std::string, double> naive_ms, library_ms;
   for (const auto& k : kernels) {

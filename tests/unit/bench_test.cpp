@@ -12,6 +12,8 @@ const char* kJson = R"json({"context": {}, "benchmarks": [
    "role": 1},
   {"name": "mm/naive/real_time_mean", "run_name": "mm/naive/real_time", "run_type": "aggregate",
    "aggregate_name": "mean", "real_time": 999.0, "time_unit": "ms", "flops": 2e9, "bytes": 1e7, "role": 1},
+  {"name": "mm/naive/real_time_cv", "run_name": "mm/naive/real_time", "run_type": "aggregate",
+   "aggregate_name": "cv", "real_time": 0.01, "time_unit": "ms", "flops": 0, "bytes": 0, "role": NaN},
   {"name": "mm/tiled/real_time_median", "run_name": "mm/tiled/real_time", "run_type": "aggregate",
    "aggregate_name": "median", "real_time": 25000.0, "time_unit": "us", "flops": 2e9, "bytes": 1e7, "role": 0},
   {"name": "mm/eigen/real_time_median", "run_name": "mm/eigen/real_time", "run_type": "aggregate",
