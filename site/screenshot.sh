@@ -5,7 +5,7 @@
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/../bin/kiln-env"
 kiln_install_packages
-kiln_build kiln-grader site-shot
+kiln_build kiln-grader kiln-site site-shot
 out=${1:-$KILN_HOME/build/screenshots}
 mkdir -p "$out"
 "$KILN_HOME/build/grader/kiln-grader" --root "$KILN_HOME" site build >/dev/null
