@@ -111,6 +111,9 @@ ProcessResult run_process(const ProcessSpec& spec) {
       int devnull = open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     }
+    // Nothing else the grader holds open reaches the child: only 0, 1, 2 and the event pipe.
+    if (spec.event_fd > 3) close_range(3, static_cast<unsigned>(spec.event_fd) - 1, 0);
+    close_range(spec.event_fd >= 3 ? static_cast<unsigned>(spec.event_fd) + 1 : 3, ~0U, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
     const Limits& l = spec.limits;
     if (l.cpu_s > 0) set_limit(RLIMIT_CPU, static_cast<rlim_t>(l.cpu_s + 0.999));

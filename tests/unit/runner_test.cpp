@@ -1,3 +1,9 @@
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <set>
+#include <sstream>
+
 #include <gtest/gtest.h>
 
 #include "kiln/grader/build.h"
@@ -51,6 +57,19 @@ TEST(RunProcess, ReportsSignalsExitCodesAndDeadlines) {
   const ProcessResult r = run_process(sleeper);
   EXPECT_TRUE(r.stopped);
   EXPECT_LT(r.wall_s, 5.0) << "a stopped process must not be waited for";
+}
+
+TEST(RunProcess, PassesOnNoDescriptorButTheStandardOnesAndTheEventPipe) {
+  // A descriptor the grader happens to hold, not marked close-on-exec, at a number of its own.
+  const int stray = ::dup2(::open("/dev/null", O_RDONLY), 57);
+  ASSERT_EQ(stray, 57);
+  const ProcessResult r = run_process({.argv = {"ls", "/proc/self/fd"}, .event_fd = 3});
+  ::close(stray);
+  std::set<std::string> fds;
+  std::istringstream lines(r.out);
+  for (std::string fd; lines >> fd;) fds.insert(fd);
+  EXPECT_TRUE(fds.count("3")) << "the event pipe is passed on: " << r.out;
+  EXPECT_FALSE(fds.count("57")) << "a stray descriptor leaked into the child: " << r.out;
 }
 
 TEST(RunProcess, KeepsOnlyTheCappedOutputButCountsAll) {
