@@ -23,6 +23,24 @@ double weighted_sum(const Tensor& y, const Tensor& weights) {
   return total;
 }
 
+Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
+                        std::size_t i, const Tensor& weights, float eps) {
+  std::vector<float> gradient(static_cast<std::size_t>(values[i].numel()));
+  for (std::size_t j = 0; j < gradient.size(); ++j) {
+    std::vector<Tensor> plus = values;
+    std::vector<Tensor> minus = values;
+    std::vector<float> up = values[i].to_vector();
+    std::vector<float> down = up;
+    up[j] += eps;
+    down[j] -= eps;
+    plus[i] = Tensor(values[i].shape(), up);
+    minus[i] = Tensor(values[i].shape(), down);
+    const double difference = weighted_sum(f(plus), weights) - weighted_sum(f(minus), weights);
+    gradient[j] = static_cast<float>(difference / (2.0 * static_cast<double>(eps)));
+  }
+  return Tensor(values[i].shape(), gradient);
+}
+
 std::string Comparison::describe() const {
   if (!shapes_match) return "the shapes differ";
   return fmt::format("largest difference {} at {}: got {}, expected {}", format_number(max_abs_diff),

@@ -18,7 +18,6 @@ namespace kiln {
 namespace {
 
 using kiln::testing::random_tensor;
-using kiln::testing::weighted_sum;
 
 // y = x·W (+ b), independently: in = {x (N, in), W (in, out), b (out) if present}.
 Tensor reference_linear(const std::vector<Tensor>& in) {
@@ -38,22 +37,7 @@ Tensor reference_linear(const std::vector<Tensor>& in) {
 
 // dL/d(values[i]) for L = Σ G ⊙ reference_linear(values), by central differences.
 Tensor numeric_gradient(const std::vector<Tensor>& values, std::size_t i, const Tensor& grad_output) {
-  constexpr float kEps = 1e-2f;
-  std::vector<float> gradient(static_cast<std::size_t>(values[i].numel()));
-  for (std::size_t j = 0; j < gradient.size(); ++j) {
-    std::vector<Tensor> plus = values;
-    std::vector<Tensor> minus = values;
-    std::vector<float> up = values[i].to_vector();
-    std::vector<float> down = up;
-    up[j] += kEps;
-    down[j] -= kEps;
-    plus[i] = Tensor(values[i].shape(), up);
-    minus[i] = Tensor(values[i].shape(), down);
-    const double difference =
-        weighted_sum(reference_linear(plus), grad_output) - weighted_sum(reference_linear(minus), grad_output);
-    gradient[j] = static_cast<float>(difference / (2.0 * static_cast<double>(kEps)));
-  }
-  return Tensor(values[i].shape(), gradient);
+  return kiln::testing::numeric_gradient(reference_linear, values, i, grad_output);
 }
 
 // Runs linear_backward for values = {x, W} or {x, W, b} and a random G, and compares the

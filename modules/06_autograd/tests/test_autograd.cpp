@@ -17,7 +17,6 @@
 namespace {
 
 using kiln::testing::random_tensor;
-using kiln::testing::weighted_sum;
 
 using kiln::Shape;
 using kiln::Tensor;
@@ -49,20 +48,7 @@ bool check_gradients(const char* file, int line, const Forward& f, const std::ve
   }
 
   for (std::size_t i = 0; i < values.size(); ++i) {
-    std::vector<float> expected(static_cast<std::size_t>(values[i].numel()));
-    for (std::size_t j = 0; j < expected.size(); ++j) {
-      std::vector<Tensor> plus = values;
-      std::vector<Tensor> minus = values;
-      std::vector<float> up = values[i].to_vector();
-      std::vector<float> down = up;
-      up[j] += kEps;
-      down[j] -= kEps;
-      plus[i] = Tensor(values[i].shape(), up);
-      minus[i] = Tensor(values[i].shape(), down);
-      const double difference = weighted_sum(f(plus), weights) - weighted_sum(f(minus), weights);
-      expected[j] = static_cast<float>(difference / (2.0 * static_cast<double>(kEps)));
-    }
-    const Tensor numeric(values[i].shape(), expected);
+    const Tensor numeric = kiln::testing::numeric_gradient(f, values, i, weights, kEps);
     const kiln::testing::Comparison c = kiln::testing::compare(inputs[i].grad(), numeric, 1e-3, 1e-3);
     if (!c.close) {
       const std::string which = what + ", gradient of input " + std::to_string(i) + ": ";

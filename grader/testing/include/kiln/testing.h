@@ -8,6 +8,7 @@
 
 #include <gtest/gtest.h>
 
+#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -47,6 +48,11 @@ Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, 
 // Σ y ⊙ weights, accumulated in double: a scalar loss whose gradient with respect to y is `weights`,
 // for checking backward passes against central differences.
 double weighted_sum(const Tensor& y, const Tensor& weights);
+
+// d/d(values[i]) of Σ weights ⊙ f(values), by central differences with step eps, each side summed in
+// double: the trusted gradient that a backward pass is checked against.
+Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
+                        std::size_t i, const Tensor& weights, float eps = 1e-2f);
 
 // A difference as the catalogue shows it: three significant digits.
 std::string format_number(double value);
