@@ -1,0 +1,52 @@
+// Module 17, GPU part: the matrix-multiply ladder and the embedding kernels, written as CUDA-style
+// kernels (kiln/grid.h). On every machine they run on the CPU emulator and are checked there;
+// the same source compiles for a CUDA device under nvcc.
+//
+// Layouts, all row-major float32: a (n, k), b (k, m), c (n, m); an embedding table w (rows, dim),
+// ids (count), gathered out (count, dim).
+// Launch shape: blocks of kTile × kTile = 16 × 16 threads, and enough blocks to cover the output,
+// rounded up; so threads past the edge exist whenever a size is not a multiple of 16, and each
+// kernel must check that its element lies inside the output before it writes.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/grid.h"
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+inline constexpr int kTile = 16;
+
+// One thread per element c[row, col], computed as a dot product of row `row` of a and column
+// `col` of b. Naive mapping: row = blockIdx.x·blockDim.x + threadIdx.x, col from y; neighbouring
+// threads (consecutive threadIdx.x) then read rows of a that lie k floats apart.
+KILN_GLOBAL void matmul_naive_kernel(const float* a, const float* b, float* c, int n, int k, int m);
+
+// The same, with col = blockIdx.x·blockDim.x + threadIdx.x and row from y: neighbouring threads
+// read neighbouring elements of b and write neighbouring elements of c (coalesced accesses).
+KILN_GLOBAL void matmul_coalesced_kernel(const float* a, const float* b, float* c, int n, int k, int m);
+
+// The coalesced mapping with shared memory: each block walks the inner dimension in kTile steps,
+// the block's threads load a kTile × kTile tile of a and of b into KILN_SHARED arrays (zeros
+// outside the matrices), kiln_syncthreads(), multiply the tiles, kiln_syncthreads() again.
+KILN_GLOBAL void matmul_tiled_kernel(const float* a, const float* b, float* c, int n, int k, int m);
+
+// out[i, :] = w[ids[i], :], one thread per element of out (x over dim, y over i).
+KILN_GLOBAL void embedding_gather_kernel(const float* w, const std::int64_t* ids, float* out, int count, int dim);
+
+// grad_w[ids[i], :] += g[i, :] for every i, one thread per element of g (x over dim, y over i).
+// Several threads add into the same row when ids repeat: use kiln_atomic_add.
+KILN_GLOBAL void embedding_scatter_add_kernel(const float* g, const std::int64_t* ids, float* grad_w, int count,
+                                              int dim);
+
+// Given (src/gpu_given.cpp): each kernel launched on the emulator for tensors, with the launch
+// shape above. Outputs are written into buffers with a guard region after them; a kernel that
+// writes past the end of its output makes these throw std::out_of_range.
+enum class MatmulKernel { naive, coalesced, tiled };
+Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel);
+Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>& ids);
+Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int64_t>& ids, std::int64_t rows);
+
+}  // namespace kiln

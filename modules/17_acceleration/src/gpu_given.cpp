@@ -1,0 +1,95 @@
+// Given: launching the GPU kernels of kiln/gpu.h on the emulator, with guarded output buffers.
+#include <cmath>
+#include <stdexcept>
+#include <string>
+
+#include "kiln/gpu.h"
+
+namespace kiln {
+
+namespace {
+
+// A sentinel no kernel computes: the guard after an output must still hold it after a launch.
+constexpr float kGuard = -7.77e30f;
+constexpr std::size_t kGuardFloats = 4096;
+
+std::vector<float> guarded(std::size_t n) {
+  std::vector<float> buffer(n + kGuardFloats, 0.0f);
+  std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(n), buffer.end(), kGuard);
+  return buffer;
+}
+
+void check_guard(const std::vector<float>& buffer, std::size_t n, const char* kernel) {
+  for (std::size_t i = n; i < buffer.size(); ++i) {
+    if (buffer[i] != kGuard) {
+      throw std::out_of_range(std::string(kernel) + " wrote " + std::to_string(i - n + 1) +
+                              " floats past the end of its output: a thread outside the output did not stop");
+    }
+  }
+}
+
+unsigned blocks(std::int64_t size) { return static_cast<unsigned>((size + kTile - 1) / kTile); }
+
+std::vector<float> padded_copy(const Tensor& t) {
+  std::vector<float> values = t.to_vector();
+  values.resize(values.size() + kGuardFloats, 0.0f);  // stray reads stay inside the allocation
+  return values;
+}
+
+}  // namespace
+
+Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel) {
+  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0])
+    throw ShapeError("emulate_matmul: cannot multiply " + to_string(a.shape()) + " by " + to_string(b.shape()));
+  const int n = static_cast<int>(a.shape()[0]), k = static_cast<int>(a.shape()[1]), m = static_cast<int>(b.shape()[1]);
+  const std::vector<float> a_values = padded_copy(a), b_values = padded_copy(b);
+  std::vector<float> c = guarded(std::size_t(n) * m);
+  const grid::Dim3 block{kTile, kTile, 1};
+  switch (kernel) {
+    case MatmulKernel::naive:
+      grid::launch({blocks(n), blocks(m), 1}, block, matmul_naive_kernel, a_values.data(), b_values.data(), c.data(), n,
+                   k, m);
+      break;
+    case MatmulKernel::coalesced:
+      grid::launch({blocks(m), blocks(n), 1}, block, matmul_coalesced_kernel, a_values.data(), b_values.data(),
+                   c.data(), n, k, m);
+      break;
+    case MatmulKernel::tiled:
+      grid::launch({blocks(m), blocks(n), 1}, block, matmul_tiled_kernel, a_values.data(), b_values.data(), c.data(),
+                   n, k, m);
+      break;
+  }
+  check_guard(c, std::size_t(n) * m, "the matmul kernel");
+  c.resize(std::size_t(n) * m);
+  return Tensor({n, m}, std::move(c));
+}
+
+Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>& ids) {
+  const int count = static_cast<int>(ids.size()), dim = static_cast<int>(w.shape()[1]);
+  for (std::int64_t id : ids)
+    if (id < 0 || id >= w.shape()[0])
+      throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(w.shape()[0]) + " rows");
+  const std::vector<float> table = padded_copy(w);
+  std::vector<float> out = guarded(std::size_t(count) * dim);
+  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, table.data(), ids.data(),
+               out.data(), count, dim);
+  check_guard(out, std::size_t(count) * dim, "embedding_gather_kernel");
+  out.resize(std::size_t(count) * dim);
+  return Tensor({count, dim}, std::move(out));
+}
+
+Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int64_t>& ids, std::int64_t rows) {
+  const int count = static_cast<int>(ids.size()), dim = static_cast<int>(g.shape()[1]);
+  for (std::int64_t id : ids)
+    if (id < 0 || id >= rows)
+      throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(rows) + " rows");
+  const std::vector<float> grads = padded_copy(g);
+  std::vector<float> grad_w = guarded(std::size_t(rows) * dim);
+  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, grads.data(),
+               ids.data(), grad_w.data(), count, dim);
+  check_guard(grad_w, std::size_t(rows) * dim, "embedding_scatter_add_kernel");
+  grad_w.resize(std::size_t(rows) * dim);
+  return Tensor({rows, dim}, std::move(grad_w));
+}
+
+}  // namespace kiln
