@@ -23,6 +23,20 @@ double weighted_sum(const Tensor& y, const Tensor& weights) {
   return total;
 }
 
+Tensor reference_matmul(const Tensor& a, const Tensor& b) {
+  const std::int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
+  const std::vector<float> av = a.to_vector(), bv = b.to_vector();
+  std::vector<float> c(static_cast<std::size_t>(n * m));
+  for (std::int64_t row = 0; row < n; ++row) {
+    for (std::int64_t col = 0; col < m; ++col) {
+      double total = 0.0;
+      for (std::int64_t i = 0; i < k; ++i) total += static_cast<double>(av[row * k + i]) * bv[i * m + col];
+      c[static_cast<std::size_t>(row * m + col)] = static_cast<float>(total);
+    }
+  }
+  return Tensor({n, m}, c);
+}
+
 Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
                         std::size_t i, const Tensor& weights, float eps) {
   std::vector<float> gradient(static_cast<std::size_t>(values[i].numel()));

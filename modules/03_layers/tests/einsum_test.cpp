@@ -15,19 +15,7 @@ namespace kiln {
 namespace {
 
 using kiln::testing::random_tensor;
-
-Tensor reference_matmul(const Tensor& a, const Tensor& b) {
-  const std::int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
-  std::vector<float> c(static_cast<std::size_t>(n * m));
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < m; ++j) {
-      double total = 0.0;
-      for (std::int64_t p = 0; p < k; ++p) total += static_cast<double>(a.at({i, p})) * b.at({p, j});
-      c[static_cast<std::size_t>(i * m + j)] = static_cast<float>(total);
-    }
-  }
-  return Tensor({n, m}, c);
-}
+using kiln::testing::reference_matmul;
 
 // Compares einsum's result with the expected one; reports einsum_wrong naming the spec.
 // Returns false (after reporting) when it differs or throws, so that the test can stop.

@@ -11,19 +11,7 @@ namespace {
 using kiln::MatmulKernel;
 using kiln::Tensor;
 using kiln::testing::random_tensor;
-
-Tensor reference_matmul(const Tensor& a, const Tensor& b) {
-  const std::int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
-  const std::vector<float> av = a.to_vector(), bv = b.to_vector();
-  std::vector<float> c(static_cast<std::size_t>(n * m));
-  for (std::int64_t row = 0; row < n; ++row)
-    for (std::int64_t col = 0; col < m; ++col) {
-      double sum = 0;
-      for (std::int64_t i = 0; i < k; ++i) sum += double(av[row * k + i]) * bv[i * m + col];
-      c[row * m + col] = static_cast<float>(sum);
-    }
-  return Tensor({n, m}, c);
-}
+using kiln::testing::reference_matmul;
 
 // Sizes below, at and past one 16 × 16 block, and shapes that are not square.
 void check_matmul(MatmulKernel kernel, const char* differs, const char* out_of_bounds) {

@@ -49,6 +49,10 @@ Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, 
 // for checking backward passes against central differences.
 double weighted_sum(const Tensor& y, const Tensor& weights);
 
+// The product of (n, k) and (k, m) tensors by three plain loops summed in double: the trusted
+// result that fast matrix multiplies are checked against.
+Tensor reference_matmul(const Tensor& a, const Tensor& b);
+
 // d/d(values[i]) of Σ weights ⊙ f(values), by central differences with step eps, each side summed in
 // double: the trusted gradient that a backward pass is checked against.
 Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
