@@ -5,6 +5,12 @@
 # and shared by every variant: the given sources of each module and its tests. A variant compiles
 # only its own copies of the student files, then links.
 
+# The standard headers student files use, precompiled once so that recompiling an edited file
+# takes a fraction of a second less.
+add_library(kiln_student_pch OBJECT ${PROJECT_SOURCE_DIR}/grader/testing/src/pch.cpp)
+target_precompile_headers(kiln_student_pch PRIVATE
+  <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
+
 # kiln_module(NAME DIR dir [GIVEN src...] [TESTS src...] [REQUIRES module...])
 function(kiln_module name)
   cmake_parse_arguments(M "" "DIR" "GIVEN;TESTS;REQUIRES" ${ARGN})
@@ -35,6 +41,7 @@ function(kiln_library target)
   endif()
   add_library(${target} STATIC ${L_SOURCES} ${objects})
   target_link_libraries(${target} PUBLIC ${L_MODULE}_headers ${L_LINK})
+  target_precompile_headers(${target} REUSE_FROM kiln_student_pch)
 endfunction()
 
 # kiln_test_binary(TARGET MODULE name LIBRARIES lib...): the module's tests linked against
