@@ -102,10 +102,13 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
     ASSERT_TRUE(fs::exists(result_file)) << "a result file is always written";
     const auto result = nlohmann::json::parse(read_file(result_file));
     EXPECT_EQ(result["score"], expect["score"]) << result.dump(2);
+    // An expected status, or a list of acceptable ones (a machine under load may time out first).
     for (const auto& check : result["checks"]) {
       const std::string id = check["id"];
-      const std::string want = expect["statuses"].value(id, "passed");
-      EXPECT_EQ(check["status"], want) << id << ": " << check.dump();
+      auto want = expect["statuses"].value(id, nlohmann::json("passed"));
+      if (!want.is_array()) want = nlohmann::json::array({want});
+      EXPECT_NE(std::find(want.begin(), want.end(), check["status"]), want.end())
+          << id << ": expected " << want.dump() << ", got " << check.dump();
     }
   }
   EXPECT_GE(cases, 15);
