@@ -11,14 +11,48 @@ add_library(kiln_student_pch OBJECT ${PROJECT_SOURCE_DIR}/grader/testing/src/pch
 target_precompile_headers(kiln_student_pch PRIVATE
   <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
 
-# kiln_module(NAME DIR dir [GIVEN src...] [TESTS src...] [REQUIRES module...])
+# kiln_cuda(nvcc): the CUDA Toolkit the grader found (the course description calls this first;
+# without it no device part is built). nvcc is called directly, because CMake 3.25 cannot ask it
+# for C++20. The kernels get SASS for sm_90 (H100, H200) and PTX for compute_75, which the driver
+# compiles for any newer GPU.
+macro(kiln_cuda nvcc)
+  set(KILN_NVCC ${nvcc})
+  get_filename_component(CUDAToolkit_ROOT ${KILN_NVCC} DIRECTORY)
+  get_filename_component(CUDAToolkit_ROOT ${CUDAToolkit_ROOT} DIRECTORY)
+  find_package(CUDAToolkit REQUIRED)
+  set(KILN_NVCC_ARCH -gencode=arch=compute_90,code=sm_90 -gencode=arch=compute_75,code=compute_75)
+endmacro()
+
+# kiln_module(NAME DIR dir [GIVEN src...] [TESTS src...] [REQUIRES module...]
+#             [DEVICE cu...] [DEVICE_TESTS src...] [DEVICE_BENCH src...] [DEVICE_BENCH_CUDA cu...])
 function(kiln_module name)
-  cmake_parse_arguments(M "" "DIR" "GIVEN;TESTS;REQUIRES" ${ARGN})
+  cmake_parse_arguments(M "" "DIR" "GIVEN;TESTS;REQUIRES;DEVICE;DEVICE_TESTS;DEVICE_BENCH;DEVICE_BENCH_CUDA" ${ARGN})
   add_library(${name}_headers INTERFACE)
   target_include_directories(${name}_headers INTERFACE ${M_DIR}/include)
+  set(includes ${M_DIR}/include)
   foreach(dep IN LISTS M_REQUIRES)
     target_link_libraries(${name}_headers INTERFACE ${dep}_headers)
+    get_property(dep_includes GLOBAL PROPERTY KILN_${dep}_INCLUDES)
+    list(APPEND includes ${dep_includes})
   endforeach()
+  list(REMOVE_DUPLICATES includes)
+  set_property(GLOBAL PROPERTY KILN_${name}_INCLUDES "${includes}")
+  set_property(GLOBAL PROPERTY KILN_${name}_DEVICE "${M_DEVICE}")
+  set_property(GLOBAL PROPERTY KILN_${name}_DEVICE_BENCH "${M_DEVICE_BENCH}")
+  if(KILN_NVCC AND M_DEVICE_TESTS)
+    add_library(${name}_device_tests OBJECT ${M_DEVICE_TESTS})
+    target_link_libraries(${name}_device_tests PRIVATE ${name}_headers kiln_testing)
+    target_precompile_headers(${name}_device_tests REUSE_FROM kiln_testing_pch)
+  endif()
+  if(KILN_NVCC AND M_DEVICE_BENCH_CUDA)
+    set(objects)
+    foreach(cu IN LISTS M_DEVICE_BENCH_CUDA)
+      get_filename_component(stem ${cu} NAME_WE)
+      kiln_nvcc(${CMAKE_BINARY_DIR}/device/${name}_bench_${stem}.o ${cu} "${includes}")
+      list(APPEND objects ${CMAKE_BINARY_DIR}/device/${name}_bench_${stem}.o)
+    endforeach()
+    set_property(GLOBAL PROPERTY KILN_${name}_DEVICE_BENCH_OBJECTS "${objects}")
+  endif()
   if(M_GIVEN)
     add_library(${name}_given OBJECT ${M_GIVEN})
     target_link_libraries(${name}_given PRIVATE ${name}_headers Eigen3::Eigen)
@@ -67,4 +101,69 @@ function(kiln_bench_binary target)
   cmake_parse_arguments(B "" "MODULE" "SOURCES;LIBRARIES" ${ARGN})
   add_executable(${target} ${B_SOURCES})
   target_link_libraries(${target} PRIVATE ${B_LIBRARIES} kiln_bench_main Eigen3::Eigen)
+endfunction()
+
+# kiln_nvcc(OBJECT SOURCE INCLUDES): one CUDA translation unit compiled by nvcc, with its header
+# dependencies tracked.
+function(kiln_nvcc object source includes)
+  set(flags)
+  foreach(dir IN LISTS includes)
+    list(APPEND flags -I${dir})
+  endforeach()
+  add_custom_command(OUTPUT ${object}
+    COMMAND ${KILN_NVCC} -std=c++20 ${KILN_NVCC_ARCH} -O2 -x cu -c ${source} -o ${object} ${flags}
+            -MD -MF ${object}.d
+    DEPENDS ${source}
+    DEPFILE ${object}.d
+    COMMENT "nvcc ${source}")
+endfunction()
+
+# kiln_device_kernels(NAME MODULE name KERNELS student-src...): the module's given CUDA code
+# (device/*.cu) and one variant's student files, in one nvcc translation unit: the launchers see
+# the student's kernels. Sets ${NAME}_OBJECT in the caller.
+function(kiln_device_kernels name)
+  cmake_parse_arguments(K "" "MODULE" "KERNELS" ${ARGN})
+  set(object ${CMAKE_BINARY_DIR}/device/${name}.o)
+  get_property(done GLOBAL PROPERTY KILN_${name}_DONE)
+  if(NOT done)
+    set_property(GLOBAL PROPERTY KILN_${name}_DONE TRUE)
+    get_property(includes GLOBAL PROPERTY KILN_${K_MODULE}_INCLUDES)
+    get_property(given GLOBAL PROPERTY KILN_${K_MODULE}_DEVICE)
+    # The launchers name the first kernel file when a kernel still marked KILN_NOT_IMPLEMENTED ran.
+    list(GET K_KERNELS 0 first)
+    set(content "// Written by the grader: a variant's kernels and the module's launchers, one unit.\n")
+    string(APPEND content "#define KILN_KERNELS_FILE \"${first}\"\n")
+    foreach(file IN LISTS K_KERNELS given)
+      string(APPEND content "#include \"${file}\"\n")
+    endforeach()
+    file(CONFIGURE OUTPUT ${CMAKE_BINARY_DIR}/device/${name}.cu CONTENT "${content}" @ONLY)
+    kiln_nvcc(${object} ${CMAKE_BINARY_DIR}/device/${name}.cu "${includes}")
+  endif()
+  set(${name}_OBJECT ${object} PARENT_SCOPE)
+endfunction()
+
+# kiln_device_test_binary(TARGET MODULE name KERNELS student-src... LIBRARIES lib...): the
+# module's device checks, run against one variant's kernels on a CUDA device. The libraries are
+# the module's prerequisites (for Tensor and the test helpers); the module's own host library is
+# not linked, since its emulator kernels carry the same names as the device kernels.
+function(kiln_device_test_binary target)
+  cmake_parse_arguments(D "" "MODULE;VARIANT" "KERNELS;LIBRARIES" ${ARGN})
+  kiln_device_kernels(${D_VARIANT}_cuda MODULE ${D_MODULE} KERNELS ${D_KERNELS})
+  add_executable(${target} $<TARGET_OBJECTS:${D_MODULE}_device_tests> ${${D_VARIANT}_cuda_OBJECT})
+  target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${D_LIBRARIES} kiln_testing_main CUDA::cudart_static)
+endfunction()
+
+# kiln_gpu_bench_binary(TARGET MODULE name VARIANT v KERNELS student-src... LIBRARIES lib...):
+# `grader bench --gpu`: the variant's kernels timed on the device beside cuBLAS.
+function(kiln_gpu_bench_binary target)
+  cmake_parse_arguments(B "" "MODULE;VARIANT" "KERNELS;LIBRARIES" ${ARGN})
+  if(NOT TARGET CUDA::cublas OR NOT TARGET kiln_bench_main)
+    return()  # no cuBLAS or no Google Benchmark: `grader bench --gpu` says the target is missing
+  endif()
+  kiln_device_kernels(${B_VARIANT}_cuda MODULE ${B_MODULE} KERNELS ${B_KERNELS})
+  get_property(sources GLOBAL PROPERTY KILN_${B_MODULE}_DEVICE_BENCH)
+  get_property(objects GLOBAL PROPERTY KILN_${B_MODULE}_DEVICE_BENCH_OBJECTS)
+  add_executable(${target} ${sources} ${objects} ${${B_VARIANT}_cuda_OBJECT})
+  target_link_libraries(${target} PRIVATE ${B_MODULE}_headers ${B_LIBRARIES} kiln_bench_main
+                        CUDA::cudart_static CUDA::cublas)
 endfunction()

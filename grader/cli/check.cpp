@@ -57,6 +57,7 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
   GradeOptions options;
   options.only_checks = cmd.checks;
   options.run.limits = default_limits();
+  options.device_builds_need_a_device = true;
   options.run.verbose = cmd.verbose;
   std::vector<std::string> notes;
   if (!cmd.solution) notes = prerequisite_notes(ws, m);

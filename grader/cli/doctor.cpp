@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/commands.h"
+#include "kiln/grader/cuda.h"
 #include "kiln/grader/process.h"
 
 namespace kiln::grader {
@@ -38,8 +39,20 @@ int run_doctor(const fs::path& start) {
                       fmt::format("not installed: apt-get install {}", package));
   }
   std::puts("GPU (optional)");
-  report_tool("nvcc", {"sh", "-c", "command -v nvcc >/dev/null || PATH=$PATH:/usr/local/cuda/bin; nvcc --version | tail -n 2 | head -n 1"},
-              "not found: the CUDA parts are skipped");
+  const fs::path nvcc = find_nvcc();
+  if (nvcc.empty()) {
+    std::fputs(fmt::format("  - {:<16} {}\n", "nvcc",
+                           "not found: the device checks are skipped and the kernels run on the emulator only "
+                           "(install the CUDA Toolkit, or set KILN_NVCC to its nvcc)")
+                   .c_str(),
+               stdout);
+  } else {
+    const ProcessResult version = run_process({.argv = {nvcc.string(), "--version"}});
+    std::string release = version.out;
+    const auto at = release.find("release ");
+    release = at == std::string::npos ? first_line(release) : first_line(release.substr(at));
+    std::fputs(fmt::format("  ✓ {:<16} {} ({})\n", "nvcc", nvcc.string(), release).c_str(), stdout);
+  }
   const ProcessResult gpu = run_process({.argv = {"nvidia-smi", "-L"}});
   std::fputs(fmt::format("  {} {:<16} {}\n", gpu.ok() ? "✓" : "-", "CUDA device",
                          gpu.ok() ? first_line(gpu.out) : "none: device checks are skipped, saying why")

@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/commands.h"
+#include "kiln/grader/cuda.h"
 #include "kiln/grader/sandbox.h"
 
 namespace kiln::grader {
@@ -165,6 +166,7 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
                       {Mount::hidden, ws.kiln_home / "solutions"}, {Mount::hidden, ws.course.root / "solutions"},
                       {Mount::hidden, ws.state_dir()}, {Mount::read_only, reference_dir},
                       {Mount::writable, grade_dir}};
+    if (!build.nvcc().empty()) compile.mounts.push_back({Mount::read_only, cuda_toolkit_dir(build.nvcc())});
     const auto built = build.build_many(targets, targets, cmd.no_sandbox ? std::vector<std::string>{}
                                                                           : sandbox_prefix(compile));
 
@@ -197,12 +199,16 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
                           {Mount::hidden, ws.kiln_home / "solutions"}, {Mount::hidden, ws.course.root / "solutions"},
                           {Mount::hidden, ws.state_dir()}, {Mount::read_only, built[i].binary},
                           {Mount::writable, scratch}};
+            if (!built[i].device_binary.empty()) {
+              run.mounts.push_back({Mount::read_only, built[i].device_binary});
+              for (const auto& node : cuda_device_nodes()) run.mounts.push_back({Mount::device, node});
+            }
             run.workdir = scratch;
             run.uid = uid;
             if (!cmd.no_sandbox) options.run.launcher = sandbox_prefix(run);
             std::vector<const Check*> checks;
             for (const auto& c : m->checks) checks.push_back(&c);
-            const RunResult result = run_checks(built[i].binary, checks, options.run);
+            const RunResult result = run_built_checks(built[i], checks, options.run);
             report = make_report(ws.course, *m, checks, built[i], &result, "submission");
             fs::remove_all(scratch);
           }

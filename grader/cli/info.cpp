@@ -23,7 +23,8 @@ std::string requires_text(const Course& course, const Module& m) {
   return out;
 }
 
-// The functions still to write in a file: the signature line above each NotImplemented.
+// The functions still to write in a file: the signature line above each NotImplemented (or, in
+// kernels, KILN_NOT_IMPLEMENTED).
 std::vector<std::pair<int, std::string>> stubs_in(const fs::path& file) {
   std::vector<std::pair<int, std::string>> out;
   std::ifstream in(file);
@@ -37,7 +38,9 @@ std::vector<std::pair<int, std::string>> stubs_in(const fs::path& file) {
       while (!signature.empty() && signature.back() == ' ') signature.pop_back();
       signature_line = n;
     }
-    if (line.find("NotImplemented()") != std::string::npos && !signature.empty()) {
+    const bool stub = line.find("NotImplemented()") != std::string::npos ||
+                      line.find("KILN_NOT_IMPLEMENTED()") != std::string::npos;
+    if (stub && !signature.empty() && line.find("//") == std::string::npos) {
       out.emplace_back(signature_line, signature);
       signature.clear();
     }

@@ -143,20 +143,51 @@ std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Mac
   return kernels;
 }
 
+namespace {
+
+// The device's figures, from the context the GPU bench reports them in.
+Machine device_machine(const std::string& json) {
+  Machine m;
+  const auto j = nlohmann::json::parse(json, nullptr, false);
+  if (!j.is_object() || !j.contains("context")) return m;
+  const auto& context = j["context"];
+  auto number = [&](const char* key) {
+    try {
+      return std::stod(context.value(key, "0"));
+    } catch (const std::exception&) {
+      return 0.0;
+    }
+  };
+  m.cpu = context.value("kiln_device", "CUDA device");
+  m.peak_gflops = number("kiln_peak_gflops");
+  m.bandwidth_gbs = number("kiln_bandwidth_gbs");
+  m.measured_at = "from the CUDA runtime's device attributes";
+  return m;
+}
+
+}  // namespace
+
 BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   const Module& m = ws.course.find(cmd.module);
-  if (m.bench_sources().empty())
+  if (!cmd.gpu && m.bench_sources().empty())
     throw CourseError(fmt::format("module {} has no benchmarks (no {}/bench/)", m.number_text(), m.name()));
+  if (cmd.gpu && m.device_bench_sources().empty())
+    throw CourseError(fmt::format("module {} has no GPU bench (no {}/device/bench/)", m.number_text(), m.name()));
   if (cmd.solution) require_solutions(ws, "bench --solution");
   BenchReport report{m.name(), m.number_text(), m.title, cmd.solution ? "solution" : "student", {}, {}, {}, {}, {}};
   report.repetitions = cmd.repetitions;
-  report.machine = machine_roofline(ws, cmd.remeasure);
+  report.gpu = cmd.gpu;
+  if (!cmd.gpu) report.machine = machine_roofline(ws, cmd.remeasure);
 
   // Optimised for this processor, whatever the check build uses.
   CourseBuild build(ws.course, ws.build_dir("bench"), ws.kiln_home, "-O3 -march=native -ffp-contract=fast -DNDEBUG");
+  if (cmd.gpu && build.nvcc().empty())
+    throw CourseError("the GPU bench needs the CUDA Toolkit, and nvcc was not found (set KILN_NVCC to it if it is "
+                      "installed somewhere unusual). `grader bench " + m.number_text() + "` times the CPU kernels.");
   const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
+  const std::string binary = cmd.gpu ? target.gpu_bench_name() : target.bench_name();
   BuildResult built;
-  const bool ok = build.build_named(standard_targets(ws.course), {target.bench_name()}, built);
+  const bool ok = build.build_named(standard_targets(ws.course), {binary}, built);
   report.commands = built.commands;
   if (!ok) {
     const std::string where = built.error && !built.error->file.empty()
@@ -166,7 +197,7 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
     throw CourseError(fmt::format("the bench does not build: {}{}. Run grader check {} first.", where,
                                   built.error ? built.error->message : "", m.number_text()));
   }
-  std::vector<std::string> argv = {(build.dir() / target.bench_name()).string(), "--benchmark_format=json",
+  std::vector<std::string> argv = {(build.dir() / binary).string(), "--benchmark_format=json",
                                    fmt::format("--benchmark_repetitions={}", cmd.repetitions),
                                    "--benchmark_enable_random_interleaving=true",
                                    "--benchmark_report_aggregates_only=true",
@@ -176,12 +207,18 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   const ProcessResult r = run_process({.argv = argv, .env = {{"OMP_NUM_THREADS", "1"}}, .output_cap = 16 << 20});
   if (!r.started || r.signal != 0)
     throw CourseError(fmt::format("the bench crashed: {}", r.signal ? describe_signal(r.signal) : r.start_error));
+  if (cmd.gpu && r.exit_code == 3)  // the GPU bench found no device it can use
+    throw CourseError(fmt::format("{}. The GPU bench needs one; `grader bench {}` times the CPU kernels, and "
+                                  "`grader check {}` runs the GPU kernels on the emulator.",
+                                  r.err.substr(0, r.err.find('\n')), m.number_text(), m.number_text()));
+  if (cmd.gpu) report.machine = device_machine(r.out);
   report.kernels = parse_benchmark_json(r.out, report.machine);
   if (report.kernels.empty()) throw CourseError("the bench reported nothing:\n" + r.err.substr(0, 2000));
 
   const fs::path dir = ws.state_dir() / "bench";
-  report.bars_svg = (dir / (m.number_text() + ".svg")).string();
-  report.roofline_svg = (dir / (m.number_text() + "-roofline.svg")).string();
+  const std::string stem = m.number_text() + (cmd.gpu ? "-gpu" : "");
+  report.bars_svg = (dir / (stem + ".svg")).string();
+  report.roofline_svg = (dir / (stem + "-roofline.svg")).string();
   write_if_changed(report.bars_svg, bars_svg(report));
   write_if_changed(report.roofline_svg, roofline_svg(report));
   return report;
@@ -196,8 +233,13 @@ std::string ratio(double r) { return r > 0 ? fmt::format("{:.2f}×", r) : "-"; }
 }  // namespace
 
 std::string render_bench_text(const BenchReport& r) {
-  std::string out = fmt::format("Bench {} · {} ({})\n", r.number, r.title, r.variant);
-  out += fmt::format("Machine: {}, single thread: peak {:.1f} GFLOP/s (FMA loop), bandwidth {:.1f} GB/s (triad), "
+  std::string out = fmt::format("Bench {} · {} ({}{})\n", r.number, r.title, r.variant, r.gpu ? ", GPU" : "");
+  if (r.gpu) {
+    out += fmt::format("Device: {}: FP32 peak {:.0f} GFLOP/s, memory {:.0f} GB/s, ridge at {:.1f} FLOP/byte ({})\n",
+                       r.machine.cpu, r.machine.peak_gflops, r.machine.bandwidth_gbs,
+                       r.machine.bandwidth_gbs > 0 ? r.machine.peak_gflops / r.machine.bandwidth_gbs : 0.0,
+                       r.machine.measured_at);
+  } else out += fmt::format("Machine: {}, single thread: peak {:.1f} GFLOP/s (FMA loop), bandwidth {:.1f} GB/s (triad), "
                      "ridge at {:.1f} FLOP/byte; measured {}\n",
                      r.machine.cpu, r.machine.peak_gflops, r.machine.bandwidth_gbs,
                      r.machine.bandwidth_gbs > 0 ? r.machine.peak_gflops / r.machine.bandwidth_gbs : 0.0,
@@ -207,15 +249,17 @@ std::string render_bench_text(const BenchReport& r) {
     if (k.group != group) {
       group = k.group;
       out += fmt::format("\n{}\n  {:<26} {:>10} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}\n", group, "kernel", "time",
-                         "GFLOP/s", "GB/s", "FLOP/B", "roofline", "vs naive", "vs lib");
+                         "GFLOP/s", "GB/s", "FLOP/B", "roofline", "vs naive", r.gpu ? "% cuBLAS" : "vs lib");
     }
     const std::string label = k.name + role_label(k.role);
     if (!k.error.empty()) {
       out += fmt::format("  {:<26} not timed: {}\n", label, k.error);
       continue;
     }
+    const std::string vs_library =
+        r.gpu ? (k.vs_library > 0 ? fmt::format("{:.1f}%", 100 * k.vs_library) : "-") : ratio(k.vs_library);
     out += fmt::format("  {:<26} {:>7.3f} ms {:>9.2f} {:>8.2f} {:>8.2f} {:>8.0f}% {:>9} {:>9}", label, k.ms, k.gflops,
-                       k.gbs, k.intensity, k.roof_pct, ratio(k.vs_naive), ratio(k.vs_library));
+                       k.gbs, k.intensity, k.roof_pct, ratio(k.vs_naive), vs_library);
     if (k.extra_bytes > 0) out += fmt::format("  +{:.1f} MiB temporary", k.extra_bytes / (1 << 20));
     out += "\n";
   }
@@ -236,6 +280,7 @@ std::string render_bench_json(const BenchReport& r) {
   }
   return nlohmann::json{{"module", r.module},
                         {"variant", r.variant},
+                        {"gpu", r.gpu},
                         {"machine",
                          {{"cpu", r.machine.cpu},
                           {"peak_gflops", r.machine.peak_gflops},

@@ -6,12 +6,15 @@
 
 #include <fmt/format.h>
 
+#include "kiln/grader/cuda.h"
 #include "kiln/grader/process.h"
 
 namespace kiln::grader {
 
 std::string TestTarget::target_name() const { return fmt::format("t_{}__{}", module->name(), own.name); }
 std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", module->name(), own.name); }
+std::string TestTarget::device_name() const { return fmt::format("d_{}__{}", module->name(), own.name); }
+std::string TestTarget::gpu_bench_name() const { return fmt::format("g_{}__{}", module->name(), own.name); }
 
 std::string read_file(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -33,7 +36,11 @@ bool write_if_changed(const fs::path& path, const std::string& content) {
 }
 
 CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home, std::string cxx_flags)
-    : course_(course), dir_(std::move(dir)), kiln_home_(std::move(kiln_home)), cxx_flags_(std::move(cxx_flags)) {}
+    : course_(course),
+      dir_(std::move(dir)),
+      kiln_home_(std::move(kiln_home)),
+      cxx_flags_(std::move(cxx_flags)),
+      nvcc_(find_nvcc()) {}
 
 namespace {
 
@@ -59,7 +66,13 @@ fs::path CourseBuild::library_file(const Module& m, const std::string& source_se
 
 std::string CourseBuild::cmake_description(const std::vector<TestTarget>& targets) const {
   std::string out = "# Written by the grader from the modules' module.yaml files. Do not edit.\n";
+  if (!nvcc_.empty()) out += fmt::format("kiln_cuda({})\n", cmake_path(nvcc_));
   std::set<std::string> modules_done, libraries_done;
+  auto list = [&](const char* keyword, const std::vector<fs::path>& files) {
+    if (files.empty()) return;
+    out += fmt::format("\n  {}", keyword);
+    for (const auto& f : files) out += " " + cmake_path(f);
+  };
 
   auto module_block = [&](const Module& m) {
     if (!modules_done.insert(m.name()).second) return;
@@ -74,6 +87,12 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     if (!m.requires_.empty()) {
       out += "\n  REQUIRES";
       for (int n : m.requires_) out += " m_" + course_.by_number(n)->name();
+    }
+    if (!nvcc_.empty() && m.has_device_checks()) {
+      list("DEVICE", m.device_sources());
+      list("DEVICE_TESTS", m.device_test_sources());
+      list("DEVICE_BENCH", m.device_bench_sources());
+      list("DEVICE_BENCH_CUDA", m.device_bench_cuda_sources());
     }
     out += ")\n";
   };
@@ -115,6 +134,19 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
                        library_target(*t.module, t.own.name));
+    if (!nvcc_.empty() && t.module->has_device_checks()) {
+      // The device binaries link the prerequisites, not the module's own (emulator) library.
+      std::string kernels, libraries;
+      for (const auto& f : t.module->device_files) kernels += " " + cmake_path(t.own.root / f);
+      for (int n : t.module->requires_) libraries += " " + library_target(*course_.by_number(n), t.base_name);
+      const std::string variant = library_target(*t.module, t.own.name);
+      out += fmt::format("kiln_device_test_binary({} MODULE m_{} VARIANT {}\n  KERNELS{}\n  LIBRARIES{})\n",
+                         t.device_name(), t.module->name(), variant, kernels, libraries);
+      if (!t.module->device_bench_sources().empty()) {
+        out += fmt::format("kiln_gpu_bench_binary({} MODULE m_{} VARIANT {}\n  KERNELS{}\n  LIBRARIES{})\n",
+                           t.gpu_bench_name(), t.module->name(), variant, kernels, libraries);
+      }
+    }
     if (const auto bench = t.module->bench_sources(); !bench.empty()) {
       out += fmt::format("kiln_bench_binary({} MODULE m_{}\n  SOURCES", t.bench_name(), t.module->name());
       for (const auto& b : bench) out += " " + cmake_path(b);
@@ -181,9 +213,45 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
   const ProcessResult r = run_process({.argv = ninja, .output_cap = 8 << 20});
   shared.log += r.out + r.err;
 
+  // The device checks' binaries, in a run of their own: a kernel that compiles for the CPU but not
+  // for the device must cost only the device checks.
+  std::vector<std::string> devices;
+  for (const auto& t : wanted)
+    if (!nvcc_.empty() && device_builds_ && t.module->has_device_checks()) devices.push_back(t.device_name());
+  ProcessResult device_run;
+  if (!devices.empty()) {
+    std::vector<std::string> device_ninja = launcher;
+    device_ninja.insert(device_ninja.end(), {"ninja", "-C", dir_.string(), "-k", "0"});
+    for (const auto& name : devices) {
+      device_ninja.push_back(name);
+      if (!launcher.empty() || devices.size() > 1) fs::remove(dir_ / name);
+    }
+    shared.commands.push_back(shell_quote(device_ninja));
+    device_run = run_process({.argv = device_ninja, .output_cap = 8 << 20});
+  }
+
   std::vector<BuildResult> results;
   for (const auto& t : wanted) {
     BuildResult result = shared;
+    if (nvcc_.empty()) {
+      result.device_skip_reason = "no CUDA Toolkit: nvcc was not found, so the device checks were not built (the "
+                                  "emulator checks cover the same kernels; `grader doctor` shows what is installed)";
+    } else if (!device_builds_) {
+      result.device_skip_reason = "no CUDA device: this machine has no /dev/nvidia* device, so the device checks "
+                                  "were not built (the emulator checks cover the same kernels)";
+    } else if (t.module->has_device_checks()) {
+      const fs::path device = dir_ / t.device_name();
+      if ((device_run.ok() || devices.size() > 1) && fs::exists(device)) {
+        result.device_binary = device;
+      } else {
+        std::vector<fs::path> student;
+        for (const auto& f : t.module->device_files) student.push_back(t.own.root / f);
+        result.device_error = first_error(device_run.out + device_run.err, student);
+        if (!result.device_error || (devices.size() > 1 && !result.device_error->in_student_file))
+          result.device_error = Diagnostic{.message = "the device build failed"};
+        result.log += device_run.out + device_run.err;
+      }
+    }
     result.binary = dir_ / t.target_name();
     result.ok = (r.ok() || wanted.size() > 1) && fs::exists(result.binary);
     if (!result.ok) {
@@ -246,8 +314,25 @@ std::string line_of(const fs::path& file, int line) {
 
 namespace {
 
+// nvcc's own form, "path(12): error: message".
+std::optional<Diagnostic> parse_nvcc_error_line(const std::string& line) {
+  const std::size_t marker = line.find("): error: ");
+  if (marker == std::string::npos) return std::nullopt;
+  const std::size_t open = line.rfind('(', marker);
+  if (open == std::string::npos || open == 0) return std::nullopt;
+  const std::string number = line.substr(open + 1, marker - open - 1);
+  if (number.empty() || number.size() > 9 || number.find_first_not_of("0123456789") != std::string::npos)
+    return std::nullopt;
+  Diagnostic d;
+  d.line = std::stoi(number);
+  d.file = line.substr(0, open);
+  d.message = line.substr(marker + 10);
+  return d;
+}
+
 // "path:12:5: error: message" (or "fatal error:"), split into its parts.
 std::optional<Diagnostic> parse_error_line(const std::string& line) {
+  if (auto nvcc = parse_nvcc_error_line(line)) return nvcc;
   std::size_t marker = line.find(": error: ");
   std::size_t length = 9;
   if (marker == std::string::npos) {

@@ -60,6 +60,30 @@ std::vector<fs::path> Module::given_sources() const {
 std::vector<fs::path> Module::test_sources() const { return sources_in(dir / "tests"); }
 std::vector<fs::path> Module::bench_sources() const { return sources_in(dir / "bench"); }
 
+namespace {
+
+// Files directly in dir with the extension.
+std::vector<fs::path> files_with(const fs::path& dir, const std::string& extension) {
+  std::vector<fs::path> out;
+  if (!fs::is_directory(dir)) return out;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.is_regular_file() && entry.path().extension() == extension) out.push_back(entry.path());
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
+}  // namespace
+
+std::vector<fs::path> Module::device_sources() const { return files_with(dir / "device", ".cu"); }
+std::vector<fs::path> Module::device_test_sources() const { return files_with(dir / "device" / "tests", ".cpp"); }
+std::vector<fs::path> Module::device_bench_sources() const { return files_with(dir / "device" / "bench", ".cpp"); }
+std::vector<fs::path> Module::device_bench_cuda_sources() const {
+  return files_with(dir / "device" / "bench", ".cu");
+}
+bool Module::has_device_checks() const {
+  return std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.device; });
+}
+
 bool Course::has_solutions() const { return fs::is_directory(root / "solutions"); }
 fs::path Course::solution_dir(const Module& m) const { return root / "solutions" / m.name(); }
 fs::path Course::mutants_dir(const Module& m) const { return solution_dir(m) / "mutants"; }
@@ -224,6 +248,11 @@ Module load_module(const fs::path& yaml_path) {
   }
   m.objectives = r.texts(root, "objectives", false);
   m.student_files = r.texts(root, "student_files", true);
+  m.device_files = r.texts(root, "device_files", false);
+  for (const auto& f : m.device_files) {
+    if (std::find(m.student_files.begin(), m.student_files.end(), f) == m.student_files.end())
+      r.fail(root["device_files"], fmt::format("device file '{}' is not one of the student_files", f));
+  }
 
   const std::string expected_dir = m.name();
   if (m.dir.filename() != expected_dir) {
@@ -248,6 +277,13 @@ Module load_module(const fs::path& yaml_path) {
     c.description = r.text(node, "description");
     c.visibility = parse_visibility(r, node);
     c.timeout_s = r.number(node, "timeout", 10.0);
+    if (const YAML::Node device = r.field(node, "device", false)) {
+      try {
+        c.device = device.as<bool>();
+      } catch (const YAML::Exception&) {
+        r.fail(device, fmt::format("'device' should be true or false, not '{}'", device.Scalar()));
+      }
+    }
     if (c.points < 0) r.fail(node["points"], "points cannot be negative");
     if (c.test.find('.') == std::string::npos)
       r.fail(node["test"], fmt::format("test '{}' should be a GoogleTest name, Suite.Name", c.test));
@@ -265,6 +301,10 @@ Module load_module(const fs::path& yaml_path) {
     m.checks.push_back(std::move(c));
   }
   if (m.checks.empty()) r.fail(root, "a module needs at least one check");
+  if (m.has_device_checks() && (m.device_sources().empty() || m.device_test_sources().empty() || m.device_files.empty()))
+    r.fail(root, fmt::format("device checks need the module's CUDA part: device_files (the student files with "
+                             "kernels), device/*.cu (the launchers) and device/tests/*.cpp (the checks) in {}",
+                             m.dir.string()));
   return m;
 }
 

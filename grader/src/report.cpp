@@ -75,6 +75,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
     c.test = check.test;
     c.description = check.description;
     c.visibility = check.visibility;
+    c.device = check.device;
     c.max_points = check.points;
     if (!run) {
       c.status = Status::did_not_compile;
@@ -113,7 +114,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
         }
         c.summary = c.messages.empty() ? "failed" : c.messages.front();
         break;
-      default: c.summary = r.reason; break;
+      default: c.summary = relative_to(course.root, r.reason); break;
     }
     report.checks.push_back(std::move(c));
   }
@@ -248,8 +249,12 @@ std::string render_text(const Report& report, const TextStyle& style) {
 
   out += "\n";
   const int passed = report.passed_count();
-  const std::string tally = fmt::format("{}/{} points · {} of {} checks pass", report.score, report.max_score,
-                                        passed, report.checks.size());
+  // Skipped checks (device checks without a device) count as neither passed nor failed.
+  const auto skipped = std::count_if(report.checks.begin(), report.checks.end(),
+                                     [](const CheckReport& c) { return c.status == Status::skipped; });
+  std::string tally = fmt::format("{}/{} points · {} of {} checks pass", report.score, report.max_score, passed,
+                                  report.checks.size() - static_cast<std::size_t>(skipped));
+  if (skipped > 0) tally += fmt::format(" · {} skipped", skipped);
   out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
   if (!report.next_step.empty()) out += "  Next: " + report.next_step + "\n";
   if (style.verbose) {
@@ -272,6 +277,7 @@ nlohmann::json to_json(const Report& report) {
                       {"points", c.points},
                       {"max_points", c.max_points},
                       {"visibility", visibility_name(c.visibility)},
+                      {"device", c.device},
                       {"summary", c.summary},
                       {"messages", c.messages},
                       {"failure_ids", c.failure_ids},
@@ -348,12 +354,18 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
       const std::string name = c.visibility == Visibility::hidden
                                    ? fmt::format("{} hidden check {}", r.number, tests.size() + 1)
                                    : fmt::format("{} {}: {}", r.number, c.id, c.description);
-      tests.push_back({{"name", name},
-                       {"score", c.points},
-                       {"max_score", c.max_points},
-                       {"status", passed ? "passed" : "failed"},
-                       {"output", text},
-                       {"visibility", visibility_name(c.visibility)}});
+      nlohmann::json test = {{"name", name},
+                             {"score", c.points},
+                             {"max_score", c.max_points},
+                             {"status", passed ? "passed" : "failed"},
+                             {"output", text},
+                             {"visibility", visibility_name(c.visibility)}};
+      // Skipped (a device check without a GPU): neither passed nor failed, so no status at all.
+      if (c.status == Status::skipped) {
+        test.erase("status");
+        if (c.visibility != Visibility::hidden) test["output"] = "Skipped: " + c.summary;
+      }
+      tests.push_back(std::move(test));
     }
   }
   const nlohmann::json j = {{"score", score},

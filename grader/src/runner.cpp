@@ -234,3 +234,47 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
 }
 
 }  // namespace kiln::grader
+
+namespace kiln::grader {
+
+RunResult run_built_checks(const BuildResult& build, const std::vector<const Check*>& checks,
+                           const RunOptions& options) {
+  std::vector<const Check*> host, device;
+  for (const Check* c : checks) (c->device ? device : host).push_back(c);
+  RunResult host_run, device_run;
+  if (!host.empty()) host_run = run_checks(build.binary, host, options);
+  if (!device.empty() && !build.device_binary.empty()) {
+    // The CUDA runtime reserves address space far beyond any memory it uses (unified addressing):
+    // an address-space limit stops it from starting. The other limits still hold.
+    RunOptions device_options = options;
+    device_options.limits.memory_bytes = 0;
+    device_run = run_checks(build.device_binary, device, device_options);
+  } else {
+    for (const Check* c : device) {
+      CheckResult r;
+      r.check = c;
+      if (build.device_error) {
+        r.status = Status::did_not_compile;
+        const Diagnostic& d = *build.device_error;
+        r.reason = d.file.empty() ? "did not compile for the device: " + d.message
+                                  : fmt::format("did not compile for the device: {}:{}: {}", d.file.string(),
+                                                d.line, d.message);
+      } else {
+        r.status = Status::skipped;
+        r.reason = build.device_skip_reason.empty() ? "the device checks were not built" : build.device_skip_reason;
+      }
+      device_run.checks.push_back(std::move(r));
+    }
+  }
+  // Back in the order asked for.
+  RunResult run;
+  std::size_t next_host = 0, next_device = 0;
+  for (const Check* c : checks)
+    run.checks.push_back(c->device ? device_run.checks[next_device++] : host_run.checks[next_host++]);
+  run.commands = host_run.commands;
+  run.commands.insert(run.commands.end(), device_run.commands.begin(), device_run.commands.end());
+  run.output = host_run.output + device_run.output;
+  return run;
+}
+
+}  // namespace kiln::grader

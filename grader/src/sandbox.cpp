@@ -43,6 +43,7 @@ std::vector<std::string> sandbox_prefix(const SandboxSpec& spec) {
       case Mount::read_only: argv.insert(argv.end(), {"--ro-bind", path.string(), path.string()}); break;
       case Mount::writable: argv.insert(argv.end(), {"--bind", path.string(), path.string()}); break;
       case Mount::hidden: argv.insert(argv.end(), {"--tmpfs", path.string()}); break;
+      case Mount::device: argv.insert(argv.end(), {"--dev-bind", path.string(), path.string()}); break;
     }
   }
   if (!spec.workdir.empty()) argv.insert(argv.end(), {"--chdir", spec.workdir.string()});

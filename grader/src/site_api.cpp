@@ -90,7 +90,7 @@ struct Entity {
   std::size_t name_at = 0;         // where the name (with its written qualifiers) starts in text
   std::string comment;             // the comment that describes it (see parse)
   std::string body_comment;        // a definition's first comment inside its body
-  bool not_implemented = false;    // a definition whose body throws kiln::NotImplemented
+  bool not_implemented = false;    // a definition whose body throws kiln::NotImplemented (or is a kernel's KILN_NOT_IMPLEMENTED)
   std::vector<std::string> bases;  // a class's base classes, as written
   int line = 0;
 
@@ -374,6 +374,7 @@ std::vector<Entity> parse(const std::string& src) {
         e.line = t[start].line;
         e.comment = describe(start, close);
         for (std::size_t k = i + 1; k + 1 < close; ++k) {
+          e.not_implemented |= t[k].text == "KILN_NOT_IMPLEMENTED";  // a kernel's stub: it cannot throw
           if (t[k].text != "throw") continue;
           std::size_t n = k + 1;
           if (n + 1 < close && t[n].text == "kiln" && t[n + 1].text == "::") n += 2;

@@ -12,6 +12,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kiln/grader/cuda.h"
+
 namespace kiln::grader {
 
 Workspace open_workspace(const fs::path& start) {
@@ -95,9 +97,10 @@ Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::v
   }
   DirectoryLock lock(build_dir);
   CourseBuild build(ws.course, build_dir, ws.kiln_home);
+  if (options.device_builds_need_a_device && cuda_device_nodes().empty()) build.set_device_builds(false);
   const BuildResult built = build.build(all_targets, target);
   if (!built.ok) return make_report(ws.course, m, checks, built, nullptr, variant);
-  const RunResult run = run_checks(built.binary, checks, options.run);
+  const RunResult run = run_built_checks(built, checks, options.run);
   return make_report(ws.course, m, checks, built, &run, variant);
 }
 

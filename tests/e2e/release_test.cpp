@@ -58,7 +58,11 @@ TEST(Release, HoldsNoSolutionAndGraderCheckWorksInsideIt) {
   const auto report = nlohmann::json::parse(check.out, nullptr, false);
   ASSERT_FALSE(report.is_discarded()) << check.out << check.err;
   EXPECT_GE(report["checks"].size(), 7u);
-  for (const auto& c : report["checks"]) EXPECT_EQ(c["status"], "not_written") << c;
+  for (const auto& c : report["checks"]) {
+    // A device check is skipped where there is no GPU (or no nvcc), and reads "not written yet" where there is.
+    if (c.value("device", false) && c["status"] == "skipped") continue;
+    EXPECT_EQ(c["status"], "not_written") << c;
+  }
   ASSERT_FALSE(report["notes"].empty()) << "module 17 says that its prerequisites fail";
   EXPECT_NE(report["notes"][0].get<std::string>().find("grader check 01"), std::string::npos) << report["notes"];
   fs::remove_all(out);

@@ -115,5 +115,41 @@ TEST(CourseLoading, RejectsPrerequisitesThatAreMissingOrLater) {
   EXPECT_NE(error_of(yaml).find("requires module 07"), std::string::npos);
 }
 
+TEST(CourseLoading, ReadsDeviceChecksAndRequiresTheirCudaPart) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("student_files: [src/probe.cpp]"), 30,
+               "student_files: [src/probe.cpp]\ndevice_files: [src/probe.cpp]");
+  yaml += "  - id: on_gpu\n    test: ProbeDevice.Adds\n    points: 0\n    device: true\n    description: d\n";
+  // Without device/*.cu and device/tests/ the module cannot build its device checks: it says what is missing.
+  EXPECT_NE(error_of(yaml).find("device/tests/*.cpp"), std::string::npos) << error_of(yaml);
+
+  CourseFolder folder(yaml);
+  const fs::path module = folder.root() / "modules" / "01_probe";
+  fs::create_directories(module / "device" / "tests");
+  std::ofstream(module / "device" / "launch.cu") << "// launchers\n";
+  std::ofstream(module / "device" / "tests" / "probe_device_test.cpp") << "// checks\n";
+  const Course course = load_course(folder.root());
+  const Module& m = course.modules.front();
+  EXPECT_TRUE(m.has_device_checks());
+  EXPECT_FALSE(m.check("adds")->device);
+  EXPECT_TRUE(m.check("on_gpu")->device);
+  EXPECT_EQ(m.device_files, std::vector<std::string>{"src/probe.cpp"});
+  ASSERT_EQ(m.device_sources().size(), 1u);
+  EXPECT_EQ(m.device_sources().front().filename(), "launch.cu");
+  ASSERT_EQ(m.device_test_sources().size(), 1u);
+  // The device part is not compiled into the host build: src/ and tests/ do not list it.
+  EXPECT_TRUE(m.test_sources().empty());
+}
+
+TEST(CourseLoading, RejectsADeviceFileThatIsNotAStudentFile) {
+  std::string yaml = kValid;
+  yaml.replace(yaml.find("student_files: [src/probe.cpp]"), 30,
+               "student_files: [src/probe.cpp]\ndevice_files: [src/other.cpp]");
+  EXPECT_NE(error_of(yaml).find("device file 'src/other.cpp' is not one of the student_files"), std::string::npos);
+  std::string flag = kValid;
+  flag += "  - id: on_gpu\n    test: P.G\n    points: 0\n    device: maybe\n    description: d\n";
+  EXPECT_NE(error_of(flag).find("'device' should be true or false"), std::string::npos) << error_of(flag);
+}
+
 }  // namespace
 }  // namespace kiln::grader

@@ -59,5 +59,25 @@ TEST(RenderText, SaysWhatToDoNext) {
   EXPECT_NE(text.find("crashed: segfault"), std::string::npos) << text;
 }
 
+TEST(RenderSkipped, CountsNeitherPassedNorFailedAndSaysWhy) {
+  Report r = sample_report();
+  r.checks.push_back(CheckReport{.id = "on_gpu", .device = true, .status = Status::skipped,
+                                 .summary = "no CUDA device: the CUDA runtime found no GPU on this machine"});
+  const std::string text = render_text(r, {});
+  EXPECT_NE(text.find("1/4 points · 1 of 3 checks pass · 1 skipped"), std::string::npos) << text;
+  EXPECT_NE(text.find("skipped: no CUDA device: the CUDA runtime found no GPU"), std::string::npos) << text;
+
+  const auto gradescope = nlohmann::json::parse(render_gradescope({r}, 1.0));
+  const auto& test = gradescope["tests"][3];
+  EXPECT_FALSE(test.contains("status")) << test;  // neither passed nor failed
+  EXPECT_EQ(test["max_score"], 0);
+  EXPECT_EQ(test["output"], "Skipped: no CUDA device: the CUDA runtime found no GPU on this machine");
+  EXPECT_EQ(gradescope["tests"][1]["status"], "failed");
+
+  const std::string xml = render_junit({r});
+  EXPECT_NE(xml.find("skipped=\"1\""), std::string::npos) << xml;
+  EXPECT_EQ(nlohmann::json::parse(render_json(r))["checks"][3]["device"], true);
+}
+
 }  // namespace
 }  // namespace kiln::grader

@@ -43,10 +43,40 @@ TEST(FirstError, PrefersTheFirstErrorInAStudentFile) {
   EXPECT_NE(d->explanation.find("does not know"), std::string::npos);
 }
 
+TEST(FirstError, ReadsNvccsOwnForm) {
+  const std::string log =
+      "/course/modules/17_acceleration/src/gpu_kernels.cpp(14): error: identifier \"sum\" is undefined\n"
+      "1 error detected in the compilation of \"lib_17_acceleration__student_cuda.cu\".\n";
+  const auto d = first_error(log, {"/course/modules/17_acceleration/src/gpu_kernels.cpp"});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->file, "/course/modules/17_acceleration/src/gpu_kernels.cpp");
+  EXPECT_EQ(d->line, 14);
+  EXPECT_EQ(d->message, "identifier \"sum\" is undefined");
+  EXPECT_TRUE(d->in_student_file);
+}
+
 TEST(FirstError, ExplainsALinkerError) {
   const auto d = first_error("x.o: in function `f':\nx.cpp:(.text+0x1): undefined reference to `kiln::g()'\n", {});
   ASSERT_TRUE(d.has_value());
   EXPECT_EQ(d->message, "undefined reference to kiln::g()");
+}
+
+TEST(RunBuiltChecks, SkipsDeviceChecksWithoutNvccAndReportsADeviceCompileError) {
+  Check on_gpu;
+  on_gpu.id = "on_gpu";
+  on_gpu.test = "ProbeDevice.Adds";
+  on_gpu.device = true;
+  BuildResult built;  // no device binary: nvcc was not found
+  built.device_skip_reason = "no CUDA Toolkit: nvcc was not found";
+  RunResult run = run_built_checks(built, {&on_gpu}, {});
+  ASSERT_EQ(run.checks.size(), 1u);
+  EXPECT_EQ(run.checks[0].status, Status::skipped);
+  EXPECT_NE(run.checks[0].reason.find("no CUDA Toolkit"), std::string::npos) << run.checks[0].reason;
+
+  built.device_error = Diagnostic{.file = "/course/src/gpu_kernels.cpp", .line = 14, .message = "bad"};
+  run = run_built_checks(built, {&on_gpu}, {});
+  EXPECT_EQ(run.checks[0].status, Status::did_not_compile);
+  EXPECT_EQ(run.checks[0].reason, "did not compile for the device: /course/src/gpu_kernels.cpp:14: bad");
 }
 
 TEST(RunProcess, ReportsSignalsExitCodesAndDeadlines) {

@@ -36,6 +36,7 @@ struct BenchReport {
   std::vector<std::string> commands;
   std::string bars_svg, roofline_svg;  // where the plots were written
   int repetitions = 0;
+  bool gpu = false;  // timed on a CUDA device: machine holds the device's figures
 };
 
 struct BenchCommand {
@@ -43,6 +44,7 @@ struct BenchCommand {
   bool solution = false;
   bool full = false;
   bool remeasure = false;
+  bool gpu = false;  // the device/bench kernels on a CUDA device, against cuBLAS
   int repetitions = 5;
   double min_time_s = 0.1;  // per repetition
   std::string format = "text";

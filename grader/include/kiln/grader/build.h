@@ -30,6 +30,8 @@ struct TestTarget {
   fs::path prebuilt_base;
   std::string target_name() const;  // t_17_acceleration__student
   std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)
+  std::string device_name() const;  // d_17_acceleration__student (device checks; where nvcc exists)
+  std::string gpu_bench_name() const;  // g_17_acceleration__student (device/bench; where nvcc exists)
 };
 
 // A compiler or linker error, boiled down to what a student needs.
@@ -49,6 +51,11 @@ struct BuildResult {
   std::string log;                    // the build's full output
   std::optional<Diagnostic> error;    // when !ok
   std::vector<std::string> commands;  // the exact commands run, for -v
+  // The device checks' binary, when the module has device checks and nvcc built it. When it is
+  // empty, device_error says why: no CUDA Toolkit, or the compile error for the device.
+  fs::path device_binary;
+  std::optional<Diagnostic> device_error;
+  std::string device_skip_reason;  // why the device checks were not built, when they were not
 };
 
 class CourseBuild {
@@ -78,6 +85,12 @@ class CourseBuild {
   fs::path library_file(const Module& m, const std::string& source_set) const;
 
   const fs::path& dir() const { return dir_; }
+  // nvcc, when this build compiles the modules' device parts.
+  const fs::path& nvcc() const { return nvcc_; }
+  // Whether build() and build_many() also build the device checks' binaries where nvcc exists
+  // (true). A student's check turns this off when the machine has no GPU: nvcc costs seconds per
+  // edit of a kernel file, for checks that could only be skipped.
+  void set_device_builds(bool on) { device_builds_ = on; }
 
  private:
   std::string cmake_description(const std::vector<TestTarget>& targets) const;
@@ -86,6 +99,8 @@ class CourseBuild {
   fs::path dir_;
   fs::path kiln_home_;
   std::string cxx_flags_;
+  fs::path nvcc_;
+  bool device_builds_ = true;
 };
 
 // Parses compiler output; prefers the first error in one of `student_files`.

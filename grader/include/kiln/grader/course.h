@@ -34,6 +34,9 @@ struct Check {
   std::string description;
   Visibility visibility = Visibility::visible;
   double timeout_s = 10.0;
+  // A device check runs on a CUDA device, from the module's device/tests. Without a device (or
+  // without nvcc) it is skipped, saying why, and counts as neither passed nor failed.
+  bool device = false;
   std::vector<Failure> failures;
 
   const Failure* failure(const std::string& failure_id) const;
@@ -50,6 +53,8 @@ struct Module {
   std::vector<int> requires_;  // direct prerequisites, by number
   std::vector<std::string> objectives;
   std::vector<std::string> student_files;  // relative to the module folder
+  // The student files that hold kernels: compiled by nvcc too, for the device checks.
+  std::vector<std::string> device_files;
   std::vector<Check> checks;
   fs::path dir;       // modules/NN_slug
   fs::path yaml;      // modules/NN_slug/module.yaml
@@ -63,6 +68,17 @@ struct Module {
   std::vector<fs::path> test_sources() const;
   // bench/*.cpp: the given code that registers the module's kernels for `grader bench`.
   std::vector<fs::path> bench_sources() const;
+
+  // device/: the module's CUDA part, built only where nvcc exists.
+  //   device/*.cu        given CUDA code, compiled by nvcc in one translation unit with the
+  //                      module's student files (so it launches the student's kernels)
+  //   device/tests/*.cpp the device checks (GoogleTest, compiled by the C++ compiler)
+  //   device/bench/*.cpp and *.cu: `grader bench --gpu` (registrations; cuBLAS baselines)
+  std::vector<fs::path> device_sources() const;
+  std::vector<fs::path> device_test_sources() const;
+  std::vector<fs::path> device_bench_sources() const;       // .cpp
+  std::vector<fs::path> device_bench_cuda_sources() const;  // .cu
+  bool has_device_checks() const;
 };
 
 struct Course {

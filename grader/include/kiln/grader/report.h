@@ -16,6 +16,7 @@ struct CheckReport {
   std::string test;
   std::string description;
   Visibility visibility = Visibility::visible;
+  bool device = false;  // runs on a CUDA device (skipped without one)
   Status status = Status::missing;
   int points = 0;
   int max_points = 0;

@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/grader/build.h"
 #include "kiln/grader/course.h"
 #include "kiln/grader/process.h"
 
@@ -52,6 +53,12 @@ struct RunResult {
 Limits default_limits();
 
 RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& checks, const RunOptions& options);
+
+// The checks of a built target: the device checks with its device binary, the others with its
+// binary. Without a device binary the device checks are skipped (build.device_skip_reason) or
+// did not compile for the device (build.device_error), saying so; they never stop the others.
+RunResult run_built_checks(const BuildResult& build, const std::vector<const Check*>& checks,
+                           const RunOptions& options);
 
 // Turns one failure text from GoogleTest into a ReportedFailure (kiln markers, or raw text).
 ReportedFailure parse_failure(const std::string& message, const std::string& file, int line);

@@ -17,6 +17,7 @@ enum class Mount {
   read_only,  // visible, read-only
   writable,   // visible and writable
   hidden,     // replaced by an empty folder (solutions, the grader's state)
+  device,     // a device node passed through (/dev/nvidia*, for device checks)
 };
 
 struct SandboxSpec {

@@ -36,6 +36,9 @@ std::vector<TestTarget> standard_targets(const Course& course);
 struct GradeOptions {
   std::vector<std::string> only_checks;  // check ids; empty = all
   RunOptions run;
+  // Build the device checks only where a GPU is visible (a student's check), instead of wherever
+  // nvcc exists (verify, which proves the CUDA source compiles).
+  bool device_builds_need_a_device = false;
 };
 
 // Builds `target` within `build_dir` (which knows `all_targets`), runs the checks, makes the

@@ -7,6 +7,9 @@
 //   KILN_SHARED            block-shared memory (__shared__ under nvcc; one copy per block here)
 //   kiln_syncthreads()     the block's barrier (__syncthreads under nvcc)
 //   kiln_atomic_add(p, v)  *p += v as one indivisible step (atomicAdd under nvcc)
+//   KILN_NOT_IMPLEMENTED() marks a kernel still to write. On the emulator it throws
+//                          kiln::NotImplemented; device code cannot throw, so on a GPU it records
+//                          its line for the launcher (kiln/gpu_device.h) to report, and returns.
 //
 // How the emulator runs a block: every thread is a coroutine with a small stack of its own. The
 // threads run one after another, each until it finishes or reaches kiln_syncthreads(); once every
@@ -22,9 +25,22 @@
 #define kiln_syncthreads() __syncthreads()
 #define kiln_atomic_add(pointer, value) atomicAdd((pointer), (value))
 
+namespace kiln::grid {
+// The line of the first KILN_NOT_IMPLEMENTED() a kernel of this translation unit reached, or 0.
+static __device__ int stub_line = 0;
+}  // namespace kiln::grid
+
+#define KILN_NOT_IMPLEMENTED()                       \
+  do {                                               \
+    atomicCAS(&::kiln::grid::stub_line, 0, __LINE__); \
+    return;                                          \
+  } while (0)
+
 #else
 
 #include <functional>
+
+#include "kiln/errors.h"
 
 namespace kiln::grid {
 
@@ -58,5 +74,7 @@ using kiln::grid::threadIdx;
 #define kiln_syncthreads() ::kiln::grid::syncthreads()
 // The emulator never runs two threads at the same moment, so a plain addition is indivisible.
 inline void kiln_atomic_add(float* pointer, float value) { *pointer += value; }
+
+#define KILN_NOT_IMPLEMENTED() throw ::kiln::NotImplemented()
 
 #endif
