@@ -217,7 +217,8 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
   // for the device must cost only the device checks.
   std::vector<std::string> devices;
   for (const auto& t : wanted)
-    if (!nvcc_.empty() && device_builds_ && t.module->has_device_checks()) devices.push_back(t.device_name());
+    if (!nvcc_.empty() && device_builds_ && t.with_device && t.module->has_device_checks())
+      devices.push_back(t.device_name());
   ProcessResult device_run;
   if (!devices.empty()) {
     std::vector<std::string> device_ninja = launcher;
@@ -239,7 +240,7 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
     } else if (!device_builds_) {
       result.device_skip_reason = "no CUDA device: this machine has no /dev/nvidia* device, so the device checks "
                                   "were not built (the emulator checks cover the same kernels)";
-    } else if (t.module->has_device_checks()) {
+    } else if (t.with_device && t.module->has_device_checks()) {
       const fs::path device = dir_ / t.device_name();
       if ((device_run.ok() || devices.size() > 1) && fs::exists(device)) {
         result.device_binary = device;

@@ -187,7 +187,10 @@ Page module_page(const Context& cx, const Module& m) {
   for (const Check* c : visible) {
     h += fmt::format("<tr><td><a href=\"#fail-{0}\"><code>{0}</code></a>{3}</td><td>{1}</td><td class=\"pts\">{2}</td></tr>\n",
                      escape(c->id), escape(c->description), c->points,
-                     c->visibility == Visibility::after_due_date ? " <span class=\"badge\">after the due date</span>" : "");
+                     std::string(c->visibility == Visibility::after_due_date
+                                     ? " <span class=\"badge\">after the due date</span>"
+                                     : "") +
+                         (c->device ? " <span class=\"badge\">CUDA device</span>" : ""));
   }
   const int hidden_points = m.max_points() - visible_points;
   const std::size_t hidden_count = m.checks.size() - visible.size();

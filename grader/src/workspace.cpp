@@ -98,7 +98,9 @@ Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::v
   DirectoryLock lock(build_dir);
   CourseBuild build(ws.course, build_dir, ws.kiln_home);
   if (options.device_builds_need_a_device && cuda_device_nodes().empty()) build.set_device_builds(false);
-  const BuildResult built = build.build(all_targets, target);
+  TestTarget wanted = target;
+  wanted.with_device = std::any_of(checks.begin(), checks.end(), [](const Check* c) { return c->device; });
+  const BuildResult built = build.build(all_targets, wanted);
   if (!built.ok) return make_report(ws.course, m, checks, built, nullptr, variant);
   const RunResult run = run_built_checks(built, checks, options.run);
   return make_report(ws.course, m, checks, built, &run, variant);

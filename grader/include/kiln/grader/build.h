@@ -28,6 +28,9 @@ struct TestTarget {
   // When set, the prerequisites' libraries are not built here but taken ready-made from this
   // build directory (grading: the submission's build never sees a solution's source).
   fs::path prebuilt_base;
+  // Also build the device checks' binary, where the module has device checks and nvcc exists.
+  // Off when none of the checks asked for is a device check.
+  bool with_device = true;
   std::string target_name() const;  // t_17_acceleration__student
   std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)
   std::string device_name() const;  // d_17_acceleration__student (device checks; where nvcc exists)
