@@ -248,7 +248,14 @@ RunResult run_built_checks(const BuildResult& build, const std::vector<const Che
     // an address-space limit stops it from starting. The other limits still hold.
     RunOptions device_options = options;
     device_options.limits.memory_bytes = 0;
-    device_run = run_checks(build.device_binary, device, device_options);
+    // One process per device check: an illegal address leaves the process's CUDA context unusable,
+    // and must cost only the check it happened in.
+    for (const Check* c : device) {
+      RunResult one = run_checks(build.device_binary, {c}, device_options);
+      device_run.checks.push_back(std::move(one.checks.front()));
+      device_run.commands.insert(device_run.commands.end(), one.commands.begin(), one.commands.end());
+      device_run.output += one.output;
+    }
   } else {
     for (const Check* c : device) {
       CheckResult r;

@@ -3,6 +3,7 @@
 // run the student's kernels, and can read the line of a KILN_NOT_IMPLEMENTED a kernel reached.
 #include <cuda_runtime.h>
 
+#include <algorithm>
 #include <stdexcept>
 #include <string>
 
@@ -15,10 +16,6 @@
 namespace kiln::device {
 
 namespace {
-
-// The same sentinel and guard size as the emulator's launcher (src/gpu_given.cpp).
-constexpr float kGuard = -7.77e30f;
-constexpr std::size_t kGuardFloats = 4096;
 
 void check(cudaError_t error, const std::string& what) {
   if (error != cudaSuccess) throw std::runtime_error("CUDA error in " + what + ": " + cudaGetErrorString(error));
@@ -41,17 +38,35 @@ T* upload(const std::vector<T>& values, std::size_t padding = kGuardFloats) {
   return pointer;
 }
 
-// An output of n floats: zeros, then the guard.
-float* guarded(std::size_t n) {
-  std::vector<float> host(n + kGuardFloats, 0.0f);
+// An output of n floats: n times `initial`, then the guard.
+float* guarded(std::size_t n, float initial) {
+  std::vector<float> host(n + kGuardFloats, initial);
   std::fill(host.begin() + static_cast<std::ptrdiff_t>(n), host.end(), kGuard);
   return upload(host, 0);
 }
 
-void zero(float* output, std::size_t n) { check(cudaMemset(output, 0, n * sizeof(float)), "cudaMemset"); }
+void fill(float* output, std::size_t n, float value) {
+  const std::vector<float> host(n, value);
+  check(cudaMemcpy(output, host.data(), n * sizeof(float), cudaMemcpyHostToDevice), "cudaMemcpy");
+}
 
-// The first n floats of an output, after checking that the guard behind them still holds.
+// The kernel launched last, for the stub report.
+const char* last_kernel = "a kernel";
+
+// A kernel still marked KILN_NOT_IMPLEMENTED ran: report it as the emulator would.
+void check_stub() {
+  int line = 0;
+  check(cudaMemcpyFromSymbol(&line, ::kiln::grid::stub_line, sizeof line), "reading the stub mark");
+  if (line == 0) return;
+  const int none = 0;
+  check(cudaMemcpyToSymbol(::kiln::grid::stub_line, &none, sizeof none), "clearing the stub mark");
+  throw std::runtime_error(std::string("not written yet: ") + last_kernel + " (" + KILN_KERNELS_FILE + ":" +
+                           std::to_string(line) + ")");
+}
+
+// The first n floats of an output, after checking for a stub and that the guard still holds.
 std::vector<float> download(const float* output, std::size_t n, const char* kernel) {
+  check_stub();
   std::vector<float> host(n + kGuardFloats);
   check(cudaMemcpy(host.data(), output, host.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
   for (std::size_t i = n; i < host.size(); ++i) {
@@ -65,21 +80,46 @@ std::vector<float> download(const float* output, std::size_t n, const char* kern
   return host;
 }
 
-// After a launch: the launch's own errors, the kernel's, then a stub the kernel reached.
+// After a launch: the launch's own errors, then the kernel's, waited for. (The stub mark is read
+// with the results, so that a timed launch pays for nothing else.)
 void finish(const char* kernel) {
+  last_kernel = kernel;
   check(cudaGetLastError(), std::string("launching ") + kernel);
   check(cudaDeviceSynchronize(), kernel);
-  int line = 0;
-  check(cudaMemcpyFromSymbol(&line, ::kiln::grid::stub_line, sizeof line), "reading the stub mark");
-  if (line != 0) {
-    const int none = 0;
-    check(cudaMemcpyToSymbol(::kiln::grid::stub_line, &none, sizeof none), "clearing the stub mark");
-    throw std::runtime_error(std::string("not written yet: ") + kernel + " (" + KILN_KERNELS_FILE + ":" +
-                             std::to_string(line) + ")");
-  }
 }
 
 unsigned blocks(std::int64_t size) { return static_cast<unsigned>((size + kTile - 1) / kTile); }
+
+// The grid's y size is at most 65535 blocks on CUDA devices: 1,048,560 rows of 16.
+unsigned blocks_y(std::int64_t size) {
+  const unsigned count = blocks(size);
+  if (count > 65535)
+    throw std::length_error("a grid of " + std::to_string(count) +
+                            " blocks in y is more than a CUDA device launches (65535): at most 1,048,560 rows");
+  return count;
+}
+
+// The sizes a constructor is given must fit together; checked before anything is allocated.
+int checked_count(const std::vector<float>& w, int rows, int dim, const std::vector<std::int64_t>& ids,
+                  const std::vector<float>& g) {
+  if (w.size() != std::size_t(rows) * dim)
+    throw std::invalid_argument("the table holds " + std::to_string(w.size()) + " values, not rows × dim = " +
+                                std::to_string(std::size_t(rows) * dim));
+  if (!g.empty() && g.size() != ids.size() * dim)
+    throw std::invalid_argument("g holds " + std::to_string(g.size()) + " values, not ids × dim = " +
+                                std::to_string(ids.size() * dim));
+  for (std::int64_t id : ids)
+    if (id < 0 || id >= rows)
+      throw std::out_of_range("id " + std::to_string(id) + " is outside the table of " + std::to_string(rows) +
+                              " rows");
+  return static_cast<int>(ids.size());
+}
+
+int checked_rows(const std::vector<float>& a, const std::vector<float>& b, int n, int k, int m) {
+  if (a.size() != std::size_t(n) * k || b.size() != std::size_t(k) * m)
+    throw std::invalid_argument("a and b must hold n × k and k × m values");
+  return n;
+}
 
 int attribute(cudaDeviceAttr which, int device) {
   int value = 0;
@@ -101,12 +141,19 @@ std::string unavailable_reason() {
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error == cudaErrorNoDevice || (error == cudaSuccess && count == 0))
     return "no CUDA device: the CUDA runtime found no GPU on this machine";
-  if (error == cudaErrorInsufficientDriver)
-    return std::string("no CUDA device: no NVIDIA driver that can run CUDA is loaded here (") +
-           cudaGetErrorString(error) + ")";
+  if (error == cudaErrorInsufficientDriver) {
+    int driver = 0;
+    cudaDriverGetVersion(&driver);
+    if (driver == 0) return "no CUDA device: no NVIDIA driver is loaded on this machine";
+    return "no CUDA device: the NVIDIA driver here runs CUDA up to " + std::to_string(driver / 1000) + "." +
+           std::to_string(driver % 1000 / 10) + ", and these kernels were built with CUDA " +
+           std::to_string(CUDART_VERSION / 1000) + "." + std::to_string(CUDART_VERSION % 1000 / 10) +
+           " (a newer driver, or NVIDIA's cuda-compat package, would run them)";
+  }
   if (error != cudaSuccess) return std::string("no CUDA device: ") + cudaGetErrorString(error);
   int major = 0;
-  cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0);
+  if (cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0) != cudaSuccess)
+    return "no CUDA device: the CUDA runtime could not read the GPU's compute capability";
   if (major < 7 || (major == 7 && attribute(cudaDevAttrComputeCapabilityMinor, 0) < 5))
     return "no CUDA device: the GPU here is older than compute capability 7.5, the oldest these kernels are built for";
   return "";
@@ -129,7 +176,7 @@ Info info() {
 }
 
 Matmul::Matmul(const std::vector<float>& a, const std::vector<float>& b, int n, int k, int m)
-    : n(n), k(k), m(m), a_(upload(a)), b_(upload(b)), c_(guarded(std::size_t(n) * m)) {}
+    : n(checked_rows(a, b, n, k, m)), k(k), m(m), a_(upload(a)), b_(upload(b)), c_(guarded(std::size_t(n) * m, kUnwritten)) {}
 
 Matmul::~Matmul() {
   cudaFree(a_);
@@ -137,19 +184,21 @@ Matmul::~Matmul() {
   cudaFree(c_);
 }
 
+void Matmul::clear() { fill(c_, std::size_t(n) * m, kUnwritten); }
+
 void Matmul::run(MatmulKernel kernel) {
   const dim3 block(kTile, kTile);
   switch (kernel) {
     case MatmulKernel::naive:
-      matmul_naive_kernel<<<dim3(blocks(n), blocks(m)), block>>>(a_, b_, c_, n, k, m);
+      matmul_naive_kernel<<<dim3(blocks(n), blocks_y(m)), block>>>(a_, b_, c_, n, k, m);
       finish("matmul_naive_kernel");
       break;
     case MatmulKernel::coalesced:
-      matmul_coalesced_kernel<<<dim3(blocks(m), blocks(n)), block>>>(a_, b_, c_, n, k, m);
+      matmul_coalesced_kernel<<<dim3(blocks(m), blocks_y(n)), block>>>(a_, b_, c_, n, k, m);
       finish("matmul_coalesced_kernel");
       break;
     case MatmulKernel::tiled:
-      matmul_tiled_kernel<<<dim3(blocks(m), blocks(n)), block>>>(a_, b_, c_, n, k, m);
+      matmul_tiled_kernel<<<dim3(blocks(m), blocks_y(n)), block>>>(a_, b_, c_, n, k, m);
       finish("matmul_tiled_kernel");
       break;
   }
@@ -161,17 +210,12 @@ Embedding::Embedding(const std::vector<float>& w, int rows, int dim, const std::
                      const std::vector<float>& g)
     : rows(rows),
       dim(dim),
-      count(static_cast<int>(ids.size())),
+      count(checked_count(w, rows, dim, ids, g)),
       w_(upload(w)),
       ids_(upload(ids)),
-      out_(guarded(std::size_t(count) * dim)),
-      g_(upload(g)),
-      grad_w_(guarded(std::size_t(rows) * dim)) {
-  for (std::int64_t id : ids)
-    if (id < 0 || id >= rows)
-      throw std::out_of_range("id " + std::to_string(id) + " is outside the table of " + std::to_string(rows) +
-                              " rows");
-}
+      out_(guarded(std::size_t(count) * dim, kUnwritten)),
+      g_(g.empty() ? nullptr : upload(g)),
+      grad_w_(guarded(std::size_t(rows) * dim, 0.0f)) {}
 
 Embedding::~Embedding() {
   cudaFree(w_);
@@ -181,8 +225,10 @@ Embedding::~Embedding() {
   cudaFree(grad_w_);
 }
 
+void Embedding::clear() { fill(out_, std::size_t(count) * dim, kUnwritten); }
+
 void Embedding::gather() {
-  embedding_gather_kernel<<<dim3(blocks(dim), blocks(count)), dim3(kTile, kTile)>>>(w_, ids_, out_, count, dim);
+  embedding_gather_kernel<<<dim3(blocks(dim), blocks_y(count)), dim3(kTile, kTile)>>>(w_, ids_, out_, count, dim);
   finish("embedding_gather_kernel");
 }
 
@@ -191,8 +237,9 @@ std::vector<float> Embedding::gathered() const {
 }
 
 void Embedding::scatter_add() {
-  zero(grad_w_, std::size_t(rows) * dim);
-  embedding_scatter_add_kernel<<<dim3(blocks(dim), blocks(count)), dim3(kTile, kTile)>>>(g_, ids_, grad_w_, count,
+  if (g_ == nullptr) throw std::logic_error("scatter_add: this Embedding was built without g");
+  check(cudaMemset(grad_w_, 0, std::size_t(rows) * dim * sizeof(float)), "cudaMemset");
+  embedding_scatter_add_kernel<<<dim3(blocks(dim), blocks_y(count)), dim3(kTile, kTile)>>>(g_, ids_, grad_w_, count,
                                                                                           dim);
   finish("embedding_scatter_add_kernel");
 }

@@ -9,12 +9,9 @@ namespace kiln {
 
 namespace {
 
-// A sentinel no kernel computes: the guard after an output must still hold it after a launch.
-constexpr float kGuard = -7.77e30f;
-constexpr std::size_t kGuardFloats = 4096;
-
-std::vector<float> guarded(std::size_t n) {
-  std::vector<float> buffer(n + kGuardFloats, 0.0f);
+// n floats of `initial`, then the guard (kGuard, kGuardFloats: kiln/gpu.h).
+std::vector<float> guarded(std::size_t n, float initial) {
+  std::vector<float> buffer(n + kGuardFloats, initial);
   std::fill(buffer.begin() + static_cast<std::ptrdiff_t>(n), buffer.end(), kGuard);
   return buffer;
 }
@@ -43,7 +40,7 @@ Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel) {
     throw ShapeError("emulate_matmul: cannot multiply " + to_string(a.shape()) + " by " + to_string(b.shape()));
   const int n = static_cast<int>(a.shape()[0]), k = static_cast<int>(a.shape()[1]), m = static_cast<int>(b.shape()[1]);
   const std::vector<float> a_values = padded_copy(a), b_values = padded_copy(b);
-  std::vector<float> c = guarded(std::size_t(n) * m);
+  std::vector<float> c = guarded(std::size_t(n) * m, kUnwritten);
   const grid::Dim3 block{kTile, kTile, 1};
   switch (kernel) {
     case MatmulKernel::naive:
@@ -70,7 +67,7 @@ Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>
     if (id < 0 || id >= w.shape()[0])
       throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(w.shape()[0]) + " rows");
   const std::vector<float> table = padded_copy(w);
-  std::vector<float> out = guarded(std::size_t(count) * dim);
+  std::vector<float> out = guarded(std::size_t(count) * dim, kUnwritten);
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, table.data(), ids.data(),
                out.data(), count, dim);
   check_guard(out, std::size_t(count) * dim, "embedding_gather_kernel");
@@ -84,7 +81,7 @@ Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int
     if (id < 0 || id >= rows)
       throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(rows) + " rows");
   const std::vector<float> grads = padded_copy(g);
-  std::vector<float> grad_w = guarded(std::size_t(rows) * dim);
+  std::vector<float> grad_w = guarded(std::size_t(rows) * dim, 0.0f);  // the scatter-add adds into zeros
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, grads.data(),
                ids.data(), grad_w.data(), count, dim);
   check_guard(grad_w, std::size_t(rows) * dim, "embedding_scatter_add_kernel");

@@ -12,6 +12,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <memory>
 #include <random>
 #include <string>
@@ -55,19 +56,27 @@ void register_matmul() {
     }
   }
   const double flops = 2.0 * n * n * n, bytes = 3.0 * n * n * sizeof(float);
-  auto validate = [product, reference] {
-    const std::vector<float> c = product->result();
-    return kiln::bench::compare(c.data(), reference->data(), c.size(), 1e-3);
+  // Every kernel writes into the same c: each validation clears it (NaN) and runs its kernel once
+  // more, so that what it finds is that kernel's own result, not an earlier one's.
+  auto validated = [product, reference](std::function<void()> run) {
+    return [product, reference, run] {
+      product->clear();
+      run();
+      const std::vector<float> c = product->result();
+      return kiln::bench::compare(c.data(), reference->data(), c.size(), 1e-3);
+    };
   };
   const std::pair<MatmulKernel, const char*> ladder[] = {
       {MatmulKernel::naive, "naive_kernel"}, {MatmulKernel::coalesced, "coalesced_kernel"}, {MatmulKernel::tiled, "tiled_kernel"}};
   for (const auto& [kernel, name] : ladder) {
-    kiln::bench::add({group, name, kernel == MatmulKernel::naive ? Role::naive : Role::kernel, flops, bytes, 0,
-                      [product, kernel] { product->run(kernel); }, validate});
+    const std::function<void()> run = [product, kernel] { product->run(kernel); };
+    kiln::bench::add({group, name, kernel == MatmulKernel::naive ? Role::naive : Role::kernel, flops, bytes, 0, run,
+                      validated(run)});
   }
-  kiln::bench::add({group, "cublas_sgemm", Role::library, flops, bytes, 0,
-                    [product, n] { kiln::device::cublas_matmul(product->a(), product->b(), product->c(), n, n, n); },
-                    validate});
+  const std::function<void()> cublas = [product, n] {
+    kiln::device::cublas_matmul(product->a(), product->b(), product->c(), n, n, n);
+  };
+  kiln::bench::add({group, "cublas_sgemm", Role::library, flops, bytes, 0, cublas, validated(cublas)});
 }
 
 void register_embedding() {
@@ -85,32 +94,36 @@ void register_embedding() {
   one_hot->backward(table->g(), table->grad(), dim);
   auto out = std::make_shared<std::vector<float>>(table->gathered());
   auto grad = std::make_shared<std::vector<float>>(table->grad_w());
-  auto validate = [table, out, grad]() -> std::string {
-    const std::vector<float> gathered = table->gathered(), grad_w = table->grad_w();
-    if (auto error = kiln::bench::compare(gathered.data(), out->data(), gathered.size(), 0); !error.empty())
-      return "forward: " + error;
-    if (auto error = kiln::bench::compare(grad_w.data(), grad->data(), grad_w.size(), 1e-3); !error.empty())
-      return "backward: " + error;
-    return "";
+  // As for the products: each validation clears the outputs and runs its route once more.
+  auto validated = [table, out, grad](std::function<void()> run) {
+    return [table, out, grad, run]() -> std::string {
+      table->clear();
+      run();
+      const std::vector<float> gathered = table->gathered(), grad_w = table->grad_w();
+      if (auto error = kiln::bench::compare(gathered.data(), out->data(), gathered.size(), 0); !error.empty())
+        return "forward: " + error;
+      if (auto error = kiln::bench::compare(grad_w.data(), grad->data(), grad_w.size(), 1e-3); !error.empty())
+        return "backward: " + error;
+      return "";
+    };
   };
   // Flops as in module 11: the one-hot products count every multiply-add, the scatter-add its
   // additions, the lookup none. Traffic: ids, table and gradient, the gathered rows and G; the
   // one-hot route also writes nothing new per call but reads its count × rows matrix twice.
   const double task_bytes = count * 8.0 + 2.0 * rows * dim * 4 + 2.0 * count * dim * 4;
   const double one_hot_bytes = 2.0 * count * rows * 4;
+  const std::function<void()> one_hot_route = [table, one_hot, dim] {
+    one_hot->forward(table->w(), table->out(), dim);
+    one_hot->backward(table->g(), table->grad(), dim);
+  };
+  const std::function<void()> lookup_route = [table] {
+    table->gather();
+    table->scatter_add();
+  };
   kiln::bench::add({group, "one_hot_cublas", Role::naive, 2 * 2.0 * count * rows * dim, task_bytes + one_hot_bytes,
-                    0,
-                    [table, one_hot, dim] {
-                      one_hot->forward(table->w(), table->out(), dim);
-                      one_hot->backward(table->g(), table->grad(), dim);
-                    },
-                    validate});
-  kiln::bench::add({group, "lookup_scatter_add", Role::kernel, double(count) * dim, task_bytes, 0,
-                    [table] {
-                      table->gather();
-                      table->scatter_add();
-                    },
-                    validate});
+                    0, one_hot_route, validated(one_hot_route)});
+  kiln::bench::add({group, "lookup_scatter_add", Role::kernel, double(count) * dim, task_bytes, 0, lookup_route,
+                    validated(lookup_route)});
 }
 
 }  // namespace

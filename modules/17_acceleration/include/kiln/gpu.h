@@ -9,7 +9,9 @@
 // kernel must check that its element lies inside the output before it writes.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kiln/grid.h"
@@ -41,9 +43,17 @@ KILN_GLOBAL void embedding_gather_kernel(const float* w, const std::int64_t* ids
 KILN_GLOBAL void embedding_scatter_add_kernel(const float* g, const std::int64_t* ids, float* grad_w, int count,
                                               int dim);
 
+// What the launchers (the emulator's below, the device's in kiln/gpu_device.h) put in the
+// buffers: an output starts as NaN (kUnwritten), so an element no thread wrote never passes, and
+// a gradient the scatter-add adds into starts at zero; behind every output lie kGuardFloats floats
+// holding kGuard, a value no kernel computes, so a write past the end is seen.
+inline constexpr float kGuard = -7.77e30f;
+inline constexpr std::size_t kGuardFloats = 4096;
+inline constexpr float kUnwritten = std::numeric_limits<float>::quiet_NaN();
+
 // Given (src/gpu_given.cpp): each kernel launched on the emulator for tensors, with the launch
-// shape above. Outputs are written into buffers with a guard region after them; a kernel that
-// writes past the end of its output makes these throw std::out_of_range.
+// shape above. A kernel that writes past the end of its output makes these throw
+// std::out_of_range.
 enum class MatmulKernel { naive, coalesced, tiled };
 Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel);
 Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>& ids);

@@ -3,10 +3,12 @@
 // (device/launch.cu), built only where the CUDA Toolkit is installed; the device checks and
 // `grader bench 17 --gpu` use it. Plain C++: no CUDA header is needed to call it.
 //
-// Every launch waits for the kernel and then reports what a GPU does not report by itself:
+// Every launch waits for the kernel. Outputs start as NaN, with a guard region behind them
+// (kiln/gpu.h), and reading a result reports what a GPU does not report by itself:
 //   a kernel still marked KILN_NOT_IMPLEMENTED  std::runtime_error "not written yet: kernel (file:line)"
-//   a write past the end of an output           std::out_of_range (outputs have a guard region behind them)
-//   a CUDA error (an illegal address, ...)      std::runtime_error naming the kernel
+//   a write past the end of an output           std::out_of_range
+// A CUDA error (an illegal address, ...) throws std::runtime_error naming the kernel at the launch.
+// Grids hold at most 65535 blocks in y, so at most 1,048,560 rows (std::length_error beyond).
 #pragma once
 
 #include <cstddef>
@@ -41,8 +43,9 @@ class Matmul {
   Matmul(const Matmul&) = delete;
   Matmul& operator=(const Matmul&) = delete;
 
+  void clear();                       // c = NaN again: the next result shows only what was written
   void run(MatmulKernel kernel);      // one launch, waited for
-  std::vector<float> result() const;  // c (n·m values), after checking the guard behind it
+  std::vector<float> result() const;  // c (n·m values), after the checks above
 
   // Device pointers, for a library to compute into the same buffers (cuBLAS in the bench).
   const float* a() const { return a_; }
@@ -67,10 +70,11 @@ class Embedding {
   Embedding(const Embedding&) = delete;
   Embedding& operator=(const Embedding&) = delete;
 
+  void clear();                           // out = NaN again
   void gather();                          // out = w[ids], one launch, waited for
-  std::vector<float> gathered() const;    // (count, dim), guard checked
+  std::vector<float> gathered() const;    // (count, dim), after the checks above
   void scatter_add();                     // grad_w = 0, then grad_w[ids[i]] += g[i], waited for
-  std::vector<float> grad_w() const;      // (rows, dim), guard checked
+  std::vector<float> grad_w() const;      // (rows, dim), after the checks above
 
   const float* w() const { return w_; }
   const float* g() const { return g_; }

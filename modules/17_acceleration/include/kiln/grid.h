@@ -7,9 +7,10 @@
 //   KILN_SHARED            block-shared memory (__shared__ under nvcc; one copy per block here)
 //   kiln_syncthreads()     the block's barrier (__syncthreads under nvcc)
 //   kiln_atomic_add(p, v)  *p += v as one indivisible step (atomicAdd under nvcc)
-//   KILN_NOT_IMPLEMENTED() marks a kernel still to write. On the emulator it throws
-//                          kiln::NotImplemented; device code cannot throw, so on a GPU it records
-//                          its line for the launcher (kiln/gpu_device.h) to report, and returns.
+//   KILN_NOT_IMPLEMENTED() marks a kernel still to write (in kernels only: it returns from a void
+//                          function). On the emulator it throws kiln::NotImplemented; device code
+//                          cannot throw, so on a GPU it records its line for the launcher
+//                          (kiln/gpu_device.h) to report, and returns.
 //
 // How the emulator runs a block: every thread is a coroutine with a small stack of its own. The
 // threads run one after another, each until it finishes or reaches kiln_syncthreads(); once every
