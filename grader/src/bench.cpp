@@ -11,6 +11,7 @@
 #include <nlohmann/json.hpp>
 
 #include "kiln/grader/process.h"
+#include "kiln/grader/report.h"
 
 namespace kiln::grader {
 
@@ -294,17 +295,6 @@ std::string render_bench_json(const BenchReport& r) {
 
 namespace {
 
-std::string svg_escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '&') out += "&amp;";
-    else out += c;
-  }
-  return out;
-}
-
 const char* kPalette[] = {"#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b", "#97266d"};
 
 }  // namespace
@@ -318,7 +308,7 @@ std::string roofline_svg(const BenchReport& r) {
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                               "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
                               "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Roofline · module {} {} ({})</text>\n",
-                              w, h, left, r.number, svg_escape(r.title), r.variant);
+                              w, h, left, r.number, xml_escape(r.title), r.variant);
   for (double x = x0; x <= x1 * 1.001; x *= 10) {
     s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4:g}</text>\n",
                      px(x), top, h - bottom, h - bottom + 16, x);
@@ -343,8 +333,8 @@ std::string roofline_svg(const BenchReport& r) {
     const char* color = kPalette[i++ % 8];
     s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"><title>{} / {}: {:.2f} GFLOP/s</title></circle>\n"
                      "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
-                     px(x), py(y), color, svg_escape(k.group), svg_escape(k.name), k.gflops, px(x) + 8, py(y) + 4, color,
-                     svg_escape(k.name));
+                     px(x), py(y), color, xml_escape(k.group), xml_escape(k.name), k.gflops, px(x) + 8, py(y) + 4, color,
+                     xml_escape(k.name));
   }
   return s + "</svg>\n";
 }
@@ -365,12 +355,12 @@ std::string bars_svg(const BenchReport& r) {
     if (k->group != group) {
       group = k->group;
       y += 10;
-      body += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-weight=\"bold\">{}</text>\n", y, svg_escape(group));
+      body += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-weight=\"bold\">{}</text>\n", y, xml_escape(group));
       y += 8;
     }
     y += row;
     body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}{}</text>\n", left - 8, y - 6,
-                        svg_escape(k->name), role_label(k->role));
+                        xml_escape(k->name), role_label(k->role));
     if (!k->error.empty()) {
       body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" fill=\"#9b2c2c\">not timed</text>\n", left, y - 6);
       continue;
@@ -389,7 +379,7 @@ std::string bars_svg(const BenchReport& r) {
   return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
                      "<text x=\"10\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): speed-up over the slowest kernel of each group</text>\n{}</svg>\n",
-                     w + 200, y + 20, r.number, svg_escape(r.title), r.variant, body);
+                     w + 200, y + 20, r.number, xml_escape(r.title), r.variant, body);
 }
 
 }  // namespace kiln::grader

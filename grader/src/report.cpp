@@ -306,6 +306,8 @@ nlohmann::json to_json(const Report& report) {
   return j;
 }
 
+}  // namespace
+
 std::string xml_escape(const std::string& text) {
   std::string out;
   for (unsigned char ch : text) {
@@ -323,8 +325,6 @@ std::string xml_escape(const std::string& text) {
   }
   return out;
 }
-
-}  // namespace
 
 std::string render_json(const Report& report) { return to_json(report).dump(2) + "\n"; }
 

@@ -11,22 +11,13 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/site.h"
+#include "site_internal.h"
 
 namespace kiln::grader {
 
 namespace {
 
-std::string escape(const std::string& s) {
-  std::string out;
-  for (char c : s) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else if (c == '"') out += "&quot;";
-    else out += c;
-  }
-  return out;
-}
+using site::escape;
 
 // "5-7" as a range: "5–7".
 std::string range(std::string s) {

@@ -8,6 +8,7 @@
 #include <set>
 
 #include "kiln/grader/site.h"
+#include "site_internal.h"
 
 namespace kiln::grader {
 
@@ -35,17 +36,6 @@ std::string slug(std::string_view html) {
   }
   while (!out.empty() && out.back() == '-') out.pop_back();
   return out.empty() ? "section" : out;
-}
-
-std::string escape(std::string_view text) {
-  std::string out;
-  for (char c : text) {
-    if (c == '&') out += "&amp;";
-    else if (c == '<') out += "&lt;";
-    else if (c == '>') out += "&gt;";
-    else out += c;
-  }
-  return out;
 }
 
 std::string token(std::size_t n) { return "KILNDISPLAYMATH" + std::to_string(n) + "X"; }
@@ -121,7 +111,7 @@ std::string markdown_to_html(const std::string& markdown_text, const std::vector
       i = at + 15;
       continue;
     }
-    html += "<x-equation type=\"display\">" + escape(math[std::stoul(digits)]) + "</x-equation>";
+    html += "<x-equation type=\"display\">" + site::escape(math[std::stoul(digits)]) + "</x-equation>";
     i = x + 1;
   }
 

@@ -1,41 +1,13 @@
 // Given: vectorized_matmul, the baseline your tiled_matmul is measured against.
 //
-// It hands the multiply to Eigen, whose kernels block for the caches, keep partial sums in
-// vector registers and use SIMD instructions: the same ideas a BLAS library uses. This is the only
-// file of the module that includes Eigen, so editing your own file never recompiles it.
-#include <Eigen/Core>
-
+// It hands the multiply to Eigen (kiln/eigen.h), whose kernels block for the caches, keep partial
+// sums in vector registers and use SIMD instructions: the same ideas a BLAS library uses. This is
+// the only file of the module that includes Eigen, so editing your own file never recompiles it.
 #include "kiln/acceleration.h"
+#include "kiln/eigen.h"
 
 namespace kiln {
 
-namespace {
-
-// Eigen's view of a contiguous row-major float buffer; nothing is copied.
-using RowMajorMatrix = Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;
-using ConstMatrixView = Eigen::Map<const RowMajorMatrix>;
-using MatrixView = Eigen::Map<RowMajorMatrix>;
-
-}  // namespace
-
-Tensor vectorized_matmul(const Tensor& a, const Tensor& b) {
-  if (a.dim() != 2 || b.dim() != 2 || a.shape()[1] != b.shape()[0]) {
-    throw ShapeError("vectorized_matmul needs (n, k) and (k, m) matrices, got " + to_string(a.shape()) +
-                     " and " + to_string(b.shape()));
-  }
-  const std::int64_t n = a.shape()[0];
-  const std::int64_t k = a.shape()[1];
-  const std::int64_t m = b.shape()[1];
-  // Layouts (row-major): a is (n, k), b is (k, m), c is (n, m). Views are copied to rows first.
-  const Tensor a_rows = a.contiguous();
-  const Tensor b_rows = b.contiguous();
-  Tensor c = Tensor::zeros({n, m});
-  if (n == 0 || m == 0 || k == 0) return c;
-  const ConstMatrixView a_view(a_rows.data(), n, k);
-  const ConstMatrixView b_view(b_rows.data(), k, m);
-  MatrixView c_view(c.data(), n, m);
-  c_view.noalias() = a_view * b_view;
-  return c;
-}
+Tensor vectorized_matmul(const Tensor& a, const Tensor& b) { return eigen::product(a, b, "vectorized_matmul"); }
 
 }  // namespace kiln

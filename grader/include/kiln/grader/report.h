@@ -50,6 +50,10 @@ struct Report {
 // Fills a catalogued message's {placeholders}; unknown names are left as they are.
 std::string render_message(const std::string& message, const std::map<std::string, std::string>& params);
 
+// Text made safe for XML, SVG and HTML: the five special characters as entities, and the control
+// characters XML 1.0 forbids as spaces.
+std::string xml_escape(const std::string& text);
+
 // Paths inside the course are shown relative to its root.
 std::string relative_to(const fs::path& root, const std::string& path);
 
