@@ -10,6 +10,18 @@
 add_library(kiln_student_pch OBJECT ${PROJECT_SOURCE_DIR}/grader/testing/src/pch.cpp)
 target_precompile_headers(kiln_student_pch PRIVATE
   <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
+# Student files are compiled with main renamed (kiln_library); the header must be built the same way.
+target_compile_definitions(kiln_student_pch PRIVATE main=kiln_student_main)
+
+# AddressSanitizer and UndefinedBehaviorSanitizer, for the sanitized twin of every test binary: a
+# check passes only when its run is also clean under them. Only the student files are
+# instrumented; the sanitizers' runtime still sees every allocation.
+set(KILN_SANITIZE -fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer)
+add_library(kiln_student_pch_san OBJECT ${PROJECT_SOURCE_DIR}/grader/testing/src/pch.cpp)
+target_precompile_headers(kiln_student_pch_san PRIVATE
+  <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
+target_compile_definitions(kiln_student_pch_san PRIVATE main=kiln_student_main)
+target_compile_options(kiln_student_pch_san PRIVATE ${KILN_SANITIZE} -O0)  # as the files that use it
 
 # kiln_cuda(nvcc): the CUDA Toolkit the grader found (the course description calls this first;
 # without it no device part is built). nvcc is called directly, because CMake 3.25 cannot ask it
@@ -75,15 +87,38 @@ function(kiln_library target)
   endif()
   add_library(${target} STATIC ${L_SOURCES} ${objects})
   target_link_libraries(${target} PUBLIC ${L_MODULE}_headers ${L_LINK})
+  # A main() a student kept for experiments is not the test program's: rename it.
+  set_source_files_properties(${L_SOURCES} PROPERTIES COMPILE_DEFINITIONS main=kiln_student_main)
   target_precompile_headers(${target} REUSE_FROM kiln_student_pch)
+  # A function that can end without returning its value is a compile error, not a silent bug. Line
+  # tables (-g1), so that a crash or a hang is placed at a line of the student's code; the tests
+  # and given code go without, which keeps links quick.
+  target_compile_options(${target} PRIVATE -Werror=return-type -g1)
+  # The sanitized twin: the same files, instrumented (kiln_test_binary's s_ binary links it).
+  add_library(${target}_san STATIC EXCLUDE_FROM_ALL ${L_SOURCES} ${objects})
+  target_link_libraries(${target}_san PUBLIC ${L_MODULE}_headers ${L_LINK})
+  # Unoptimised: the sanitizers' checks make optimising slow, and these runs are about memory, not speed.
+  target_compile_options(${target}_san PRIVATE ${KILN_SANITIZE} -Werror=return-type -g1 -O0)
+  target_precompile_headers(${target}_san REUSE_FROM kiln_student_pch_san)
 endfunction()
 
 # kiln_test_binary(TARGET MODULE name LIBRARIES lib...): the module's tests linked against
 # one library per module it requires (the variant chooses which).
 function(kiln_test_binary target)
   cmake_parse_arguments(T "" "MODULE" "LIBRARIES" ${ARGN})
-  add_executable(${target} $<TARGET_OBJECTS:${T_MODULE}_tests>)
-  target_link_libraries(${target} PRIVATE ${T_LIBRARIES} kiln_testing_main)
+  add_executable(${target} $<TARGET_OBJECTS:${T_MODULE}_tests> $<TARGET_OBJECTS:kiln_testing_main>)
+  target_link_libraries(${target} PRIVATE ${T_LIBRARIES} kiln_testing)
+  # gold links a test binary in less than half of ld's time: every edit, mutant and submission links.
+  target_link_options(${target} PRIVATE -fuse-ld=gold)
+  # s_...: the same checks on the sanitized student files.
+  string(REGEX REPLACE "^t_" "s_" sanitized ${target})
+  set(san_libraries)
+  foreach(lib IN LISTS T_LIBRARIES)
+    list(APPEND san_libraries ${lib}_san)
+  endforeach()
+  add_executable(${sanitized} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${T_MODULE}_tests> $<TARGET_OBJECTS:kiln_testing_main>)
+  target_link_libraries(${sanitized} PRIVATE ${san_libraries} kiln_testing)
+  target_link_options(${sanitized} PRIVATE ${KILN_SANITIZE} -fuse-ld=gold)
 endfunction()
 
 # kiln_imported_library(TARGET MODULE name LOCATION archive [LINK lib...]): a library built in
@@ -149,8 +184,9 @@ endfunction()
 function(kiln_device_test_binary target)
   cmake_parse_arguments(D "" "MODULE;VARIANT" "KERNELS;LIBRARIES" ${ARGN})
   kiln_device_kernels(${D_VARIANT}_cuda MODULE ${D_MODULE} KERNELS ${D_KERNELS})
-  add_executable(${target} $<TARGET_OBJECTS:${D_MODULE}_device_tests> ${${D_VARIANT}_cuda_OBJECT})
-  target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${D_LIBRARIES} kiln_testing_main CUDA::cudart_static)
+  add_executable(${target} $<TARGET_OBJECTS:${D_MODULE}_device_tests> ${${D_VARIANT}_cuda_OBJECT}
+                 $<TARGET_OBJECTS:kiln_testing_main>)
+  target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${D_LIBRARIES} kiln_testing CUDA::cudart_static)
 endfunction()
 
 # kiln_gpu_bench_binary(TARGET MODULE name VARIANT v KERNELS student-src... LIBRARIES lib...):

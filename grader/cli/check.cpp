@@ -37,7 +37,8 @@ std::vector<std::string> prerequisite_notes(const Workspace& ws, const Module& m
     const ProgressEntry& e = entry->second;
     if (!e.all_passed) {
       const int failing = e.total - e.passed;
-      notes.push_back(fmt::format("{} builds on your {} {}, which {} {} check{}: run grader check {}",
+      notes.push_back(fmt::format("{} builds on your {} {}, which {} {} check{}: the checks below that use it fail "
+                                  "for its reasons until it passes. Run grader check {}",
                                   m.number_text(), dep->number_text(), dep->title,
                                   e.passed == 0 ? "passes none of its" : "fails", e.passed == 0 ? e.total : failing,
                                   (e.passed == 0 ? e.total : failing) == 1 ? "" : "s", dep->number_text()));
@@ -59,6 +60,7 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
   options.run.limits = default_limits();
   options.device_builds_need_a_device = true;
   options.run.verbose = cmd.verbose;
+  options.sanitize = true;  // so that a memory error is heard of before grading
   std::vector<std::string> notes;
   if (!cmd.solution) notes = prerequisite_notes(ws, m);
   const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
@@ -71,7 +73,8 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
   const std::string machine = cmd.format == "json" ? render_json(report)
                               : cmd.format == "junit" ? render_junit({report})
                                                       : render_text(report, {.color = false, .verbose = cmd.verbose});
-  const std::string text = render_text(report, {.color = use_color(), .verbose = cmd.verbose});
+  const std::string text =
+      render_text(report, {.color = use_color(), .verbose = cmd.verbose, .width = terminal_width()});
   if (!cmd.out.empty()) {
     std::ofstream out(cmd.out);
     out << machine;

@@ -1,4 +1,5 @@
 // The commands that only read the course: hint, list, status, start.
+#include <algorithm>
 #include <cctype>
 #include <cstdio>
 #include <fstream>
@@ -50,30 +51,60 @@ std::vector<std::pair<int, std::string>> stubs_in(const fs::path& file) {
 
 }  // namespace
 
-int run_hint(const Workspace& ws, const std::string& module, const std::string& check_id) {
+int run_hint(const Workspace& ws, const std::string& module, const std::string& check_id, bool all) {
   const Module& m = ws.course.find(module);
   const bool color = use_color();
+  const std::size_t width = terminal_width();
   auto bold = [&](const std::string& s) { return color ? "\033[1m" + s + "\033[0m" : s; };
-  bool found = false;
-  for (const auto& c : m.checks) {
-    if (!check_id.empty() && c.id != check_id) continue;
-    found = true;
-    print(fmt::format("{}  {}\n", bold(c.id), c.description));
-    if (c.visibility == Visibility::hidden) {
-      print("  (a hidden check: its failures are not listed)\n\n");
-      continue;
-    }
-    for (const auto& f : c.failures) {
-      print(fmt::format("  When it fails: {}\n", bold(f.message)));
-      print(fmt::format("  Hint: {}\n", f.hint));
-    }
-    print("\n");
-  }
-  if (!found) {
+  if (!check_id.empty() && !m.check(check_id)) {
     std::string known;
     for (const auto& c : m.checks) known += " " + c.id;
     throw CourseError(fmt::format("module {} has no check '{}'. Its checks are:{}", m.number_text(), check_id, known));
   }
+  // What the last `grader check` of this module found, when it is still about these files.
+  const auto progress = load_progress(ws);
+  const auto last = progress.find(m.name());
+  const bool known = last != progress.end() && last->second.fingerprint == fingerprint(m, m.dir);
+  auto failing = [&](const Check& c) {
+    return known && std::find(last->second.not_passing.begin(), last->second.not_passing.end(), c.id) !=
+                        last->second.not_passing.end();
+  };
+  auto reported = [&](const Failure& f) {
+    return known && std::find(last->second.failure_ids.begin(), last->second.failure_ids.end(), f.id) !=
+                        last->second.failure_ids.end();
+  };
+  std::vector<const Check*> shown;
+  for (const auto& c : m.checks)
+    if (c.id == check_id || (check_id.empty() && (all || !known || failing(c)))) shown.push_back(&c);
+  if (check_id.empty() && !all && known && shown.empty()) {
+    print(fmt::format("Every check of module {} passed at the last `grader check {}`. `grader hint {} --all` shows "
+                      "every hint.\n",
+                      m.number_text(), m.number_text(), m.number_text()));
+    return 0;
+  }
+  // Failing checks first, and within a check the failures it reported first.
+  std::stable_sort(shown.begin(), shown.end(), [&](const Check* a, const Check* b) { return failing(*a) > failing(*b); });
+  for (const Check* c : shown) {
+    print(fmt::format("{}  {}{}\n", bold(c->id), wrap(c->description, width, "  "),
+                      failing(*c) ? "  (did not pass last time)" : ""));
+    if (c->visibility == Visibility::hidden) {
+      print("  (a hidden check: its failures are not listed)\n\n");
+      continue;
+    }
+    std::vector<const Failure*> failures;
+    for (const auto& f : c->failures) failures.push_back(&f);
+    std::stable_sort(failures.begin(), failures.end(),
+                     [&](const Failure* a, const Failure* b) { return reported(*a) > reported(*b); });
+    for (const Failure* f : failures) {
+      print("  " + wrap(fmt::format("When it fails: {}{}", bold(f->message), reported(*f) ? " (reported last time)" : ""),
+                        width, "  ") + "\n");
+      print("  " + wrap("Hint: " + f->hint, width, "    ") + "\n");
+    }
+    print("\n");
+  }
+  if (check_id.empty() && !all && known && shown.size() < m.checks.size())
+    print(fmt::format("{} other check{} passed; `grader hint {} --all` shows every hint.\n", m.checks.size() - shown.size(),
+                      m.checks.size() - shown.size() == 1 ? "" : "s", m.number_text()));
   return 0;
 }
 

@@ -14,7 +14,8 @@ using namespace kiln::grader;
 
 int main(int argc, char** argv) {
   CLI::App app{"Kiln's grader: build, check and measure the course's modules.\n"
-               "Modules are named by number (1 or 01), folder (01_tensor) or slug (tensor)."};
+               "Modules are named by number (1 or 01), folder (01_tensor) or slug (tensor).",
+               "grader"};  // usage lines say `grader`, not the path of the binary
   app.require_subcommand(1);
   app.set_help_all_flag("--help-all", "All commands with all their options");
   std::string root;
@@ -32,7 +33,9 @@ int main(int argc, char** argv) {
   std::string hint_module, hint_check;
   auto* hint_cmd = app.add_subcommand("hint", "Show what each check looks for, its failure messages and hints");
   hint_cmd->add_option("module", hint_module, "The module")->required();
-  hint_cmd->add_option("check", hint_check, "One check's id (default: all)");
+  hint_cmd->add_option("check", hint_check, "One check's id (default: the checks that failed last time)");
+  bool hint_all = false;
+  hint_cmd->add_flag("--all", hint_all, "Every check's hints, passing or not");
 
   auto* list_cmd = app.add_subcommand("list", "List the modules with their prerequisites, checks and points");
   auto* status_cmd = app.add_subcommand("status", "Your progress over all modules");
@@ -53,6 +56,10 @@ int main(int argc, char** argv) {
   auto* reset_cmd = app.add_subcommand("reset", "Put a module's original stubs back (your files are backed up first)");
   reset_cmd->add_option("module", reset_module, "The module")->required();
   reset_cmd->add_flag("-y,--yes", reset_yes, "Do not ask for confirmation");
+  std::string reset_restore;
+  auto* restore_opt = reset_cmd->add_option("--restore", reset_restore,
+                                            "Put a backup back instead: the newest, or the one named (a prefix is enough)")
+                          ->expected(0, 1);
 
   auto* doctor_cmd = app.add_subcommand("doctor", "Check the compiler, CMake, Ninja, libraries, CUDA and the course");
 
@@ -62,6 +69,7 @@ int main(int argc, char** argv) {
       "verify", "Instructors: prove modules sound (solution passes, stubs fail, every mutant fires its message)");
   verify_cmd->add_option("modules", verify.modules, "Modules to verify (default: all)");
   verify_cmd->add_flag("--all", verify_all, "Every module");
+  verify_cmd->add_option("--seed", verify.seed, "Seed of the checks' inputs (default: the one `grader check` uses)");
 
   GradeCommand grade;
   auto* grade_cmd = app.add_subcommand(
@@ -74,6 +82,8 @@ int main(int argc, char** argv) {
   grade_cmd->add_option("--out", grade.out, "Result file (one submission) or folder (batch; default: results/ beside it)");
   grade_cmd->add_option("-j,--jobs", grade.jobs, "Submissions run at once")->check(CLI::Range(1, 64));
   grade_cmd->add_flag("--no-sandbox", grade.no_sandbox, "Grade without the sandbox (trusted code only)");
+  grade_cmd->add_option("--compile-timeout", grade.compile_timeout_s, "Seconds a submission's compiles may take in all")
+      ->check(CLI::Range(1.0, 3600.0));
 
   BenchCommand bench;
   auto* bench_cmd = app.add_subcommand(
@@ -122,12 +132,14 @@ int main(int argc, char** argv) {
     if (*doctor_cmd) return run_doctor(start);
     const Workspace ws = open_workspace(start);
     if (*check_cmd) return run_check(ws, check);
-    if (*hint_cmd) return run_hint(ws, hint_module, hint_check);
+    if (*hint_cmd) return run_hint(ws, hint_module, hint_check, hint_all);
     if (*list_cmd) return run_list(ws);
     if (*status_cmd) return run_status(ws);
     if (*start_cmd) return run_start(ws, start_module);
     if (*watch_cmd) return run_watch(ws, watch, interval);
-    if (*reset_cmd) return run_reset(ws, reset_module, reset_yes);
+    if (*reset_cmd)
+      return run_reset(ws, reset_module, reset_yes,
+                       restore_opt->count() ? std::optional<std::string>(reset_restore) : std::nullopt);
     if (*grade_cmd) return run_grade(ws, grade);
     if (*bench_cmd) return run_bench_command(ws, bench);
     if (*release_cmd) return run_release(ws, release_out);

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <fstream>
+#include <map>
 
 #include <fmt/format.h>
 
@@ -73,6 +74,30 @@ void require_empty(const fs::path& out) {
     throw CourseError(fmt::format("{} already exists and is not empty: name a new folder", out.string()));
 }
 
+// Every module's student files as committed (relative path -> content), and a note for each one
+// whose working copy differs: what students receive must not depend on a working tree.
+std::map<std::string, std::string> committed_stubs(const Workspace& ws, std::vector<std::string>& notes,
+                                                   const std::string& what) {
+  std::map<std::string, std::string> out;
+  for (const auto& m : ws.course.modules) {
+    const PristineStubs stubs = pristine_stubs(ws, m);
+    for (const auto& f : m.student_files)
+      out[fs::relative(m.dir / f, ws.course.root).generic_string()] = read_file(stubs.root / f);
+    const std::string note = edited_stubs_note(m, stubs, what);
+    if (!note.empty() && stubs.from_git) notes.push_back(note);
+  }
+  return out;
+}
+
+// The release's README: for students, generated from the course itself.
+std::string student_readme(const Workspace& ws) {
+  std::string modules;
+  for (const auto& m : ws.course.modules)
+    modules += fmt::format("| {} | {} | {} | {} |\n", m.number_text(), m.title, m.subtitle, m.hours);
+  std::string text = read_file(ws.kiln_home / "grader" / "templates" / "student-README.md");
+  return replace_all(text, "@MODULES@", modules);
+}
+
 }  // namespace
 
 std::vector<Body> solution_bodies(const Workspace& ws) {
@@ -92,10 +117,19 @@ int run_release(const Workspace& ws, const std::string& out_name) {
   require_solutions(ws, "release");
   const fs::path out = fs::absolute(out_name);
   require_empty(out);
+  std::vector<std::string> notes;
+  const auto stubs = committed_stubs(ws, notes, "the release");
+  for (const auto& note : notes) std::printf("Note: %s.\n", note.c_str());
   std::size_t copied = 0;
   for (const auto& rel : course_files(ws.course.root)) {
     if (instructor_only(rel) || !fs::is_regular_file(ws.course.root / rel)) continue;
-    copy_preserving_mode(ws.course.root / rel, out / rel);
+    if (const auto stub = stubs.find(rel); stub != stubs.end()) {
+      write_if_changed(out / rel, stub->second);
+    } else if (rel == "README.md") {
+      write_if_changed(out / rel, student_readme(ws));
+    } else {
+      copy_preserving_mode(ws.course.root / rel, out / rel);
+    }
     ++copied;
   }
   fs::create_directories(out / ".github" / "workflows");
@@ -115,7 +149,8 @@ int run_release(const Workspace& ws, const std::string& out_name) {
                    fs::relative(leak.found_in, out).c_str());
     }
     fs::remove_all(out);
-    std::fprintf(stderr, "grader: no release written: remove the solution code above from the course first\n");
+    std::fprintf(stderr, "grader: no release written: the files named above hold the reference solution's code "
+                         "(a chapter or a given file that quotes it); take it out of them and release again\n");
     return 1;
   }
   // A repository of its own, so that `grader reset` finds the original stubs.
@@ -148,10 +183,14 @@ int run_bundle(const Workspace& ws, const std::string& kind, const std::string& 
   const fs::path zip = fs::absolute(zip_name);
   const fs::path stage = ws.state_dir() / "bundle";
   fs::remove_all(stage);
+  std::vector<std::string> notes;
+  const auto stubs = committed_stubs(ws, notes, "the autograder");
+  for (const auto& note : notes) std::printf("Note: %s.\n", note.c_str());
   for (const auto& rel : course_files(ws.course.root)) {
     // The autograder keeps the solutions (prerequisites link against them); the sandbox hides them.
     if (rel.rfind("tests/", 0) == 0 || rel.rfind(".ci/", 0) == 0 || rel.rfind(".grader/", 0) == 0) continue;
-    if (fs::is_regular_file(ws.course.root / rel)) copy_preserving_mode(ws.course.root / rel, stage / "kiln" / rel);
+    if (const auto stub = stubs.find(rel); stub != stubs.end()) write_if_changed(stage / "kiln" / rel, stub->second);
+    else if (fs::is_regular_file(ws.course.root / rel)) copy_preserving_mode(ws.course.root / rel, stage / "kiln" / rel);
   }
   const fs::path templates = ws.kiln_home / "grader" / "templates" / "gradescope";
   write_executable(stage / "setup.sh", replace_all(read_file(templates / "setup.sh"), "@MODULE@", first));

@@ -1,5 +1,9 @@
 // grader reset N: put the module's original stubs back, after backing up the student's files.
+#include <unistd.h>
+
+#include <algorithm>
 #include <cstdio>
+#include <optional>
 #include <ctime>
 #include <iostream>
 
@@ -31,38 +35,96 @@ std::string original_content(const fs::path& root, const fs::path& relative) {
 
 }  // namespace
 
-int run_reset(const Workspace& ws, const std::string& module, bool yes) {
+namespace {
+
+// Copies the module's student files into a new backup folder; returns it.
+fs::path back_up(const Workspace& ws, const Module& m) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  fs::path backup = ws.state_dir() / "backups" / m.name() / stamp;
+  for (int n = 2; fs::exists(backup); ++n) backup = ws.state_dir() / "backups" / m.name() / fmt::format("{}-{}", stamp, n);
+  for (const auto& f : m.student_files) {
+    const fs::path current = m.dir / f;
+    const fs::path relative = fs::relative(current, ws.course.root);
+    fs::create_directories((backup / relative).parent_path());
+    if (fs::exists(current)) fs::copy_file(current, backup / relative, fs::copy_options::overwrite_existing);
+  }
+  return backup;
+}
+
+bool confirm(const std::string& question, const std::string& command) {
+  if (!isatty(STDIN_FILENO)) {
+    throw CourseError(fmt::format("{} asks before it overwrites your files, and there is no terminal to ask on: run "
+                                  "`{} --yes` to go ahead",
+                                  command, command));
+  }
+  std::fputs((question + " [y/N] ").c_str(), stdout);
+  std::fflush(stdout);
+  std::string answer;
+  std::getline(std::cin, answer);
+  return answer == "y" || answer == "Y" || answer == "yes";
+}
+
+}  // namespace
+
+int run_reset(const Workspace& ws, const std::string& module, bool yes, const std::optional<std::string>& restore) {
   const Module& m = ws.course.find(module);
+  const std::string command = fmt::format("grader reset {}{}", m.number_text(),
+                                          restore ? (restore->empty() ? " --restore" : " --restore " + *restore) : "");
+  if (restore) {
+    // A backup: the newest, or the one whose name starts with WHEN (20261202-1530, say).
+    const fs::path dir = ws.state_dir() / "backups" / m.name();
+    std::vector<std::string> stamps;
+    if (fs::is_directory(dir))
+      for (const auto& e : fs::directory_iterator(dir)) stamps.push_back(e.path().filename().string());
+    std::sort(stamps.begin(), stamps.end());
+    std::vector<std::string> matching;
+    for (const auto& st : stamps)
+      if (st.rfind(*restore, 0) == 0) matching.push_back(st);
+    if (matching.empty()) {
+      std::string list;
+      for (const auto& st : stamps) list += "\n  " + st;
+      throw CourseError(stamps.empty() ? fmt::format("module {} has no backups yet (grader reset {} makes one)",
+                                                     m.number_text(), m.number_text())
+                                       : fmt::format("no backup of module {} is called {}; the backups are:{}",
+                                                     m.number_text(), *restore, list));
+    }
+    const fs::path chosen = dir / matching.back();
+    if (!yes && !confirm(fmt::format("Put the files of module {} back as they were in backup {}? Your current files "
+                                     "are backed up first.",
+                                     m.number_text(), matching.back()),
+                         command)) {
+      std::puts("Nothing changed.");
+      return 1;
+    }
+    const fs::path saved = back_up(ws, m);
+    for (const auto& f : m.student_files) {
+      const fs::path relative = fs::relative(m.dir / f, ws.course.root);
+      if (fs::exists(chosen / relative)) write_if_changed(m.dir / f, read_file(chosen / relative));
+    }
+    std::fputs(fmt::format("Module {} is back as it was in {}. The files you had are in {}\n", m.number_text(),
+                           matching.back(), fs::relative(saved, ws.course.root).generic_string())
+                   .c_str(),
+               stdout);
+    return 0;
+  }
   std::vector<std::pair<fs::path, std::string>> originals;
   for (const auto& f : m.student_files) {
     const fs::path relative = fs::relative(m.dir / f, ws.course.root);
     originals.emplace_back(relative, original_content(ws.course.root, relative));
   }
-  if (!yes) {
-    std::fputs(fmt::format("Reset module {} ({} file{}) to its original stubs? Your files are backed up first. [y/N] ",
-                           m.number_text(), originals.size(), originals.size() == 1 ? "" : "s")
-                   .c_str(),
-               stdout);
-    std::fflush(stdout);
-    std::string answer;
-    std::getline(std::cin, answer);
-    if (answer != "y" && answer != "Y" && answer != "yes") {
-      std::puts("Nothing changed.");
-      return 1;
-    }
+  if (!yes && !confirm(fmt::format("Reset module {} ({} file{}) to its original stubs? Your files are backed up first.",
+                                   m.number_text(), originals.size(), originals.size() == 1 ? "" : "s"),
+                       command)) {
+    std::puts("Nothing changed.");
+    return 1;
   }
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  const fs::path backup = ws.state_dir() / "backups" / m.name() / stamp;
-  for (const auto& [relative, content] : originals) {
-    const fs::path current = ws.course.root / relative;
-    fs::create_directories((backup / relative).parent_path());
-    if (fs::exists(current)) fs::copy_file(current, backup / relative, fs::copy_options::overwrite_existing);
-  }
+  const fs::path backup = back_up(ws, m);
   for (const auto& [relative, content] : originals) write_if_changed(ws.course.root / relative, content);
-  std::fputs(fmt::format("Module {} is back to its stubs. Your files are in {}\n", m.number_text(),
-                         fs::relative(backup, ws.course.root).generic_string())
+  std::fputs(fmt::format("Module {} is back to its stubs. Your files are in {} (grader reset {} --restore puts them "
+                         "back)\n",
+                         m.number_text(), fs::relative(backup, ws.course.root).generic_string(), m.number_text())
                  .c_str(),
              stdout);
   return 0;

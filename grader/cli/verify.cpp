@@ -1,8 +1,10 @@
 // grader verify: the instructor's proof that the course is sound. For each module: the reference
 // solution passes every check; no check passes on the untouched stubs; every planted mutant makes
 // its check fail with exactly its catalogued failure; every catalogued failure has such a mutant.
+#include <atomic>
 #include <cstdio>
 #include <set>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -51,9 +53,30 @@ std::string describe(const CheckReport& c) {
   return status_name(c.status) + (c.summary.empty() ? "" : ": " + c.summary);
 }
 
-TestTarget stub_target(const Course& course, const Module& m) {
-  // The untouched stubs of this module on top of working prerequisites.
-  return {.module = &m, .own = {"stub", m.dir}, .base_name = "solution", .base_root = course.root / "solutions"};
+// One run of verify: a variant's checks, observed, then judged.
+struct Job {
+  const Module* module = nullptr;
+  TestTarget target;
+  std::vector<std::string> only_checks;
+  std::string variant;
+  bool sanitize = false;
+  const BuildResult* built = nullptr;
+  const BuildResult* judge = nullptr;
+  Report judged, in_process;
+};
+
+// "check x: the judge says passed, the run itself failed with y": both paths must agree, or the
+// check reads student code outside observe(), or depends on something it did not observe.
+std::vector<std::string> disagreements(const Report& judged, const Report& in_process) {
+  std::vector<std::string> out;
+  for (std::size_t i = 0; i < judged.checks.size() && i < in_process.checks.size(); ++i) {
+    const CheckReport& j = judged.checks[i];
+    const CheckReport& p = in_process.checks[i];
+    if (j.status == p.status && j.failure_ids == p.failure_ids) continue;
+    out.push_back(fmt::format("check {}: judged, it {}; in the test program itself, it {}", j.id, describe(j),
+                              describe(p)));
+  }
+  return out;
 }
 
 }  // namespace
@@ -70,10 +93,19 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
   // Stage every mutant, then describe every target at once so the build is configured only once.
   const fs::path build_dir = ws.build_dir("verify");
   std::vector<TestTarget> targets;
-  std::map<const Module*, std::vector<std::pair<Mutant, TestTarget>>> mutants;
+  std::map<const Module*, std::vector<Mutant>> mutants;
+  std::map<const Module*, std::string> stub_notes;
+  std::vector<Job> jobs;
   for (const Module* m : modules) {
-    targets.push_back(solution_target(ws.course, *m));
-    targets.push_back(stub_target(ws.course, *m));
+    const PristineStubs stubs = pristine_stubs(ws, *m);
+    stub_notes[m] = edited_stubs_note(*m, stubs, "verify");
+    const TestTarget stub = pristine_target(ws, *m, stubs);
+    TestTarget solution = solution_target(ws.course, *m);
+    solution.with_sanitized = true;  // the reference must also be clean under the sanitizers
+    targets.push_back(solution);
+    targets.push_back(stub);
+    jobs.push_back({.module = m, .target = solution, .variant = "solution", .sanitize = true});
+    jobs.push_back({.module = m, .target = stub, .variant = "stub"});
     for (auto& mu : load_mutants(ws.course, *m)) {
       const fs::path staged = build_dir / "mutants" / m->name() / mu.id;
       for (const auto& f : m->student_files) {
@@ -82,20 +114,67 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
       }
       TestTarget t{.module = m, .own = {"mutant_" + mu.id, staged}, .base_name = "solution",
                    .base_root = ws.course.root / "solutions"};
+      t.with_device = m->check(mu.check)->device;
+      t.with_sanitized = mu.failure == kMemoryError;
       targets.push_back(t);
-      mutants[m].emplace_back(std::move(mu), t);
+      jobs.push_back({.module = m, .target = t, .only_checks = {mu.check}, .variant = "mutant " + mu.id,
+                      .sanitize = t.with_sanitized});
+      mutants[m].push_back(std::move(mu));
     }
   }
 
+  // Build everything in one Ninja run (both cores busy), then observe and judge on every core.
+  std::vector<BuildResult> built;
+  {
+    const auto lock = lock_build_dir(build_dir);
+    CourseBuild build(ws.course, build_dir, ws.kiln_home);
+    std::vector<TestTarget> wanted;
+    for (const auto& j : jobs) wanted.push_back(j.target);
+    std::fputs(fmt::format("Building {} variant{} of {} module{}...\n", wanted.size(), wanted.size() == 1 ? "" : "s",
+                           modules.size(), modules.size() == 1 ? "" : "s").c_str(), stdout);
+    std::fflush(stdout);
+    built = build.build_many(targets, wanted);
+  }
+  std::map<const Module*, const BuildResult*> judges;
+  for (std::size_t i = 0; i < jobs.size(); ++i) {
+    jobs[i].built = &built[i];
+    if (jobs[i].variant == "stub") judges[jobs[i].module] = &built[i];
+  }
+  for (auto& j : jobs) j.judge = judges[j.module];
+
+  GradeOptions base;
+  base.run.limits = default_limits();
+  base.run.env = {{"KILN_SEED", std::to_string(cmd.seed)}};
+  std::atomic<std::size_t> next{0};
+  auto worker = [&] {
+    for (std::size_t i; (i = next++) < jobs.size();) {
+      Job& j = jobs[i];
+      GradeOptions options = base;
+      options.only_checks = j.only_checks;
+      options.sanitize = j.sanitize && j.only_checks.empty();
+      options.sanitized_only = j.sanitize && !j.only_checks.empty();  // a memory mutant: straight to the sanitizers
+      if (j.judge->ok) options.judge = j.judge;
+      options.in_process = &j.in_process;
+      j.judged = run_built_target(ws, build_dir, *j.built, j.target, options, j.variant);
+      if (!j.judge->ok) j.in_process = j.judged;
+    }
+  };
+  std::vector<std::thread> pool;
+  const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
+  for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+
   Verdicts v{use_color()};
-  GradeOptions options;
-  options.run.limits = default_limits();
+  std::size_t at = 0;
   for (const Module* m : modules) {
     std::fputs(fmt::format("Module {} · {}\n", m->number_text(), m->title).c_str(), stdout);
-
-    const Report solution = grade_target(ws, build_dir, targets, solution_target(ws.course, *m), options, "solution");
-    if (solution.all_passed()) {
-      v.pass(fmt::format("reference solution passes all {} checks{}", solution.passed_count(), skipped_note(solution)));
+    if (!stub_notes[m].empty()) v.not_here(stub_notes[m]);
+    const Job& solution_job = jobs[at++];
+    const Job& stub_job = jobs[at++];
+    const Report& solution = solution_job.judged;
+    if (solution.all_passed() && solution_job.in_process.all_passed()) {
+      v.pass(fmt::format("reference solution passes all {} checks, judged{}", solution.passed_count(),
+                         skipped_note(solution)));
     } else if (solution.build_error) {
       v.fail(fmt::format("reference solution does not compile: {}:{}: {}", solution.build_error->file.generic_string(),
                          solution.build_error->line, solution.build_error->message));
@@ -104,40 +183,55 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
         if (c.status != Status::passed && c.status != Status::skipped)
           v.fail(fmt::format("reference solution: check {} {}", c.id, describe(c)));
     }
+    for (const auto& d : disagreements(solution, solution_job.in_process)) v.fail("reference solution: " + d);
 
-    const Report stubs = grade_target(ws, build_dir, targets, stub_target(ws.course, *m), options, "stub");
+    const Report& stubs = stub_job.judged;
     if (stubs.build_error) {
       v.fail(fmt::format("untouched stubs do not compile: {}:{}: {}", stubs.build_error->file.generic_string(),
                          stubs.build_error->line, stubs.build_error->message));
-    } else if (stubs.passed_count() == 0) {
-      v.pass(fmt::format("no check passes on the untouched stubs (0 of {})", stubs.checks.size()));
+    } else if (stubs.passed_count() == 0 && stub_job.in_process.passed_count() == 0) {
+      v.pass(fmt::format("no check passes on the untouched stubs (0 of {}), judged or not", stubs.checks.size()));
     } else {
       for (const auto& c : stubs.checks)
         if (c.status == Status::passed) v.fail(fmt::format("check {} passes on the untouched stubs", c.id));
+      for (const auto& c : stub_job.in_process.checks)
+        if (c.status == Status::passed)
+          v.fail(fmt::format("check {} passes on the untouched stubs in the test program itself", c.id));
     }
 
     std::set<std::string> proven, needs_device;
-    for (const auto& [mu, target] : mutants[m]) {
-      GradeOptions one = options;
-      one.only_checks = {mu.check};
-      const Report r = grade_target(ws, build_dir, targets, target, one, "mutant " + mu.id);
+    for (const auto& mu : mutants[m]) {
+      const Job& job = jobs[at++];
+      const Report& r = job.judged;
       const Failure* failure = m->check(mu.check)->failure(mu.failure);
       if (r.build_error) {
         v.fail(fmt::format("mutant {} does not compile: {}", mu.id, r.build_error->message));
         continue;
       }
       const CheckReport& c = r.checks.front();
+      if (mu.failure == kMemoryError) {
+        if (c.status == Status::memory_error) {
+          v.pass(fmt::format("mutant {} → {}: memory error: {}", mu.id, mu.check, c.summary));
+        } else {
+          v.fail(fmt::format("mutant {} should end {} as a memory error under the sanitizers, but it {}", mu.id,
+                             mu.check, describe(c)));
+        }
+        continue;
+      }
       if (c.status == Status::skipped && m->check(mu.check)->device) {
         needs_device.insert(mu.failure);
         v.not_here(fmt::format("mutant {} → {}: needs a CUDA device, not proven here", mu.id, mu.check));
         continue;
       }
-      if (c.status == Status::failed && c.failure_ids == std::vector<std::string>{mu.failure}) {
+      const auto agree = disagreements(r, job.in_process);
+      if (c.status == Status::failed && c.failure_ids == std::vector<std::string>{mu.failure} && agree.empty()) {
         proven.insert(mu.failure);
         v.pass(fmt::format("mutant {} → {}: \"{}\"", mu.id, mu.check, c.messages.front()));
+      } else if (!agree.empty()) {
+        v.fail(fmt::format("mutant {}: {}", mu.id, agree.front()));
       } else {
-        v.fail(fmt::format("mutant {} should fail {} with \"{}\" ({}), but it {}", mu.id, mu.check, failure->message,
-                           mu.failure, describe(c)));
+        v.fail(fmt::format("mutant {} should fail {} with \"{}\" ({}), but judged it {}", mu.id, mu.check,
+                           failure->message, mu.failure, describe(c)));
       }
     }
 
@@ -156,10 +250,10 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
       }
     }
     if (catalogued > 0 && static_cast<int>(proven.size()) == catalogued) {
-      v.pass(fmt::format("all {} catalogued failures are proven by mutants", catalogued));
+      v.pass(fmt::format("all {} catalogued failures are proven by mutants, judged", catalogued));
     } else if (catalogued > 0 && static_cast<int>(proven.size() + needs_device.size()) == catalogued) {
-      v.pass(fmt::format("{} of {} catalogued failures are proven by mutants; the other {} can only be proven on a "
-                         "CUDA device",
+      v.pass(fmt::format("{} of {} catalogued failures are proven by mutants, judged; the other {} can only be proven "
+                         "on a CUDA device",
                          proven.size(), catalogued, needs_device.size()));
     }
     std::fputs("\n", stdout);

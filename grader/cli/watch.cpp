@@ -2,6 +2,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <ctime>
 #include <cstdio>
 #include <map>
 #include <thread>
@@ -26,8 +27,19 @@ int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
     return out;
   };
   auto last = stamps();
+  std::string changed;  // what the last save touched
   for (;;) {
+    // Each run is marked, so that one report is never mistaken for the one before: the screen is
+    // cleared on a terminal, and a rule names the time and the file that changed.
     if (use_color()) std::fputs("\033[2J\033[H", stdout);
+    const std::time_t now_t = std::time(nullptr);
+    char clock[16];
+    std::strftime(clock, sizeof clock, "%H:%M:%S", std::localtime(&now_t));
+    std::string title = fmt::format(" {} · {} ", clock, changed.empty() ? "first check" : changed + " changed");
+    const std::size_t width = terminal_width();
+    std::string rule = "──" + title;
+    for (std::size_t n = title.size() + 2; n < width; ++n) rule += "─";
+    std::fputs((rule + "\n").c_str(), stdout);
     try {
       run_check(ws, cmd);
     } catch (const CourseError& e) {
@@ -42,6 +54,9 @@ int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
       std::this_thread::sleep_for(std::chrono::duration<double>(interval_s));
       auto now = stamps();
       if (now != last) {
+        changed.clear();
+        for (const auto& [file, stamp] : now)
+          if (last[file] != stamp) changed = fs::relative(file, ws.course.root).generic_string();
         last = now;
         // An editor may write in several steps: let the file settle.
         std::this_thread::sleep_for(std::chrono::milliseconds(100));

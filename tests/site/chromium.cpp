@@ -32,6 +32,22 @@ double now_s() {
 
 }  // namespace
 
+std::string Chromium::find() {
+  if (const char* chosen = std::getenv("KILN_CHROMIUM"); chosen && *chosen) return chosen;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path ? path : "/usr/bin:/bin";
+  for (std::size_t start = 0; start <= dirs.size();) {
+    const std::size_t end = std::min(dirs.find(':', start), dirs.size());
+    const std::string dir = dirs.substr(start, end - start);
+    for (const char* name : {"chromium", "chromium-browser"}) {
+      const std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+      if (access(candidate.c_str(), X_OK) == 0) return candidate;
+    }
+    start = end + 1;
+  }
+  return "";
+}
+
 Chromium::Chromium(const std::string& binary, int width, int height) {
   if (binary.empty() || access(binary.c_str(), X_OK) != 0)
     throw std::runtime_error("chromium not found ('" + binary + "'): install Debian's chromium (bin/packages.txt lists it)");

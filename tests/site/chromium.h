@@ -17,6 +17,9 @@ class Chromium {
  public:
   // Starts `binary` with a fresh profile. Throws std::runtime_error when it cannot.
   explicit Chromium(const std::string& binary, int width = 1280, int height = 900);
+  // The browser to use: $KILN_CHROMIUM, else chromium on the PATH, looked up when asked (a build
+  // configured before chromium was installed still finds it).
+  static std::string find();
   ~Chromium();
   Chromium(const Chromium&) = delete;
   Chromium& operator=(const Chromium&) = delete;

@@ -13,7 +13,7 @@ int main(int argc, char** argv) {
   }
   try {
     const int width = std::stoi(argv[3]), height = std::stoi(argv[4]);
-    kiln::site_test::Chromium browser(KILN_CHROMIUM, width, height);
+    kiln::site_test::Chromium browser(kiln::site_test::Chromium::find(), width, height);
     browser.resize(width, height, width < 600);
     for (const auto& p : browser.open(argv[2])) std::fprintf(stderr, "site-shot: %s\n", p.c_str());
     if (argc > 5 && std::string(argv[5]).rfind("js:", 0) == 0) {  // a script to run first, e.g. to open the menu

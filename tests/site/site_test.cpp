@@ -115,7 +115,7 @@ class SiteBrowser : public ::testing::Test {
     build_output_ = built.out + built.err;
     if (!built.ok()) return;
     try {
-      browser_ = std::make_unique<Chromium>(KILN_CHROMIUM);
+      browser_ = std::make_unique<Chromium>(Chromium::find());
       for (const auto& entry : fs::directory_iterator(out_)) {
         if (entry.path().extension() != ".html") continue;
         Visit v;
@@ -266,7 +266,7 @@ TEST(SiteGeneration, AChangedFailureMessageAppearsOnThePageAfterARebuild) {
   };
   ProcessResult r = build_site(root, out);
   ASSERT_TRUE(r.ok()) << r.out << r.err;
-  Chromium browser(KILN_CHROMIUM);
+  Chromium browser(Chromium::find());
   json before = shown(browser);
   ASSERT_TRUE(before.contains("adds/wrong_sum")) << before.dump();
   EXPECT_EQ(collapse(before["adds/wrong_sum"]["message"]), old_message);

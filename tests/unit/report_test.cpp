@@ -64,7 +64,7 @@ TEST(RenderSkipped, CountsNeitherPassedNorFailedAndSaysWhy) {
   r.checks.push_back(CheckReport{.id = "on_gpu", .device = true, .status = Status::skipped,
                                  .summary = "no CUDA device: the CUDA runtime found no GPU on this machine"});
   const std::string text = render_text(r, {});
-  EXPECT_NE(text.find("1/4 points · 1 of 3 checks pass · 1 skipped"), std::string::npos) << text;
+  EXPECT_NE(text.find("1/4 points · 1 of 4 checks pass · 1 skipped"), std::string::npos) << text;
   EXPECT_NE(text.find("skipped: no CUDA device: the CUDA runtime found no GPU"), std::string::npos) << text;
 
   const auto gradescope = nlohmann::json::parse(render_gradescope({r}, 1.0));

@@ -1,5 +1,6 @@
-// Tensor comparisons; kept apart from report_failure so tests without tensors need no Tensor.
+// Inputs, trusted references and tensor comparisons, all on plain data.
 #include <cmath>
+#include <cstdlib>
 #include <limits>
 
 #include <fmt/format.h>
@@ -8,118 +9,178 @@
 
 namespace kiln::testing {
 
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low, float high) {
-  WichmannHill generator(seed);
-  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
-  for (float& v : values) v = low + (high - low) * static_cast<float>(generator.next());
-  return Tensor(shape, values);
-}
-
-double weighted_sum(const Tensor& y, const Tensor& weights) {
-  const std::vector<float> ys = y.to_vector();
-  const std::vector<float> ws = weights.to_vector();
-  double total = 0.0;
-  for (std::size_t i = 0; i < ys.size(); ++i) total += static_cast<double>(ys[i]) * ws[i];
-  return total;
-}
-
-Tensor reference_matmul(const Tensor& a, const Tensor& b) {
-  const std::int64_t n = a.shape()[0], k = a.shape()[1], m = b.shape()[1];
-  const std::vector<float> av = a.to_vector(), bv = b.to_vector();
-  std::vector<float> c(static_cast<std::size_t>(n * m));
-  for (std::int64_t row = 0; row < n; ++row) {
-    for (std::int64_t col = 0; col < m; ++col) {
-      double total = 0.0;
-      for (std::int64_t i = 0; i < k; ++i) total += static_cast<double>(av[row * k + i]) * bv[i * m + col];
-      c[static_cast<std::size_t>(row * m + col)] = static_cast<float>(total);
-    }
-  }
-  return Tensor({n, m}, c);
-}
-
-Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
-                        std::size_t i, const Tensor& weights, float eps) {
-  std::vector<float> gradient(static_cast<std::size_t>(values[i].numel()));
-  for (std::size_t j = 0; j < gradient.size(); ++j) {
-    std::vector<Tensor> plus = values;
-    std::vector<Tensor> minus = values;
-    std::vector<float> up = values[i].to_vector();
-    std::vector<float> down = up;
-    up[j] += eps;
-    down[j] -= eps;
-    plus[i] = Tensor(values[i].shape(), up);
-    minus[i] = Tensor(values[i].shape(), down);
-    const double difference = weighted_sum(f(plus), weights) - weighted_sum(f(minus), weights);
-    gradient[j] = static_cast<float>(difference / (2.0 * static_cast<double>(eps)));
-  }
-  return Tensor(values[i].shape(), gradient);
-}
-
-std::string Comparison::describe() const {
-  if (!shapes_match) return "the shapes differ";
-  return fmt::format("largest difference {} at {}: got {}, expected {}", format_number(max_abs_diff),
-                     to_string(where), format_number(actual_value), format_number(expected_value));
-}
-
 namespace {
+
+std::uint64_t splitmix(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
 
 // Row-major index of the flat position `flat` in `shape`.
 Shape unravel(std::int64_t flat, const Shape& shape) {
   Shape index(shape.size());
   for (std::size_t d = shape.size(); d-- > 0;) {
-    index[d] = flat % shape[d];
-    flat /= shape[d];
+    index[d] = shape[d] ? flat % shape[d] : 0;
+    flat = shape[d] ? flat / shape[d] : 0;
   }
   return index;
 }
 
 }  // namespace
 
-Comparison compare(const Tensor& actual, const Tensor& expected, double atol, double rtol) {
+Tensor TensorData::tensor() const { return Tensor(shape, values); }
+
+std::uint64_t run_seed() {
+  static const std::uint64_t seed = [] {
+    const char* text = std::getenv("KILN_SEED");
+    return text && *text ? std::strtoull(text, nullptr, 0) : 0x6b696c6eULL;  // "kiln"
+  }();
+  return seed;
+}
+
+Generator::Generator(std::uint64_t stream) {
+  std::uint64_t mix = run_seed();
+  state_ = splitmix(mix) ^ stream * 0xd1b54a32d192ed03ULL;
+}
+
+std::uint64_t Generator::next() { return splitmix(state_); }
+
+double Generator::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+float Generator::uniform(float low, float high) {
+  const float v = low + (high - low) * static_cast<float>(uniform());
+  return v < high ? v : std::nextafter(high, low);  // rounding must not reach high
+}
+
+std::int64_t Generator::below(std::int64_t bound) {
+  return bound <= 0 ? 0 : static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(bound));
+}
+
+Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low, float high) {
+  Generator generator(stream);
+  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
+  for (float& v : values) v = generator.uniform(low, high);
+  return Tensor(shape, values);
+}
+
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream) {
+  Generator generator(stream);
+  std::vector<std::int64_t> out(count);
+  for (auto& v : out) v = generator.below(bound);
+  return out;
+}
+
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream) {
+  Generator generator(stream);
+  std::vector<std::int64_t> out(count);
+  for (auto& v : out) v = low + generator.below(high - low);
+  return out;
+}
+
+double weighted_sum(const TensorData& y, const TensorData& weights) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < y.values.size() && i < weights.values.size(); ++i)
+    total += static_cast<double>(y.values[i]) * weights.values[i];
+  return total;
+}
+
+TensorData reference_matmul(const TensorData& a, const TensorData& b) {
+  const std::int64_t n = a.shape.at(0), k = a.shape.at(1), m = b.shape.at(1);
+  std::vector<float> c(static_cast<std::size_t>(n * m));
+  for (std::int64_t row = 0; row < n; ++row) {
+    for (std::int64_t col = 0; col < m; ++col) {
+      double total = 0.0;
+      for (std::int64_t i = 0; i < k; ++i)
+        total += static_cast<double>(a.values[row * k + i]) * b.values[i * m + col];
+      c[static_cast<std::size_t>(row * m + col)] = static_cast<float>(total);
+    }
+  }
+  return data_of({n, m}, c);
+}
+
+TensorData reference_matmul(const Tensor& a, const Tensor& b) { return reference_matmul(data_of(a), data_of(b)); }
+
+TensorData numeric_gradient(const std::function<TensorData(const std::vector<TensorData>&)>& f,
+                            const std::vector<TensorData>& values, std::size_t i, const TensorData& weights,
+                            float eps) {
+  std::vector<float> gradient(values[i].values.size());
+  for (std::size_t j = 0; j < gradient.size(); ++j) {
+    std::vector<TensorData> plus = values, minus = values;
+    plus[i].values[j] += eps;
+    minus[i].values[j] -= eps;
+    const double difference = weighted_sum(f(plus), weights) - weighted_sum(f(minus), weights);
+    gradient[j] = static_cast<float>(difference / (2.0 * static_cast<double>(eps)));
+  }
+  return data_of(values[i].shape, gradient);
+}
+
+std::string Comparison::describe() const {
+  if (!shapes_match) return "the shapes differ";
+  const auto [got, expected] = format_pair(actual_value, expected_value);
+  return fmt::format("largest difference {} at {}: got {}, expected {}", format_number(max_abs_diff), to_string(where),
+                     got, expected);
+}
+
+Comparison compare(const TensorData& actual, const TensorData& expected, double atol, double rtol) {
   Comparison result;
-  if (actual.shape() != expected.shape()) {
+  if (actual.shape != expected.shape || actual.values.size() != expected.values.size()) {
     result.shapes_match = false;
     result.close = false;
     result.max_abs_diff = std::numeric_limits<double>::infinity();
     return result;
   }
-  const std::vector<float> a = actual.to_vector();
-  const std::vector<float> e = expected.to_vector();
+  const std::vector<float>& a = actual.values;
+  const std::vector<float>& e = expected.values;
   double worst_excess = -1.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    const double diff = std::isnan(a[i]) || std::isnan(e[i])
-                            ? std::numeric_limits<double>::infinity()
-                            : std::fabs(static_cast<double>(a[i]) - e[i]);
+    const double diff = std::isnan(a[i]) || std::isnan(e[i]) ? std::numeric_limits<double>::infinity()
+                                                             : std::fabs(static_cast<double>(a[i]) - e[i]);
     const double allowed = atol + rtol * std::fabs(static_cast<double>(e[i]));
-    if (diff > allowed) result.close = false;
+    if (!(diff <= allowed)) result.close = false;
     // Report the largest difference; among elements out of tolerance prefer the worst excess.
     const double excess = diff - allowed;
     if (diff > result.max_abs_diff || (excess > 0 && excess > worst_excess && diff >= result.max_abs_diff)) {
       result.max_abs_diff = diff;
-      result.where = unravel(static_cast<std::int64_t>(i), actual.shape());
+      result.where = unravel(static_cast<std::int64_t>(i), actual.shape);
       result.actual_value = a[i];
       result.expected_value = e[i];
       worst_excess = excess;
     }
   }
-  if (result.where.empty() && !a.empty()) result.where = unravel(0, actual.shape());
+  if (result.where.empty() && !a.empty()) result.where = unravel(0, actual.shape);
   return result;
 }
 
-bool expect_close(const char* file, int line, const Tensor& actual, const Tensor& expected,
-                  double atol, std::string_view failure_id, double rtol) {
-  const Comparison c = compare(actual, expected, atol, rtol);
+bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const TensorData& expected,
+                  double atol, std::string_view failure_id, double rtol, const Params& extra) {
+  auto with = [&](Params p) {
+    p.insert(p.end(), extra.begin(), extra.end());
+    return p;
+  };
+  if (!actual.ok()) {
+    report_failure(file, line, failure_id, with({{"difference", "(it threw)"}, {"where", "-"}}),
+                   "unexpected error: " + actual.describe_error());
+    return false;
+  }
+  const Comparison c = compare(*actual, expected, atol, rtol);
   if (c.close) return true;
   if (!c.shapes_match) {
-    report_failure(file, line, failure_id, {{"difference", "inf"}, {"where", "-"}},
-                   fmt::format("got shape {}, expected shape {}", to_string(actual.shape()),
-                               to_string(expected.shape())));
+    report_failure(file, line, failure_id, with({{"difference", "inf"}, {"where", "-"}}),
+                   fmt::format("{} has shape {}, expected shape {}", actual.call(), to_string(actual->shape),
+                               to_string(expected.shape)));
   } else {
     report_failure(file, line, failure_id,
-                   {{"difference", format_number(c.max_abs_diff)}, {"where", to_string(c.where)}},
-                   c.describe());
+                   with({{"difference", format_number(c.max_abs_diff)}, {"where", to_string(c.where)}}),
+                   actual.call() + ": " + c.describe());
   }
   return false;
+}
+
+bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const Tensor& expected,
+                  double atol, std::string_view failure_id, double rtol, const Params& extra) {
+  return expect_close(file, line, actual, data_of(expected), atol, failure_id, rtol, extra);
 }
 
 }  // namespace kiln::testing

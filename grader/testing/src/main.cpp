@@ -1,31 +1,111 @@
-// main() of every module test binary. Besides GoogleTest's own output it streams one JSON line
-// per event to the descriptor KILN_RESULTS_FD (or the file KILN_RESULTS), written with write(2) as each check starts and
-// ends, so that a check that crashes, hangs or exits the process early still leaves the results
-// of the checks before it, and the grader knows which check was running. Each event carries the
-// token the grader wrote to standard input, so lines forged by the code under test (which does not
-// know the token) are ignored.
-#include <fcntl.h>
+// main() of every module test binary.
+//
+// With KILN_RESULTS_FD set, it streams one JSON line per event to that descriptor as the checks
+// run: a check's start, each of its observations (kiln/observe.h), and its end. A check that
+// crashes, hangs or ends the process early still leaves what came before it, and the grader knows
+// which check was running. Nothing in this stream is trusted by `grader grade`: there only the
+// observations count, and the judge decides what they are worth.
+//
+// With KILN_JUDGE set (a file of observations the grader wrote), the program is the judge: every
+// observe() returns the next recorded observation instead of calling anything.
+#include <execinfo.h>
+#include <signal.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
-#include <iostream>
+#include <cstring>
+#include <map>
 #include <string>
-#include <utility>
 
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "session.h"
+
 namespace {
+
+namespace session = kiln::testing::session;
+
+// Where a crash or a hang happened, for the grader: the return addresses of the stack, written
+// to standard error between marker lines (the grader turns them into functions and lines).
+void write_frames(const char* marker) {
+  void* frames[64];
+  const int n = backtrace(frames, 64);
+  (void)!write(STDERR_FILENO, marker, std::strlen(marker));
+  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  constexpr char end[] = "[kiln-frames-end]\n";
+  (void)!write(STDERR_FILENO, end, sizeof end - 1);
+}
+
+void on_crash(int signal) {
+  write_frames("[kiln-frames]\n");
+  raise(signal);  // the handler was reset: the process ends by the signal itself
+}
+
+// A check that overran its time: say where it was, then end with the code the grader reads as
+// "stopped while running".
+constexpr int kStuckExit = 85;
+void on_stuck(int) {
+  write_frames("[kiln-stuck]\n");
+  _exit(kStuckExit);
+}
+
+void install_handlers(bool crashes) {
+  static char alternate[1 << 16];  // a stack overflow needs a stack to report on
+  stack_t stack{};
+  stack.ss_sp = alternate;
+  stack.ss_size = sizeof alternate;
+  sigaltstack(&stack, nullptr);
+  void* warm[1];
+  backtrace(warm, 1);  // loads the unwinder now, not inside a signal handler
+  struct sigaction action{};
+  action.sa_handler = on_crash;
+  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  if (crashes)
+    for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &action, nullptr);
+  struct sigaction stuck{};
+  stuck.sa_handler = on_stuck;
+  stuck.sa_flags = SA_ONSTACK;
+  sigaction(SIGALRM, &stuck, nullptr);
+}
+
+// KILN_CHECK_TIMEOUTS="Suite.Name=10;Other.Name=3": each check's time, after which it reports
+// where it is. The grader's own deadline comes a little later and does not depend on this.
+std::map<std::string, double> check_timeouts() {
+  std::map<std::string, double> out;
+  const char* text = std::getenv("KILN_CHECK_TIMEOUTS");
+  if (!text) return out;
+  std::string all = text;
+  for (std::size_t start = 0; start < all.size();) {
+    const std::size_t end = std::min(all.find(';', start), all.size());
+    const std::string item = all.substr(start, end - start);
+    const auto eq = item.find('=');
+    if (eq != std::string::npos) out[item.substr(0, eq)] = std::atof(item.c_str() + eq + 1);
+    start = end + 1;
+  }
+  return out;
+}
+
+void arm(double seconds) {
+  itimerval timer{};
+  timer.it_value.tv_sec = static_cast<time_t>(seconds);
+  timer.it_value.tv_usec = static_cast<suseconds_t>((seconds - static_cast<double>(timer.it_value.tv_sec)) * 1e6);
+  setitimer(ITIMER_REAL, &timer, nullptr);
+}
 
 class ResultStream : public ::testing::EmptyTestEventListener {
  public:
-  ResultStream(int fd, std::string token) : fd_(fd), token_(std::move(token)) {}
+  explicit ResultStream(bool judging) : judging_(judging), timeouts_(check_timeouts()) {}
 
   void OnTestStart(const ::testing::TestInfo& info) override {
+    if (const auto t = timeouts_.find(name(info)); t != timeouts_.end() && t->second > 0) arm(t->second);
     failures_ = nlohmann::json::array();
     started_ = std::chrono::steady_clock::now();
-    emit({{"event", "start"}, {"test", name(info)}});
+    session::begin_check(name(info));
+    session::emit({{"event", "start"}, {"test", name(info)}});
   }
 
   void OnTestPartResult(const ::testing::TestPartResult& part) override {
@@ -37,14 +117,32 @@ class ResultStream : public ::testing::EmptyTestEventListener {
   }
 
   void OnTestEnd(const ::testing::TestInfo& info) override {
+    arm(0);
     const auto elapsed = std::chrono::steady_clock::now() - started_;
     const auto* result = info.result();
-    emit({{"event", "end"},
-          {"test", name(info)},
-          {"passed", result->Passed()},
-          {"skipped", result->Skipped()},
-          {"ms", std::chrono::duration<double, std::milli>(elapsed).count()},
-          {"failures", failures_}});
+    const session::CheckEnd end = session::end_check();
+    nlohmann::json event = {{"event", "end"},
+                            {"test", name(info)},
+                            {"passed", result->Passed()},
+                            {"skipped", result->Skipped()},
+                            {"ms", std::chrono::duration<double, std::milli>(elapsed).count()},
+                            {"failures", failures_}};
+    if (!end.unobserved.empty()) event["unobserved"] = end.unobserved;
+    if (!end.stub.empty()) event["not_written"] = end.stub;
+    if (judging_ && end.unobserved.empty() && !end.stub_replayed) {
+      // In the judge a stub is only ever reached through an observation; one reached directly
+      // means the check called student code outside observe().
+      for (const auto& f : failures_) {
+        const std::string message = f.value("message", "");
+        const auto at = message.find("not written yet: ");
+        if (at != std::string::npos) {
+          event["judge_error"] = "the check called student code outside observe(): " +
+                                 message.substr(at, message.find('\n', at) - at);
+          break;
+        }
+      }
+    }
+    session::emit(std::move(event));
   }
 
  private:
@@ -52,19 +150,8 @@ class ResultStream : public ::testing::EmptyTestEventListener {
     return std::string(info.test_suite_name()) + "." + info.name();
   }
 
-  void emit(nlohmann::json event) {
-    event["token"] = token_;
-    const std::string line = event.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace) + "\n";
-    std::size_t written = 0;
-    while (written < line.size()) {
-      const ssize_t n = ::write(fd_, line.data() + written, line.size() - written);
-      if (n <= 0) return;
-      written += static_cast<std::size_t>(n);
-    }
-  }
-
-  int fd_;
-  std::string token_;
+  bool judging_;
+  std::map<std::string, double> timeouts_;
   nlohmann::json failures_ = nlohmann::json::array();
   std::chrono::steady_clock::time_point started_;
 };
@@ -73,14 +160,19 @@ class ResultStream : public ::testing::EmptyTestEventListener {
 
 int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
-  int fd = -1;
-  std::string token;
-  if (const char* number = std::getenv("KILN_RESULTS_FD")) {
-    fd = std::atoi(number);  // a pipe the grader reads as the checks run
-    std::getline(std::cin, token);
-  } else if (const char* path = std::getenv("KILN_RESULTS")) {
-    fd = ::open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
+  bool judging = false;
+  if (const char* path = std::getenv("KILN_JUDGE"); path && *path) {
+    if (const auto error = session::load_observations(path)) {
+      std::fprintf(stderr, "kiln judge: %s\n", error->c_str());
+      return 3;
+    }
+    judging = true;
   }
-  if (fd >= 0) ::testing::UnitTest::GetInstance()->listeners().Append(new ResultStream(fd, token));
+  if (const char* number = std::getenv("KILN_RESULTS_FD"); number && *number) {
+    session::open_channel(std::atoi(number));  // a pipe the grader reads as the checks run
+  }
+  // Under the sanitizers their own reports say where a crash happened; otherwise these handlers do.
+  if (!judging) install_handlers(!std::getenv("KILN_SANITIZED"));
+  ::testing::UnitTest::GetInstance()->listeners().Append(new ResultStream(judging));
   return RUN_ALL_TESTS();
 }

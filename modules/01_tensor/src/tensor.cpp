@@ -25,7 +25,8 @@ Shape contiguous_strides(const Shape& shape) {
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
   // Align the shapes at their last dimension (a missing leading size counts as 1). Sizes are
-  // compatible when equal or when one is 1; the result takes the larger.
+  // compatible when equal or when one is 1, and a 1 takes the other size, whatever it is: (0, 3)
+  // with (1, 3) is (0, 3), so "the larger" is not the rule.
   // (256, 256, 3) with (3) -> (256, 256, 3); (3, 1) with (1, 3) -> (3, 3).
   // Otherwise throw ShapeError naming both shapes: (2, 3) with (4).
   throw kiln::NotImplemented();

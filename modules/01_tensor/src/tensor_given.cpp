@@ -41,7 +41,10 @@ Tensor::Tensor(Shape shape, std::vector<float> values) {
     throw ShapeError("shape " + to_string(shape) + " holds " + std::to_string(count) +
                      " elements, but " + std::to_string(values.size()) + " values were given");
   }
-  strides_ = contiguous_strides(shape);
+  // Row-major: computed here rather than by your contiguous_strides, so that a tensor can be built
+  // (by the checks, for one) before that function is written.
+  strides_.assign(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) strides_[d - 1] = strides_[d] * shape[d];
   shape_ = std::move(shape);
   storage_ = std::make_shared<std::vector<float>>(std::move(values));
 }

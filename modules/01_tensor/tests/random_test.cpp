@@ -1,6 +1,9 @@
 // Check of module 01: the Wichmann-Hill generator. The golden values are those of the source
 // notebook (Python floats), so the generator must agree to the last bit or two.
 #include <array>
+#include <cstdint>
+#include <tuple>
+#include <vector>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -11,8 +14,14 @@
 namespace kiln {
 namespace {
 
-std::string state_text(const std::array<int, 3>& s) {
-  return "(" + std::to_string(s[0]) + ", " + std::to_string(s[1]) + ", " + std::to_string(s[2]) + ")";
+using testing::observe;
+
+using State = std::vector<std::int64_t>;
+
+std::string state_text(const State& s) {
+  std::string out = "(";
+  for (std::size_t i = 0; i < s.size(); ++i) out += (i ? ", " : "") + std::to_string(s[i]);
+  return out + ")";
 }
 
 std::string digits(double value) {
@@ -21,56 +30,85 @@ std::string digits(double value) {
   return buffer;
 }
 
+State state_of(const WichmannHill& g) {
+  const auto s = g.state();
+  return {s[0], s[1], s[2]};
+}
+
+// The state WichmannHill(seed) must start in, and the draws that must follow, worked out here.
+State seeded(std::uint64_t seed) {
+  State s(3);
+  s[0] = static_cast<std::int64_t>(seed % 30268) + 1;
+  seed /= 30268;
+  s[1] = static_cast<std::int64_t>(seed % 30306) + 1;
+  seed /= 30306;
+  s[2] = static_cast<std::int64_t>(seed % 30322) + 1;
+  return s;
+}
+double step(State& s) {
+  s = {171 * s[0] % 30269, 172 * s[1] % 30307, 170 * s[2] % 30323};
+  return std::fmod(s[0] / 30269.0 + s[1] / 30307.0 + s[2] / 30323.0, 1.0);
+}
+
 TEST(Random, WichmannHill) {
   constexpr std::uint64_t kSeed = 457428938475;
-  const std::array<int, 3> golden_state = {4976, 20238, 499};
+  const State golden_state = {4976, 20238, 499};
   // The next four draws after seeding (three in the notebook, the fourth from its fork example).
-  const std::array<double, 4> golden_draws = {0.7645251082582081, 0.7920889799553945, 0.06912886811267205,
-                                              0.9559050644103264};
+  const std::vector<double> golden_draws = {0.7645251082582081, 0.7920889799553945, 0.06912886811267205,
+                                            0.9559050644103264};
   constexpr double kTolerance = 1e-15;  // a different summation order may move the last bit
 
-  WichmannHill generator(kSeed);
-  const std::array<int, 3> state = generator.state();
-  KILN_EXPECT(state == golden_state, "seed_split_wrong", {},
-              "seed 457428938475 gave the state " + state_text(state) + ", expected (4976, 20238, 499)");
-  KILN_EXPECT(WichmannHill(0).state() == (std::array<int, 3>{1, 1, 1}), "seed_split_wrong", {},
-              "seed 0 gave the state " + state_text(WichmannHill(0).state()) + ", expected (1, 1, 1)");
-
-  if (state == golden_state) {
-    for (std::size_t i = 0; i < golden_draws.size(); ++i) {
-      const double draw = generator.next();
-      KILN_EXPECT(std::fabs(draw - golden_draws[i]) <= kTolerance, "draw_wrong", {},
-                  "draw " + std::to_string(i + 1) + " after seeding with 457428938475 was " + digits(draw) +
-                      ", expected " + digits(golden_draws[i]));
-    }
-  } else {
-    // Seeding is wrong (reported above); still judge next() on whatever state it produced, by
-    // the recurrence itself, so that the two failures are reported independently.
-    std::array<int, 3> s = state;
-    for (int i = 0; i < 4; ++i) {
-      s = {171 * s[0] % 30269, 172 * s[1] % 30307, 170 * s[2] % 30323};
-      const double expected = std::fmod(s[0] / 30269.0 + s[1] / 30307.0 + s[2] / 30323.0, 1.0);
-      const double draw = generator.next();
-      KILN_EXPECT(std::fabs(draw - expected) <= kTolerance, "draw_wrong", {},
-                  "from the state " + state_text(state) + ", draw " + std::to_string(i + 1) + " was " +
-                      digits(draw) + ", expected " + digits(expected));
-    }
+  // Seeding: the notebook's seed, 0, and a seed of this run.
+  const std::uint64_t run_seed = testing::Generator(111).next() >> 8;
+  for (const auto& [seed, expected] : std::vector<std::pair<std::uint64_t, State>>{
+           {kSeed, golden_state}, {0, {1, 1, 1}}, {run_seed, seeded(run_seed)}}) {
+    const auto state = observe("WichmannHill(" + std::to_string(seed) + ").state()",
+                               [seed = seed] { return state_of(WichmannHill(seed)); });
+    if (!KILN_EXPECT_OK(state, "seed_split_wrong")) return;
+    KILN_EXPECT(*state == expected, "seed_split_wrong", {},
+                state.call() + " gave " + state_text(*state) + ", expected " + state_text(expected));
   }
-  // The states advance by their own multipliers: from (4976, 20238, 499) one step gives
-  // (171·4976 mod 30269, 172·20238 mod 30307, 170·499 mod 30323).
-  WichmannHill stepped(kSeed);
-  stepped.next();
-  if (state == golden_state) {
-    const std::array<int, 3> expected = {171 * 4976 % 30269, 172 * 20238 % 30307, 170 * 499 % 30323};
-    KILN_EXPECT(stepped.state() == expected, "draw_wrong", {},
-                "after one draw the state is " + state_text(stepped.state()) + ", expected " + state_text(expected));
+
+  // Drawing, judged by the recurrence itself from whatever state seeding produced, so that the two
+  // failures are reported independently: four draws and the state after them.
+  for (const std::uint64_t seed : {kSeed, run_seed}) {
+    const auto run = observe("four draws from WichmannHill(" + std::to_string(seed) + "), with the state before and after",
+                             [seed] {
+                               WichmannHill g(seed);
+                               const State before = state_of(g);
+                               std::vector<double> draws;
+                               for (int i = 0; i < 4; ++i) draws.push_back(g.next());
+                               return std::make_tuple(before, draws, state_of(g));
+                             });
+    if (!KILN_EXPECT_OK(run, "draw_wrong")) return;
+    const auto& [before, draws, after] = *run;
+    if (before.size() != 3 || draws.size() != 4 || after.size() != 3) {
+      KILN_FAIL("draw_wrong", {}, run.call() + ": the state must have 3 parts");
+      return;
+    }
+    State s = before;
+    for (std::size_t i = 0; i < 4; ++i) {
+      double expected = step(s);
+      if (seed == kSeed && before == golden_state) expected = golden_draws[i];
+      KILN_EXPECT(std::fabs(draws[i] - expected) <= kTolerance, "draw_wrong", {},
+                  "from the state " + state_text(before) + ", draw " + std::to_string(i + 1) + " was " +
+                      digits(draws[i]) + ", expected " + digits(expected));
+    }
+    KILN_EXPECT(after == s, "draw_wrong", {},
+                "after four draws from " + state_text(before) + " the state is " + state_text(after) + ", expected " +
+                    state_text(s));
   }
   // Uniform in [0, 1): a thousand draws stay inside and average close to 1/2.
-  WichmannHill many(kSeed);
+  const auto many = observe("1000 draws from WichmannHill(" + std::to_string(run_seed) + ")", [&] {
+    WichmannHill g(run_seed);
+    std::vector<double> draws;
+    for (int i = 0; i < 1000; ++i) draws.push_back(g.next());
+    return draws;
+  });
+  if (!KILN_EXPECT_OK(many, "draw_wrong")) return;
   double total = 0.0;
-  bool inside = true;
-  for (int i = 0; i < 1000; ++i) {
-    const double draw = many.next();
+  bool inside = many->size() == 1000;
+  for (double draw : *many) {
     inside = inside && draw >= 0.0 && draw < 1.0;
     total += draw;
   }

@@ -1,72 +1,58 @@
 // Checks of module 01: kiln::Tensor. One TEST per check in module.yaml; every failure names a
 // catalogued failure id. Values come from fast.ai's "matrix multiplication from foundations"
-// (m = 1..9, c = 10, 20, 30, a and b) or are worked out by hand in the comments.
+// (m = 1..9, c = 10, 20, 30, a and b), are worked out by hand in the comments, or are drawn from the
+// run's seed and checked against plain loops here.
 //
-// Views in these tests are built with make_view (given) wherever the check is not about the
-// function that would normally make them, so that each check depends on as little as possible.
+// Every value taken from the student's code passes through KILN_OBSERVE / observe() (see
+// kiln/observe.h): the tests judge plain data only. Inputs are built with the given constructor
+// and make_view, which use none of the functions written in this module, so that each check
+// depends on as little as possible.
 #include <cmath>
-#include <optional>
-#include <sstream>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kiln/testing.h"
 
 namespace kiln {
 namespace {
 
+using testing::data_of;
+using testing::list;
+using testing::observe;
+using testing::Observed;
+using testing::random_tensor;
 using testing::report_failure;
+using testing::TensorData;
 
-std::string list(const std::vector<float>& values) {
-  std::ostringstream out;
-  out << '[';
-  for (std::size_t i = 0; i < values.size(); ++i) out << (i ? ", " : "") << values[i];
-  out << ']';
-  return out.str();
-}
-
-// Reports `failure` unless t's elements, in row-major order, are within tol (relative to the
-// expected value, at least 1e-6 absolute) of `expected`. The shape is not compared: checks that
-// care about the shape test it under their own failure.
-bool expect_values(const char* file, int line, const Tensor& t, const std::vector<float>& expected,
+// Reports `failure` unless the observed tensor's elements, in row-major order, are within tol
+// (relative to the expected value, at least 1e-6 absolute) of `expected`. The shape is not
+// compared: checks that care about the shape test it under their own failure.
+bool expect_values(const char* file, int line, const Observed<TensorData>& t, const std::vector<float>& expected,
                    std::string_view failure) {
-  const std::vector<float> got = t.to_vector();
+  if (!testing::expect_ok(file, line, t, failure)) return false;
+  const std::vector<float>& got = t->values;
   bool close = got.size() == expected.size();
   for (std::size_t i = 0; close && i < got.size(); ++i) {
     close = std::fabs(got[i] - expected[i]) <= 1e-6 + 1e-5 * std::fabs(expected[i]);
   }
-  if (!close) {
-    report_failure(file, line, failure, {}, "got " + list(got) + ", expected " + list(expected));
-  }
+  if (!close) report_failure(file, line, failure, {}, t.call() + " gave " + list(got) + ", expected " + list(expected));
   return close;
 }
-// EXPECT_VALUES(tensor, {values...}, failure): variadic so that the braces may hold commas.
-#define EXPECT_VALUES(tensor, ...) expect_values(__FILE__, __LINE__, (tensor), __VA_ARGS__)
+// EXPECT_VALUES(observed, {values...}, failure): variadic so that the braces may hold commas.
+#define EXPECT_VALUES(observed, ...) expect_values(__FILE__, __LINE__, (observed), __VA_ARGS__)
 
-// Reports `failure` unless t has the expected shape.
-bool expect_shape(const char* file, int line, const Tensor& t, const Shape& expected,
+// Reports `failure` unless the observed tensor has the expected shape.
+bool expect_shape(const char* file, int line, const Observed<TensorData>& t, const Shape& expected,
                   std::string_view failure) {
-  if (t.shape() == expected) return true;
-  report_failure(file, line, failure, {{"shape", to_string(t.shape())}},
-                 "got shape " + to_string(t.shape()) + ", expected " + to_string(expected));
+  if (!testing::expect_ok(file, line, t, failure, {{"shape", "an error"}})) return false;
+  if (t->shape == expected) return true;
+  report_failure(file, line, failure, {{"shape", to_string(t->shape)}},
+                 t.call() + " has shape " + to_string(t->shape) + ", expected " + to_string(expected));
   return false;
 }
-#define EXPECT_SHAPE(tensor, expected, failure) expect_shape(__FILE__, __LINE__, (tensor), expected, failure)
-
-// Runs f, which should not throw. A kiln or standard error becomes `failure` (and nullopt); an
-// unwritten stub's NotImplemented passes through so the check reads "not written yet".
-template <class F>
-std::optional<Tensor> attempt(const char* file, int line, F&& f, std::string_view failure) {
-  try {
-    return f();
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    report_failure(file, line, failure, {}, std::string("unexpected error: ") + error.what());
-    return std::nullopt;
-  }
-}
-#define ATTEMPT(expression, failure) attempt(__FILE__, __LINE__, [&] { return (expression); }, failure)
+#define EXPECT_SHAPE(observed, expected, failure) expect_shape(__FILE__, __LINE__, (observed), expected, failure)
 
 // m = [[1, 2, 3], [4, 5, 6], [7, 8, 9]] and c = [10, 20, 30], as in the source notebook.
 Tensor m_matrix() { return Tensor({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9}); }
@@ -74,183 +60,268 @@ Tensor c_vector() { return Tensor({3}, {10, 20, 30}); }
 // x = [[0, 1, 2], [3, 4, 5]]: storage position equals value, so a wrong position shows at once.
 Tensor x_matrix() { return Tensor({2, 3}, {0, 1, 2, 3, 4, 5}); }
 
+// The elements of a view in its own row-major order, read by plain loops (trusted).
+std::vector<float> view_values(const Tensor& base, const Shape& shape, const Shape& strides, std::int64_t offset) {
+  return data_of(make_view(base, shape, strides, offset)).values;
+}
+
 TEST(Tensor, Strides) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 3, 4}, {12, 4, 1}}, {{2, 3}, {3, 1}}, {{5}, {1}}, {{}, {}},
-      {{4, 1, 3}, {3, 3, 1}},  {{2, 2, 2, 2}, {8, 4, 2, 1}},
+      {{4, 1, 3}, {3, 3, 1}},  {{2, 2, 2, 2}, {8, 4, 2, 1}}, {{3, 5, 2}, {10, 2, 1}},
   };
   for (const auto& [shape, expected] : cases) {
-    const Shape got = contiguous_strides(shape);
-    KILN_EXPECT(got == expected, "strides_not_row_major", {{"shape", to_string(shape)}},
-                "contiguous_strides" + to_string(shape) + " gave " + to_string(got) + ", expected " +
-                    to_string(expected));
+    const auto got = observe("contiguous_strides(" + to_string(shape) + ")", [&] { return contiguous_strides(shape); });
+    if (!KILN_EXPECT_OK(got, "strides_not_row_major", {{"shape", to_string(shape)}})) return;
+    KILN_EXPECT(*got == expected, "strides_not_row_major", {{"shape", to_string(shape)}},
+                got.call() + " gave " + to_string(*got) + ", expected " + to_string(expected));
   }
-  // The constructor stores them.
-  const Tensor t({2, 3, 4}, std::vector<float>(24, 0.0f));
-  KILN_EXPECT(t.strides() == Shape({12, 4, 1}), "strides_not_row_major", {{"shape", "(2, 3, 4)"}},
-              "Tensor((2, 3, 4), ...) has strides " + to_string(t.strides()) + ", expected (12, 4, 1)");
+  // A shape of the run's own: sizes 1 to 5 in 2 to 4 dimensions.
+  testing::Generator generator(101);
+  Shape shape(static_cast<std::size_t>(2 + generator.below(3)));
+  for (auto& size : shape) size = 1 + generator.below(5);
+  Shape expected(shape.size(), 1);
+  for (std::size_t d = shape.size(); d-- > 1;) expected[d - 1] = expected[d] * shape[d];
+  const auto got = observe("contiguous_strides(" + to_string(shape) + ")", [&] { return contiguous_strides(shape); });
+  if (KILN_EXPECT_OK(got, "strides_not_row_major", {{"shape", to_string(shape)}}))
+    KILN_EXPECT(*got == expected, "strides_not_row_major", {{"shape", to_string(shape)}},
+                got.call() + " gave " + to_string(*got) + ", expected " + to_string(expected));
 }
 
 TEST(Tensor, ElementAccess) {
-  Tensor x = x_matrix();
-  KILN_EXPECT(x.at({1, 2}) == 5.0f && x.at({0, 1}) == 1.0f && x.at({1, 0}) == 3.0f, "wrong_element", {},
-              "x = [[0, 1, 2], [3, 4, 5]]: x.at({1, 2}) gave " + std::to_string(x.at({1, 2})));
-  // Views with an offset: the second row (offset 3), and the middle column (offset 1, stride 3).
-  const Tensor row = make_view(x, {3}, {1}, 3);
-  Tensor column = make_view(x, {2}, {3}, 1);
-  KILN_EXPECT(row.at({2}) == 5.0f && row.at({0}) == 3.0f, "wrong_element", {},
-              "the row view (shape (3), stride 1, offset 3) gave row.at({2}) = " + std::to_string(row.at({2})) +
-                  ", expected 5");
-  KILN_EXPECT(column.at({1}) == 4.0f, "wrong_element", {},
-              "the column view (shape (2), stride 3, offset 1) gave column.at({1}) = " +
-                  std::to_string(column.at({1})) + ", expected 4");
-  // set writes the shared storage: a write through the view shows in x and the other way round.
-  x.set({1, 0}, 42.0f);
-  KILN_EXPECT(x.at({1, 0}) == 42.0f && row.at({0}) == 42.0f, "wrong_element", {},
-              "after x.set({1, 0}, 42): x.at({1, 0}) = " + std::to_string(x.at({1, 0})) + ", row.at({0}) = " +
-                  std::to_string(row.at({0})));
-  column.set({0}, 7.0f);
-  KILN_EXPECT(x.at({0, 1}) == 7.0f, "wrong_element", {},
-              "after column.set({0}, 7): x.at({0, 1}) = " + std::to_string(x.at({0, 1})) + ", expected 7");
+  // Reads: plain tensor, and views with an offset: the second row (offset 3), the middle column
+  // (offset 1, stride 3).
+  const Tensor x = x_matrix();
+  struct Read {
+    std::string what;
+    Tensor t;
+    Shape index;
+    float expected;
+  };
+  const std::vector<Read> reads = {
+      {"x = [[0, 1, 2], [3, 4, 5]]", x, {1, 2}, 5},
+      {"x", x, {0, 1}, 1},
+      {"x", x, {1, 0}, 3},
+      {"the row view of x (shape (3), stride 1, offset 3)", make_view(x, {3}, {1}, 3), {2}, 5},
+      {"the row view of x (shape (3), stride 1, offset 3)", make_view(x, {3}, {1}, 3), {0}, 3},
+      {"the column view of x (shape (2), stride 3, offset 1)", make_view(x, {2}, {3}, 1), {1}, 4},
+      {"the transpose of x (shape (3, 2), strides (1, 3))", make_view(x, {3, 2}, {1, 3}, 0), {2, 1}, 5},
+  };
+  for (const auto& r : reads) {
+    const auto got = observe(fmt::format("at({}) on {}", to_string(r.index), r.what), [&] { return r.t.at(r.index); });
+    if (!KILN_EXPECT_OK(got, "wrong_element")) return;
+    KILN_EXPECT(*got == r.expected, "wrong_element", {},
+                fmt::format("{} gave {}, expected {}", got.call(), *got, r.expected));
+  }
+  // A random tensor of the run, read at every index.
+  const Tensor r = random_tensor({3, 4}, 102);
+  const TensorData rd = data_of(r);
+  for (std::int64_t i = 0; i < 3; ++i) {
+    for (std::int64_t j = 0; j < 4; ++j) {
+      const auto got = observe(fmt::format("at({{{}, {}}}) on a random (3, 4) tensor", i, j), [&] { return r.at({i, j}); });
+      if (!KILN_EXPECT_OK(got, "wrong_element")) return;
+      if (*got != rd.values[i * 4 + j]) {
+        KILN_FAIL("wrong_element", {}, fmt::format("{} gave {}, expected {}", got.call(), *got, rd.values[i * 4 + j]));
+        return;
+      }
+    }
+  }
+  // set writes the shared storage: a write through a view shows in its base and the other way round.
+  const auto written = observe("x.set({1, 0}, 42), then x.at({1, 0}) and the row view's at({0})", [] {
+    Tensor x = x_matrix();
+    const Tensor row = make_view(x, {3}, {1}, 3);
+    x.set({1, 0}, 42.0f);
+    return std::vector<float>{x.at({1, 0}), row.at({0})};
+  });
+  if (KILN_EXPECT_OK(written, "wrong_element"))
+    KILN_EXPECT(*written == (std::vector<float>{42, 42}), "wrong_element", {},
+                written.call() + " gave " + list(*written) + ", expected [42, 42]");
+  const auto through_view = observe("column.set({0}, 7) on the column view (stride 3, offset 1), then x.at({0, 1})", [] {
+    Tensor x = x_matrix();
+    Tensor column = make_view(x, {2}, {3}, 1);
+    column.set({0}, 7.0f);
+    return x.at({0, 1});
+  });
+  if (KILN_EXPECT_OK(through_view, "wrong_element"))
+    KILN_EXPECT(*through_view == 7.0f, "wrong_element", {},
+                fmt::format("{} gave {}, expected 7", through_view.call(), *through_view));
 
   for (const Shape& bad : {Shape{2, 0}, Shape{0, 3}, Shape{-1, 0}, Shape{0}, Shape{0, 0, 0}}) {
-    KILN_EXPECT_THROWS(x.at(bad), IndexError, "index_not_checked");
+    testing::expect_throws<IndexError>(__FILE__, __LINE__,
+                                       observe("x.at(" + to_string(bad) + ") on shape (2, 3)", [&] { return x.at(bad); }),
+                                       "index_not_checked");
   }
-  KILN_EXPECT_THROWS(x.set({0, 3}, 1.0f), IndexError, "index_not_checked");
-  KILN_EXPECT_THROWS(row.at({3}), IndexError, "index_not_checked");
+  testing::expect_throws<IndexError>(
+      __FILE__, __LINE__, observe("x.set({0, 3}, 1) on shape (2, 3)", [] { x_matrix().set({0, 3}, 1.0f); }),
+      "index_not_checked");
+  const Tensor row = make_view(x, {3}, {1}, 3);
+  testing::expect_throws<IndexError>(__FILE__, __LINE__,
+                                     observe("row.at({3}) on the row view of shape (3)", [&] { return row.at({3}); }),
+                                     "index_not_checked");
 }
 
 TEST(Tensor, ToVectorOfView) {
   const Tensor x = x_matrix();
-  const std::vector<std::pair<std::string, std::pair<Tensor, std::vector<float>>>> cases = {
-      {"x itself", {x, {0, 1, 2, 3, 4, 5}}},
-      {"the transpose of x: shape (3, 2), strides (1, 3)", {make_view(x, {3, 2}, {1, 3}, 0), {0, 3, 1, 4, 2, 5}}},
-      {"the last two columns: shape (2, 2), strides (3, 1), offset 1",
-       {make_view(x, {2, 2}, {3, 1}, 1), {1, 2, 4, 5}}},
-      {"the second row repeated: shape (2, 3), strides (0, 1), offset 3",
-       {make_view(x, {2, 3}, {0, 1}, 3), {3, 4, 5, 3, 4, 5}}},
-      {"the single element 4: shape (), offset 4", {make_view(x, {}, {}, 4), {4}}},
+  struct Case {
+    std::string what;
+    Tensor view;
+    std::vector<float> expected;
   };
-  for (const auto& [what, view_and_values] : cases) {
-    const auto& [view, expected] = view_and_values;
-    const std::vector<float> got = view.to_vector();
-    KILN_EXPECT(got == expected, "view_order_wrong", {},
-                what + ": got " + list(got) + ", expected " + list(expected));
+  const Tensor r = random_tensor({4, 5}, 103);
+  const std::vector<Case> cases = {
+      {"x itself", x, {0, 1, 2, 3, 4, 5}},
+      {"the transpose of x: shape (3, 2), strides (1, 3)", make_view(x, {3, 2}, {1, 3}, 0), {0, 3, 1, 4, 2, 5}},
+      {"the last two columns: shape (2, 2), strides (3, 1), offset 1", make_view(x, {2, 2}, {3, 1}, 1), {1, 2, 4, 5}},
+      {"the second row repeated: shape (2, 3), strides (0, 1), offset 3", make_view(x, {2, 3}, {0, 1}, 3),
+       {3, 4, 5, 3, 4, 5}},
+      {"the single element 4: shape (), offset 4", make_view(x, {}, {}, 4), {4}},
+      {"a random (4, 5) tensor's transpose: shape (5, 4), strides (1, 5)", make_view(r, {5, 4}, {1, 5}, 0),
+       view_values(r, {5, 4}, {1, 5}, 0)},
+      {"every other column of a random (4, 5) tensor: shape (4, 3), strides (5, 2)", make_view(r, {4, 3}, {5, 2}, 0),
+       view_values(r, {4, 3}, {5, 2}, 0)},
+  };
+  for (const auto& c : cases) {
+    const auto got = observe("to_vector() of " + c.what, [&] { return c.view.to_vector(); });
+    if (!KILN_EXPECT_OK(got, "view_order_wrong")) return;
+    KILN_EXPECT(*got == c.expected, "view_order_wrong", {},
+                got.call() + " gave " + list(*got) + ", expected " + list(c.expected));
   }
 }
 
 TEST(Tensor, Reshape) {
   const Tensor x = x_matrix();
-  if (auto y = ATTEMPT(x.reshape({3, 2}), "reshape_wrong_values")) {
-    EXPECT_SHAPE(*y, Shape({3, 2}), "reshape_wrong_values");
-    EXPECT_VALUES(*y, {0, 1, 2, 3, 4, 5}, "reshape_wrong_values");
-  }
+  const auto y = KILN_OBSERVE(x.reshape({3, 2}));
+  if (EXPECT_SHAPE(y, Shape({3, 2}), "reshape_wrong_values")) EXPECT_VALUES(y, {0, 1, 2, 3, 4, 5}, "reshape_wrong_values");
   // One -1 is inferred from the element count: 6 / 3 = 2, 6 / 1 = 6.
   const std::vector<std::pair<Shape, Shape>> inferred = {
       {{3, -1}, {3, 2}}, {{-1}, {6}}, {{1, -1}, {1, 6}}, {{-1, 3}, {2, 3}}};
   for (const auto& [request, expected] : inferred) {
-    if (auto y = ATTEMPT(x.reshape(request), "reshape_not_inferred")) {
-      EXPECT_SHAPE(*y, expected, "reshape_not_inferred");
-    }
+    EXPECT_SHAPE(observe("x.reshape(" + to_string(request) + ") on shape (2, 3)", [&] { return x.reshape(request); }),
+                 expected, "reshape_not_inferred");
   }
   // A non-contiguous view: the transpose [[0, 3], [1, 4], [2, 5]] flattens to its own row-major
   // order, not to the storage order.
   const Tensor xt = make_view(x, {3, 2}, {1, 3}, 0);
-  if (auto flat = ATTEMPT(xt.reshape({6}), "reshape_wrong_values")) {
-    EXPECT_VALUES(*flat, {0, 3, 1, 4, 2, 5}, "reshape_wrong_values");
-  }
-  if (auto y = ATTEMPT(xt.reshape({2, 3}), "reshape_wrong_values")) {
-    EXPECT_VALUES(*y, {0, 3, 1, 4, 2, 5}, "reshape_wrong_values");
-  }
+  EXPECT_VALUES(observe("xt.reshape({6}) on the transpose of x", [&] { return xt.reshape({6}); }), {0, 3, 1, 4, 2, 5},
+                "reshape_wrong_values");
+  EXPECT_VALUES(observe("xt.reshape({2, 3}) on the transpose of x", [&] { return xt.reshape({2, 3}); }),
+                {0, 3, 1, 4, 2, 5}, "reshape_wrong_values");
+  // A random tensor's transpose, (5, 4) as (2, 10).
+  const Tensor r = random_tensor({4, 5}, 104);
+  const Tensor rt = make_view(r, {5, 4}, {1, 5}, 0);
+  EXPECT_VALUES(observe("reshape({2, 10}) of the transpose of a random (4, 5) tensor", [&] { return rt.reshape({2, 10}); }),
+                view_values(r, {5, 4}, {1, 5}, 0), "reshape_wrong_values");
   KILN_EXPECT_THROWS(x.reshape({4}), ShapeError, "reshape_count_not_checked", {"(2, 3)", "(4)"});
   KILN_EXPECT_THROWS(x.reshape({4, -1}), ShapeError, "reshape_count_not_checked", {"(2, 3)"});
   KILN_EXPECT_THROWS(x.reshape({2, 2, 2}), ShapeError, "reshape_count_not_checked", {"(2, 3)", "(2, 2, 2)"});
 }
 
 TEST(Tensor, Transpose) {
-  Tensor x = x_matrix();
+  const Tensor x = x_matrix();
   for (const auto& [dim0, dim1] : {std::pair<int, int>{0, 1}, {1, 0}, {-1, -2}, {0, -1}}) {
-    const Tensor t = x.transpose(dim0, dim1);
-    const std::string call = "x.transpose(" + std::to_string(dim0) + ", " + std::to_string(dim1) + ")";
-    const bool layout_ok = t.shape() == Shape({3, 2}) && t.strides() == Shape({1, 3});
+    const auto t = observe(fmt::format("x.transpose({}, {}) on shape (2, 3)", dim0, dim1),
+                           [&] { return x.transpose(dim0, dim1); });
+    if (!KILN_EXPECT_OK(t, "transpose_wrong")) return;
+    const bool layout_ok = t->shape == Shape({3, 2}) && t->strides == Shape({1, 3});
     KILN_EXPECT(layout_ok, "transpose_wrong", {},
-                call + " has shape " + to_string(t.shape()) + " and strides " + to_string(t.strides()) +
+                t.call() + " has shape " + to_string(t->shape) + " and strides " + to_string(t->strides) +
                     ", expected (3, 2) and (1, 3)");
     if (!layout_ok) continue;
-    bool values_ok = true;
-    for (std::int64_t i = 0; i < 2; ++i) {
-      for (std::int64_t j = 0; j < 3; ++j) values_ok = values_ok && t.at({j, i}) == x.at({i, j});
-    }
-    KILN_EXPECT(values_ok, "transpose_wrong", {}, call + ".at({j, i}) should equal x.at({i, j})");
+    KILN_EXPECT(t->values == std::vector<float>({0, 3, 1, 4, 2, 5}), "transpose_wrong", {},
+                t.call() + " lists " + list(t->values) + ", expected [0, 3, 1, 4, 2, 5]");
   }
-  const Tensor same = x.transpose(1, 1);
-  KILN_EXPECT(same.shape() == x.shape() && same.strides() == x.strides(), "transpose_wrong", {},
-              "x.transpose(1, 1) should change nothing, got strides " + to_string(same.strides()));
+  const auto same = KILN_OBSERVE(x.transpose(1, 1));
+  if (KILN_EXPECT_OK(same, "transpose_wrong"))
+    KILN_EXPECT(same->shape == x.shape() && same->strides == Shape({3, 1}), "transpose_wrong", {},
+                "x.transpose(1, 1) should change nothing, got strides " + to_string(same->strides));
+  // Three dimensions, random values: swapping the outer two of (2, 3, 4).
+  const Tensor r = random_tensor({2, 3, 4}, 105);
+  const auto rt = KILN_OBSERVE(r.transpose(0, 1));
+  if (KILN_EXPECT_OK(rt, "transpose_wrong")) {
+    KILN_EXPECT(rt->shape == Shape({3, 2, 4}) && rt->strides == Shape({4, 12, 1}), "transpose_wrong", {},
+                "r.transpose(0, 1) on shape (2, 3, 4) has shape " + to_string(rt->shape) + " and strides " +
+                    to_string(rt->strides) + ", expected (3, 2, 4) and (4, 12, 1)");
+  }
   // A view: a write through the transpose shows in x.
-  Tensor t = x.transpose(0, 1);
-  if (t.shape() == Shape({3, 2}) && t.strides() == Shape({1, 3})) {
+  const auto shared = observe("t.set({2, 0}, 9) on t = x.transpose(0, 1), then x.at({0, 2})", [] {
+    Tensor x = x_matrix();
+    Tensor t = x.transpose(0, 1);
     t.set({2, 0}, 9.0f);
-    KILN_EXPECT(x.at({0, 2}) == 9.0f, "transpose_wrong", {},
-                "after t.set({2, 0}, 9) on t = x.transpose(0, 1), x.at({0, 2}) = " + std::to_string(x.at({0, 2})) +
-                    ": the transpose should share x's storage");
-  }
+    return x.at({0, 2});
+  });
+  if (KILN_EXPECT_OK(shared, "transpose_wrong"))
+    KILN_EXPECT(*shared == 9.0f, "transpose_wrong", {},
+                fmt::format("{} gave {}: the transpose should share x's storage", shared.call(), *shared));
 
   for (const auto& [dim0, dim1] : {std::pair<int, int>{0, 2}, {2, 0}, {-3, 0}, {0, -3}}) {
-    KILN_EXPECT_THROWS(x.transpose(dim0, dim1), IndexError, "transpose_dim_not_checked");
+    testing::expect_throws<IndexError>(__FILE__, __LINE__,
+                                       observe(fmt::format("x.transpose({}, {}) on shape (2, 3)", dim0, dim1),
+                                               [&] { return x.transpose(dim0, dim1); }),
+                                       "transpose_dim_not_checked");
   }
 }
 
 TEST(Tensor, Unsqueeze) {
   const Tensor c = c_vector();
-  const Tensor row = c.unsqueeze(0);  // c[None, :]
-  const Tensor column = c.unsqueeze(1);  // c[:, None]
-  EXPECT_SHAPE(row, Shape({1, 3}), "unsqueeze_wrong_shape");
-  EXPECT_SHAPE(column, Shape({3, 1}), "unsqueeze_wrong_shape");
-  if (row.shape() == Shape({1, 3}) && column.shape() == Shape({3, 1})) {
-    for (std::int64_t i = 0; i < 3; ++i) {
-      KILN_EXPECT(row.at({0, i}) == c.at({i}) && column.at({i, 0}) == c.at({i}), "unsqueeze_wrong_shape", {},
-                  "c.unsqueeze(0).at({0, i}) and c.unsqueeze(1).at({i, 0}) should both be c.at({i})");
-    }
-  }
+  const auto row = KILN_OBSERVE(c.unsqueeze(0));     // c[None, :]
+  const auto column = KILN_OBSERVE(c.unsqueeze(1));  // c[:, None]
+  if (EXPECT_SHAPE(row, Shape({1, 3}), "unsqueeze_wrong_shape")) EXPECT_VALUES(row, {10, 20, 30}, "unsqueeze_wrong_shape");
+  if (EXPECT_SHAPE(column, Shape({3, 1}), "unsqueeze_wrong_shape"))
+    EXPECT_VALUES(column, {10, 20, 30}, "unsqueeze_wrong_shape");
   // In the middle of a matrix: (2, 3) -> (2, 1, 3); and a scalar becomes shape (1).
   const Tensor x = x_matrix();
-  const Tensor middle = x.unsqueeze(1);
-  if (EXPECT_SHAPE(middle, Shape({2, 1, 3}), "unsqueeze_wrong_shape")) {
-    KILN_EXPECT(middle.at({1, 0, 2}) == 5.0f && middle.at({0, 0, 1}) == 1.0f, "unsqueeze_wrong_shape", {},
-                "x.unsqueeze(1).at({1, 0, 2}) should be x.at({1, 2}) = 5, got " +
-                    std::to_string(middle.at({1, 0, 2})));
-  }
-  EXPECT_SHAPE(x.unsqueeze(2), Shape({2, 3, 1}), "unsqueeze_wrong_shape");
-  EXPECT_SHAPE(Tensor::scalar(4.0f).unsqueeze(0), Shape({1}), "unsqueeze_wrong_shape");
+  const auto middle = KILN_OBSERVE(x.unsqueeze(1));
+  if (EXPECT_SHAPE(middle, Shape({2, 1, 3}), "unsqueeze_wrong_shape"))
+    EXPECT_VALUES(middle, {0, 1, 2, 3, 4, 5}, "unsqueeze_wrong_shape");
+  EXPECT_SHAPE(KILN_OBSERVE(x.unsqueeze(2)), Shape({2, 3, 1}), "unsqueeze_wrong_shape");
+  EXPECT_SHAPE(KILN_OBSERVE(Tensor::scalar(4.0f).unsqueeze(0)), Shape({1}), "unsqueeze_wrong_shape");
+  // A view with an offset keeps reading its own elements: the second row of x, unsqueezed.
+  const Tensor second = make_view(x, {3}, {1}, 3);
+  const auto lifted = observe("unsqueeze(0) of x's second row (offset 3)", [&] { return second.unsqueeze(0); });
+  if (EXPECT_SHAPE(lifted, Shape({1, 3}), "unsqueeze_wrong_shape")) EXPECT_VALUES(lifted, {3, 4, 5}, "unsqueeze_wrong_shape");
 
   KILN_EXPECT_THROWS(c.unsqueeze(2), IndexError, "unsqueeze_dim_not_checked");
   KILN_EXPECT_THROWS(x.unsqueeze(5), IndexError, "unsqueeze_dim_not_checked");
 }
 
 TEST(Tensor, ExpandIsAView) {
-  Tensor c = c_vector();
+  const Tensor c = c_vector();
   // c.expand_as(m): a new leading dimension with stride 0, so every row reads the same 3 floats.
-  const Tensor rows = c.expand({3, 3});
-  KILN_EXPECT(rows.shape() == Shape({3, 3}) && rows.strides() == Shape({0, 1}), "expand_not_a_view", {},
-              "c.expand({3, 3}) has shape " + to_string(rows.shape()) + " and strides " +
-                  to_string(rows.strides()) + ", expected (3, 3) and (0, 1)");
+  const auto rows = KILN_OBSERVE(c.expand({3, 3}));
+  if (KILN_EXPECT_OK(rows, "expand_not_a_view"))
+    KILN_EXPECT(rows->shape == Shape({3, 3}) && rows->strides == Shape({0, 1}), "expand_not_a_view", {},
+                "c.expand({3, 3}) has shape " + to_string(rows->shape) + " and strides " + to_string(rows->strides) +
+                    ", expected (3, 3) and (0, 1)");
   // c[:, None] (shape (3, 1), strides (1, 1)) grows its size-1 dimension: stride 0 there.
   const Tensor column = make_view(c, {3, 1}, {1, 1}, 0);
-  const Tensor columns = column.expand({3, 3});
-  KILN_EXPECT(columns.shape() == Shape({3, 3}) && columns.strides() == Shape({1, 0}), "expand_not_a_view", {},
-              "c[:, None].expand({3, 3}) has shape " + to_string(columns.shape()) + " and strides " +
-                  to_string(columns.strides()) + ", expected (3, 3) and (1, 0)");
-  const Tensor everywhere = Tensor::scalar(2.0f).expand({2, 2});
-  KILN_EXPECT(everywhere.strides() == Shape({0, 0}), "expand_not_a_view", {},
-              "a scalar expanded to (2, 2) has strides " + to_string(everywhere.strides()) + ", expected (0, 0)");
-  // Nothing is copied: a write to c shows in both expansions.
-  c.set({1}, 99.0f);
-  if (rows.shape() == Shape({3, 3}) && columns.shape() == Shape({3, 3})) {
-    KILN_EXPECT(rows.at({2, 1}) == 99.0f && columns.at({1, 2}) == 99.0f && columns.at({2, 0}) == 30.0f,
+  const auto columns = observe("c[:, None].expand({3, 3})", [&] { return column.expand({3, 3}); });
+  if (KILN_EXPECT_OK(columns, "expand_not_a_view"))
+    KILN_EXPECT(columns->shape == Shape({3, 3}) && columns->strides == Shape({1, 0}), "expand_not_a_view", {},
+                "c[:, None].expand({3, 3}) has shape " + to_string(columns->shape) + " and strides " +
+                    to_string(columns->strides) + ", expected (3, 3) and (1, 0)");
+  const auto everywhere = KILN_OBSERVE(Tensor::scalar(2.0f).expand({2, 2}));
+  if (KILN_EXPECT_OK(everywhere, "expand_not_a_view"))
+    KILN_EXPECT(everywhere->strides == Shape({0, 0}), "expand_not_a_view", {},
+                "a scalar expanded to (2, 2) has strides " + to_string(everywhere->strides) + ", expected (0, 0)");
+  // A random (2, 1, 4) grown to (3, 2, 5, 4): two dimensions of stride 0.
+  const Tensor r = random_tensor({2, 1, 4}, 106);
+  const auto grown = KILN_OBSERVE(r.expand({3, 2, 5, 4}));
+  if (KILN_EXPECT_OK(grown, "expand_not_a_view"))
+    KILN_EXPECT(grown->strides == Shape({0, 4, 0, 1}) && grown->values == view_values(r, {3, 2, 5, 4}, {0, 4, 0, 1}, 0),
                 "expand_not_a_view", {},
-                "after c.set({1}, 99): rows.at({2, 1}) = " + std::to_string(rows.at({2, 1})) +
-                    ", columns.at({1, 2}) = " + std::to_string(columns.at({1, 2})) + "; both should read 99");
-  }
+                "r.expand({3, 2, 5, 4}) on shape (2, 1, 4) has strides " + to_string(grown->strides) +
+                    ", expected (0, 4, 0, 1)");
+  // Nothing is copied: a write to c shows in both expansions.
+  const auto shared = observe("c.set({1}, 99), then rows.at({2, 1}), columns.at({1, 2}), columns.at({2, 0})", [] {
+    Tensor c = c_vector();
+    const Tensor rows = c.expand({3, 3});
+    const Tensor columns = make_view(c, {3, 1}, {1, 1}, 0).expand({3, 3});
+    c.set({1}, 99.0f);
+    return std::vector<float>{rows.at({2, 1}), columns.at({1, 2}), columns.at({2, 0})};
+  });
+  if (KILN_EXPECT_OK(shared, "expand_not_a_view"))
+    KILN_EXPECT(*shared == (std::vector<float>{99, 99, 30}), "expand_not_a_view", {},
+                "after " + shared.call() + ": got " + list(*shared) + ", expected [99, 99, 30]");
 
   KILN_EXPECT_THROWS(c.expand({3, 2}), ShapeError, "expand_shape_error", {"(3)", "(3, 2)"});
   KILN_EXPECT_THROWS(x_matrix().expand({4, 3}), ShapeError, "expand_shape_error", {"(2, 3)", "(4, 3)"});
@@ -270,12 +341,14 @@ TEST(Tensor, BroadcastShapes) {
       {{}, {}, {}},
       {{8, 1, 6, 1}, {7, 1, 5}, {8, 7, 6, 5}},
       {{0, 3}, {1, 3}, {0, 3}},             // a 1 stretches to any size, 0 included
+      {{1, 3}, {0, 1}, {0, 3}},
   };
   for (const Case& c : cases) {
-    const Shape got = broadcast_shapes(c.a, c.b);
-    KILN_EXPECT(got == c.expected, "broadcast_rule_wrong", {{"a", to_string(c.a)}, {"b", to_string(c.b)}},
-                "broadcast_shapes(" + to_string(c.a) + ", " + to_string(c.b) + ") gave " + to_string(got) +
-                    ", expected " + to_string(c.expected));
+    const auto got = observe("broadcast_shapes(" + to_string(c.a) + ", " + to_string(c.b) + ")",
+                             [&] { return broadcast_shapes(c.a, c.b); });
+    if (!KILN_EXPECT_OK(got, "broadcast_rule_wrong", {{"a", to_string(c.a)}, {"b", to_string(c.b)}})) continue;
+    KILN_EXPECT(*got == c.expected, "broadcast_rule_wrong", {{"a", to_string(c.a)}, {"b", to_string(c.b)}},
+                got.call() + " gave " + to_string(*got) + ", expected " + to_string(c.expected));
   }
   KILN_EXPECT_THROWS(broadcast_shapes({2, 3}, {4}), ShapeError, "broadcast_error_missing", {"(2, 3)", "(4)"});
   KILN_EXPECT_THROWS(broadcast_shapes({3}, {4}), ShapeError, "broadcast_error_missing", {"(3)", "(4)"});
@@ -283,20 +356,43 @@ TEST(Tensor, BroadcastShapes) {
                      {"(2, 1)", "(8, 4, 3)"});
 }
 
+// a op b with NumPy's broadcasting, by plain loops over the output's row-major index (trusted).
+std::vector<float> broadcast_reference(const TensorData& a, const TensorData& b, const Shape& out,
+                                       float (*op)(float, float)) {
+  std::vector<float> values(static_cast<std::size_t>(numel(out)));
+  Shape index(out.size(), 0);
+  auto flat = [&](const TensorData& t) {
+    std::int64_t position = 0, stride = 1;
+    for (std::size_t d = t.shape.size(); d-- > 0;) {
+      const std::int64_t i = t.shape[d] == 1 ? 0 : index[out.size() - t.shape.size() + d];
+      position += i * stride;
+      stride *= t.shape[d];
+    }
+    return position;
+  };
+  for (std::size_t k = 0; k < values.size(); ++k) {
+    values[k] = op(a.values[flat(a)], b.values[flat(b)]);
+    for (std::size_t d = out.size(); d-- > 0;)
+      if (++index[d] < out[d]) break;
+      else index[d] = 0;
+  }
+  return values;
+}
+
 TEST(Tensor, ElementwiseBroadcasting) {
   // Same shapes, every operation: a = [10, 6, -4], b = [2, 8, 7]; d shares two values with a.
   const Tensor a({3}, {10, 6, -4});
   const Tensor b({3}, {2, 8, 7});
   const Tensor d({3}, {10, 0, -4});
-  EXPECT_VALUES(a + b, {12, 14, 3}, "elementwise_wrong_op");
-  EXPECT_VALUES(a - b, {8, -2, -11}, "elementwise_wrong_op");
-  EXPECT_VALUES(a * b, {20, 48, -28}, "elementwise_wrong_op");
-  EXPECT_VALUES(a / b, {5, 0.75f, -4.0f / 7.0f}, "elementwise_wrong_op");
-  EXPECT_VALUES(less(a, b), {0, 1, 1}, "elementwise_wrong_op");
-  EXPECT_VALUES(less(d, a), {0, 1, 0}, "elementwise_wrong_op");
-  EXPECT_VALUES(greater(a, b), {1, 0, 0}, "elementwise_wrong_op");
-  EXPECT_VALUES(greater(a, d), {0, 1, 0}, "elementwise_wrong_op");
-  EXPECT_VALUES(equal(a, d), {1, 0, 1}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(a + b), {12, 14, 3}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(a - b), {8, -2, -11}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(a * b), {20, 48, -28}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(a / b), {5, 0.75f, -4.0f / 7.0f}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(less(a, b)), {0, 1, 1}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(less(d, a)), {0, 1, 0}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(greater(a, b)), {1, 0, 0}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(greater(a, d)), {0, 1, 0}, "elementwise_wrong_op");
+  EXPECT_VALUES(KILN_OBSERVE(equal(a, d)), {1, 0, 1}, "elementwise_wrong_op");
 
   // Broadcasting, with the notebook's m and c. Views are made by hand: c[:, None] has shape (3, 1)
   // and strides (1, 1); c[None, :] has shape (1, 3) and strides (3, 1).
@@ -305,29 +401,36 @@ TEST(Tensor, ElementwiseBroadcasting) {
   const Tensor c_column = make_view(c, {3, 1}, {1, 1}, 0);
   const Tensor c_row = make_view(c, {1, 3}, {3, 1}, 0);
   const std::string id = "elementwise_wrong_values";
-  const Tensor sum_rows = m + c;
-  EXPECT_SHAPE(sum_rows, Shape({3, 3}), id);
-  EXPECT_VALUES(sum_rows, {11, 22, 33, 14, 25, 36, 17, 28, 39}, id);
-  KILN_EXPECT(sum_rows.is_contiguous(), id, {}, "the result should be a fresh contiguous tensor");
-  EXPECT_VALUES(c + m, {11, 22, 33, 14, 25, 36, 17, 28, 39}, id);
-  EXPECT_VALUES(m + c_column, {11, 12, 13, 24, 25, 26, 37, 38, 39}, id);
-  const Tensor outer = c_row * c_column;
-  EXPECT_SHAPE(outer, Shape({3, 3}), id);
-  EXPECT_VALUES(outer, {100, 200, 300, 200, 400, 600, 300, 600, 900}, id);
-  EXPECT_VALUES(greater(c_row, c_column), {0, 1, 1, 0, 0, 1, 0, 0, 0}, id);
+  const auto sum_rows = KILN_OBSERVE(m + c);
+  if (EXPECT_SHAPE(sum_rows, Shape({3, 3}), id)) {
+    EXPECT_VALUES(sum_rows, {11, 22, 33, 14, 25, 36, 17, 28, 39}, id);
+    KILN_EXPECT(sum_rows->strides == Shape({3, 1}) && sum_rows->offset == 0, id, {},
+                "m + c has strides " + to_string(sum_rows->strides) + ": the result should be a fresh contiguous tensor");
+  }
+  EXPECT_VALUES(KILN_OBSERVE(c + m), {11, 22, 33, 14, 25, 36, 17, 28, 39}, id);
+  EXPECT_VALUES(observe("m + c[:, None]", [&] { return m + c_column; }), {11, 12, 13, 24, 25, 26, 37, 38, 39}, id);
+  const auto outer = observe("c[None, :] * c[:, None]", [&] { return c_row * c_column; });
+  if (EXPECT_SHAPE(outer, Shape({3, 3}), id)) EXPECT_VALUES(outer, {100, 200, 300, 200, 400, 600, 300, 600, 900}, id);
+  EXPECT_VALUES(observe("greater(c[None, :], c[:, None])", [&] { return greater(c_row, c_column); }),
+                {0, 1, 1, 0, 0, 1, 0, 0, 0}, id);
   // With float scalars (the given operators wrap them as shape-() tensors).
-  EXPECT_VALUES(2.0f * m, {2, 4, 6, 8, 10, 12, 14, 16, 18}, id);
-  EXPECT_VALUES(a + 1.0f, {11, 7, -3}, id);
-  EXPECT_VALUES(greater(a, Tensor::scalar(0.0f)), {1, 1, 0}, id);
-  const Tensor five = Tensor::scalar(2.0f) + Tensor::scalar(3.0f);
-  EXPECT_SHAPE(five, Shape({}), id);
-  EXPECT_VALUES(five, {5}, id);
+  EXPECT_VALUES(KILN_OBSERVE(2.0f * m), {2, 4, 6, 8, 10, 12, 14, 16, 18}, id);
+  EXPECT_VALUES(KILN_OBSERVE(a + 1.0f), {11, 7, -3}, id);
+  EXPECT_VALUES(KILN_OBSERVE(greater(a, Tensor::scalar(0.0f))), {1, 1, 0}, id);
+  const auto five = KILN_OBSERVE(Tensor::scalar(2.0f) + Tensor::scalar(3.0f));
+  if (EXPECT_SHAPE(five, Shape({}), id)) EXPECT_VALUES(five, {5}, id);
   // Inputs that are views: the transpose of m, and the last row of m (offset 6).
   const Tensor m_transposed = make_view(m, {3, 3}, {1, 3}, 0);
-  EXPECT_VALUES(m_transposed + c, {11, 24, 37, 12, 25, 38, 13, 26, 39}, id);
+  EXPECT_VALUES(observe("m.T + c", [&] { return m_transposed + c; }), {11, 24, 37, 12, 25, 38, 13, 26, 39}, id);
   const Tensor last_row = make_view(m, {3}, {1}, 6);
-  EXPECT_VALUES(last_row + c, {17, 28, 39}, id);
-  EXPECT_VALUES(last_row - c_column, {-3, -2, -1, -13, -12, -11, -23, -22, -21}, id);
+  EXPECT_VALUES(observe("m[2] + c", [&] { return last_row + c; }), {17, 28, 39}, id);
+  EXPECT_VALUES(observe("m[2] - c[:, None]", [&] { return last_row - c_column; }),
+                {-3, -2, -1, -13, -12, -11, -23, -22, -21}, id);
+  // Random, not square: (4, 1, 5) against (3, 1), as in an image batch against a column.
+  const Tensor p = random_tensor({4, 1, 5}, 107), q = random_tensor({3, 1}, 108);
+  const auto pq = KILN_OBSERVE(p * q);
+  if (EXPECT_SHAPE(pq, Shape({4, 3, 5}), id))
+    EXPECT_VALUES(pq, broadcast_reference(data_of(p), data_of(q), {4, 3, 5}, [](float u, float v) { return u * v; }), id);
 }
 
 TEST(Tensor, SumAndMean) {
@@ -335,32 +438,57 @@ TEST(Tensor, SumAndMean) {
   const Tensor x = x_matrix();  // [[0, 1, 2], [3, 4, 5]]
   const std::string values = "reduce_wrong_values";
   const std::string shape = "reduce_wrong_shape";
-  EXPECT_VALUES(m.sum(0), {12, 15, 18}, values);
-  EXPECT_SHAPE(m.sum(0), Shape({3}), shape);
-  EXPECT_VALUES(m.sum(1), {6, 15, 24}, values);
-  EXPECT_VALUES(m.sum(-1), {6, 15, 24}, values);
-  EXPECT_VALUES(x.sum(0), {3, 5, 7}, values);
-  EXPECT_VALUES(x.sum(1), {3, 12}, values);
-  EXPECT_SHAPE(x.sum(1), Shape({2}), shape);
-  EXPECT_VALUES(x.sum(0, true), {3, 5, 7}, values);
-  EXPECT_SHAPE(x.sum(0, true), Shape({1, 3}), shape);
-  EXPECT_SHAPE(x.sum(1, true), Shape({2, 1}), shape);
-  EXPECT_VALUES(m.mean(1), {2, 5, 8}, values);
-  EXPECT_VALUES(x.mean(-1), {1, 4}, values);
-  EXPECT_VALUES(x.mean(0, true), {1.5f, 2.5f, 3.5f}, values);
-  EXPECT_SHAPE(x.mean(0, true), Shape({1, 3}), shape);
-  // The notebook's (a < b).float().mean(): two of three are true.
+  struct Case {
+    std::string call;
+    std::function<Tensor()> run;
+    Shape shape;
+    std::vector<float> values;
+  };
   const Tensor hits({3}, {0, 1, 1});
-  EXPECT_VALUES(hits.mean(0), {2.0f / 3.0f}, values);
-  EXPECT_SHAPE(hits.mean(0), Shape({}), shape);
   // A non-contiguous input: the transpose of x is [[0, 3], [1, 4], [2, 5]].
   const Tensor xt = make_view(x, {3, 2}, {1, 3}, 0);
-  EXPECT_VALUES(xt.sum(0), {3, 12}, values);
-  EXPECT_VALUES(xt.sum(1), {3, 5, 7}, values);
-  // All elements.
-  EXPECT_VALUES(m.sum(), {45}, values);
-  EXPECT_SHAPE(m.sum(), Shape({}), shape);
-  EXPECT_VALUES(xt.sum(), {15}, values);
+  const std::vector<Case> cases = {
+      {"m.sum(0)", [&] { return m.sum(0); }, {3}, {12, 15, 18}},
+      {"m.sum(1)", [&] { return m.sum(1); }, {3}, {6, 15, 24}},
+      {"m.sum(-1)", [&] { return m.sum(-1); }, {3}, {6, 15, 24}},
+      {"x.sum(0)", [&] { return x.sum(0); }, {3}, {3, 5, 7}},
+      {"x.sum(1)", [&] { return x.sum(1); }, {2}, {3, 12}},
+      {"x.sum(0, true)", [&] { return x.sum(0, true); }, {1, 3}, {3, 5, 7}},
+      {"x.sum(1, true)", [&] { return x.sum(1, true); }, {2, 1}, {3, 12}},
+      {"m.mean(1)", [&] { return m.mean(1); }, {3}, {2, 5, 8}},
+      {"x.mean(-1)", [&] { return x.mean(-1); }, {2}, {1, 4}},
+      {"x.mean(0, true)", [&] { return x.mean(0, true); }, {1, 3}, {1.5f, 2.5f, 3.5f}},
+      // The notebook's (a < b).float().mean(): two of three are true.
+      {"[0, 1, 1].mean(0)", [&] { return hits.mean(0); }, {}, {2.0f / 3.0f}},
+      {"x.T.sum(0)", [&] { return xt.sum(0); }, {2}, {3, 12}},
+      {"x.T.sum(1)", [&] { return xt.sum(1); }, {3}, {3, 5, 7}},
+      {"m.sum()", [&] { return m.sum(); }, {}, {45}},
+      {"x.T.sum()", [&] { return xt.sum(); }, {}, {15}},
+  };
+  for (const auto& c : cases) {
+    const auto got = observe(c.call, c.run);
+    if (!KILN_EXPECT_OK(got, values)) continue;
+    if (got->shape != c.shape) {
+      KILN_FAIL(shape, {}, fmt::format("{} has shape {}, expected {}", c.call, to_string(got->shape), to_string(c.shape)));
+      continue;
+    }
+    EXPECT_VALUES(got, c.values, values);
+  }
+  // A random (3, 4, 5) reduced along its middle dimension, summed here in double.
+  const Tensor r = random_tensor({3, 4, 5}, 109);
+  const TensorData rd = data_of(r);
+  std::vector<float> middle(15), mean(15);
+  for (int i = 0; i < 3; ++i)
+    for (int k = 0; k < 5; ++k) {
+      double total = 0;
+      for (int j = 0; j < 4; ++j) total += rd.values[(i * 4 + j) * 5 + k];
+      middle[i * 5 + k] = static_cast<float>(total);
+      mean[i * 5 + k] = static_cast<float>(total / 4);
+    }
+  const auto summed = KILN_OBSERVE(r.sum(1));
+  if (EXPECT_SHAPE(summed, Shape({3, 5}), shape)) EXPECT_VALUES(summed, middle, values);
+  const auto averaged = KILN_OBSERVE(r.mean(-2, true));
+  if (EXPECT_SHAPE(averaged, Shape({3, 1, 5}), shape)) EXPECT_VALUES(averaged, mean, values);
 
   KILN_EXPECT_THROWS(m.sum(2), IndexError, "reduce_dim_not_checked");
   KILN_EXPECT_THROWS(m.sum(-3), IndexError, "reduce_dim_not_checked");
@@ -375,17 +503,23 @@ TEST(Tensor, FrobeniusNorm) {
   };
   const Tensor m = m_matrix();
   const Tensor ones_and_twos({3}, {1, 2, 2});
+  const Tensor r = random_tensor({5, 7}, 110);
+  double squares = 0;
+  for (float v : data_of(r).values) squares += static_cast<double>(v) * v;
   const std::vector<Case> cases = {
       {"m = [[1, 2, 3], [4, 5, 6], [7, 8, 9]] (sum of squares 285)", m, std::sqrt(285.0f)},
       {"[3, 4]", Tensor({2}, {3, 4}), 5.0f},
       {"the transpose of m", make_view(m, {3, 3}, {1, 3}, 0), std::sqrt(285.0f)},
       {"[1, 2, 2] repeated in 2 rows by stride 0", make_view(ones_and_twos, {2, 3}, {0, 1}, 0), std::sqrt(18.0f)},
       {"the scalar -2", Tensor::scalar(-2.0f), 2.0f},
+      {"a random (5, 7) tensor", r, static_cast<float>(std::sqrt(squares))},
   };
   for (const Case& c : cases) {
-    const float got = c.t.norm();
-    KILN_EXPECT(std::fabs(got - c.expected) <= 1e-5f * c.expected, "norm_wrong", {},
-                "norm of " + c.what + ": got " + std::to_string(got) + ", expected " + std::to_string(c.expected));
+    const auto got = observe("norm() of " + c.what, [&] { return c.t.norm(); });
+    if (!KILN_EXPECT_OK(got, "norm_wrong")) continue;
+    const auto [shown, expected] = testing::format_pair(*got, c.expected);
+    KILN_EXPECT(std::fabs(*got - c.expected) <= 1e-5f * c.expected, "norm_wrong", {},
+                got.call() + ": got " + shown + ", expected " + expected);
   }
 }
 

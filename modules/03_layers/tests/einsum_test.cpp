@@ -1,12 +1,13 @@
 // Module 03 checks for einsum: values for every spec the chapter uses, and its errors.
 // Expected values are worked out by hand (fast.ai's 3×3 matrix m and vector c) or computed here
-// by trusted loops summed in double.
+// by trusted loops summed in double. Every result of einsum passes through observe().
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <stdexcept>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kiln/layers.h"
 #include "kiln/testing.h"
@@ -14,111 +15,157 @@
 namespace kiln {
 namespace {
 
-using kiln::testing::random_tensor;
-using kiln::testing::reference_matmul;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::reference_matmul;
+using testing::TensorData;
 
-// Compares einsum's result with the expected one; reports einsum_wrong naming the spec.
-// Returns false (after reporting) when it differs or throws, so that the test can stop.
-bool expect_einsum(const char* file, int line, const std::string& spec, const std::function<Tensor()>& run,
-                   const Tensor& expected, double tolerance, const std::string& what) {
-  Tensor got;
-  try {
-    got = run();
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    testing::report_failure(file, line, "einsum_wrong", {{"spec", spec}}, what + " threw: " + error.what());
-    return false;
-  }
-  const testing::Comparison c = testing::compare(got, expected, tolerance, 1e-5);
+// The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given
+// make_view so that the inputs depend on none of module 01's written functions.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// Reports einsum_wrong, naming the spec, unless the observed result is within tolerance of the
+// expected one. Returns false after reporting, so that the test can stop.
+bool expect_einsum(const char* file, int line, const std::string& spec, const testing::Observed<TensorData>& got,
+                   const TensorData& expected, double tolerance) {
+  const testing::Params params = {{"spec", spec}};
+  if (!testing::expect_ok(file, line, got, "einsum_wrong", params)) return false;
+  const testing::Comparison c = testing::compare(*got, expected, tolerance, 1e-5);
   if (c.close) return true;
-  testing::report_failure(
-      file, line, "einsum_wrong",
-      {{"spec", spec}},
-      what + ": " +
-          (c.shapes_match ? c.describe()
-                          : "got shape " + to_string(got.shape()) + ", expected " + to_string(expected.shape())));
+  testing::report_failure(file, line, "einsum_wrong", params,
+                          got.call() + ": " +
+                              (c.shapes_match ? c.describe()
+                                              : "got shape " + to_string(got->shape) + ", expected " +
+                                                    to_string(expected.shape)));
   return false;
 }
 
-#define EXPECT_EINSUM(spec, call, expected, tolerance, what) \
-  if (!expect_einsum(__FILE__, __LINE__, spec, [&] { return call; }, expected, tolerance, what)) return
+// EXPECT_EINSUM(spec, expected, tolerance, operands...): observes einsum(spec, operands...),
+// named after the call, and stops the test when it is wrong.
+#define EXPECT_EINSUM(spec, expected, tolerance, ...)                                                        \
+  if (!expect_einsum(__FILE__, __LINE__, spec,                                                               \
+                     observe("einsum(\"" spec "\", " #__VA_ARGS__ ")", [&] { return einsum(spec, __VA_ARGS__); }), \
+                     expected, tolerance))                                                                   \
+  return
+
+// The (n, m) elements of a matrix, read through its strides (trusted).
+std::vector<float> values_of(const Tensor& t) { return data_of(t).values; }
 
 }  // namespace
 
 TEST(Layers, Einsum) {
   const Tensor m({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
   const Tensor c({3}, {10, 20, 30});
+  const Tensor x({2, 3}, {1, 2, 3, 4, 5, 6});
 
   // Transposes: nothing multiplied, nothing summed. Also of a view (a transposed matrix).
-  EXPECT_EINSUM("ij->ji", einsum("ij->ji", Tensor({2, 3}, {1, 2, 3, 4, 5, 6})), Tensor({3, 2}, {1, 4, 2, 5, 3, 6}),
-                0.0, "einsum(\"ij->ji\") of [[1, 2, 3], [4, 5, 6]]");
-  EXPECT_EINSUM("ij->ji", einsum("ij->ji", m.transpose(0, 1)), m, 0.0, "einsum(\"ij->ji\") of the view m.transpose(0, 1)");
+  EXPECT_EINSUM("ij->ji", data_of({3, 2}, {1, 4, 2, 5, 3, 6}), 0.0, x);
+  const Tensor m_transposed = transposed(m);
+  EXPECT_EINSUM("ij->ji", data_of(m), 0.0, m_transposed);
+  // A (3, 5) matrix of the run: its transpose is (5, 3), element (j, i) = r[i, j].
+  const Tensor r = random_tensor({3, 5}, 45);
+  const std::vector<float> rv = values_of(r);
+  std::vector<float> r_transposed(15), r_row_sums(3, 0.0f), r_column_sums(5, 0.0f);
+  double r_total = 0.0;
+  for (std::int64_t i = 0; i < 3; ++i) {
+    double row_sum = 0.0;
+    for (std::int64_t j = 0; j < 5; ++j) {
+      r_transposed[j * 3 + i] = rv[i * 5 + j];
+      row_sum += rv[i * 5 + j];
+      r_total += rv[i * 5 + j];
+    }
+    r_row_sums[i] = static_cast<float>(row_sum);
+  }
+  for (std::int64_t j = 0; j < 5; ++j) {
+    double column_sum = 0.0;
+    for (std::int64_t i = 0; i < 3; ++i) column_sum += rv[i * 5 + j];
+    r_column_sums[j] = static_cast<float>(column_sum);
+  }
+  EXPECT_EINSUM("ij->ji", data_of({5, 3}, r_transposed), 0.0, r);
+
   // Elementwise: m·m = [[1, 4, 9], [16, 25, 36], [49, 64, 81]].
-  EXPECT_EINSUM("ij,ij->ij", einsum("ij,ij->ij", m, m), Tensor({3, 3}, {1, 4, 9, 16, 25, 36, 49, 64, 81}), 0.0,
-                "einsum(\"ij,ij->ij\", m, m)");
+  EXPECT_EINSUM("ij,ij->ij", data_of({3, 3}, {1, 4, 9, 16, 25, 36, 49, 64, 81}), 0.0, m, m);
   // Outer product: c[i]·c[j] = [[100, 200, 300], [200, 400, 600], [300, 600, 900]].
-  EXPECT_EINSUM("i,j->ij", einsum("i,j->ij", c, c), Tensor({3, 3}, {100, 200, 300, 200, 400, 600, 300, 600, 900}),
-                0.0, "einsum(\"i,j->ij\", c, c) with c = [10, 20, 30]");
+  EXPECT_EINSUM("i,j->ij", data_of({3, 3}, {100, 200, 300, 200, 400, 600, 300, 600, 900}), 0.0, c, c);
   // Sums: a letter left out of the output is summed over. [1, 2, 3]·[2, 3, 4] = 20; m's rows sum
-  // to 6, 15, 24 and all of m to 45 (scalars have shape ()).
-  EXPECT_EINSUM("i,i->", einsum("i,i->", Tensor({3}, {1, 2, 3}), Tensor({3}, {2, 3, 4})), Tensor::scalar(20), 0.0,
-                "einsum(\"i,i->\", [1, 2, 3], [2, 3, 4])");
-  EXPECT_EINSUM("ij->i", einsum("ij->i", m), Tensor({3}, {6, 15, 24}), 0.0, "einsum(\"ij->i\", m)");
-  EXPECT_EINSUM("ij->", einsum("ij->", m), Tensor::scalar(45), 0.0, "einsum(\"ij->\", m)");
+  // to 6, 15, 24 and all of m to 45 (scalars have shape ()). Then the rows, the columns and the
+  // whole of r.
+  const Tensor u3({3}, {1, 2, 3}), v3({3}, {2, 3, 4});
+  EXPECT_EINSUM("i,i->", data_of({}, {20}), 0.0, u3, v3);
+  EXPECT_EINSUM("ij->i", data_of({3}, {6, 15, 24}), 0.0, m);
+  EXPECT_EINSUM("ij->", data_of({}, {45}), 0.0, m);
+  EXPECT_EINSUM("ij->i", data_of({3}, r_row_sums), 1e-6, r);
+  EXPECT_EINSUM("ij->j", data_of({5}, r_column_sums), 1e-6, r);
+  EXPECT_EINSUM("ij->", data_of({}, {static_cast<float>(r_total)}), 1e-5, r);
 
   // The matrix product on the course's sizes, (5, 784)·(784, 10).
   const Tensor images = random_tensor({5, 784}, 457428938475ULL, 0.0f, 1.0f);
-  const Tensor weights = random_tensor({784, 10}, 2023, -1.0f, 1.0f);
-  const Tensor product = reference_matmul(images, weights);
-  EXPECT_EINSUM("ik,kj->ij", einsum("ik,kj->ij", images, weights), product, 1e-3, "einsum(\"ik,kj->ij\") of (5, 784)·(784, 10)");
-  // Every product kept, nothing summed: (5, 784, 10), which summed over k is the matrix product.
-  EXPECT_EINSUM("ik,kj->ikj", einsum("ik,kj->ikj", images, weights).sum(1), product, 1e-3,
-                "einsum(\"ik,kj->ikj\") of (5, 784)·(784, 10), summed over k");
+  const Tensor weights = random_tensor({784, 10}, 2023);
+  EXPECT_EINSUM("ik,kj->ij", reference_matmul(images, weights), 1e-3, images, weights);
+  // Every product kept, nothing summed: (5, 784, 10), element (i, k, j) = images[i, k]·weights[k, j]
+  // (summed over k it is the matrix product).
+  const std::vector<float> iv = values_of(images), wv = values_of(weights);
+  std::vector<float> products(5 * 784 * 10);
+  for (std::size_t i = 0; i < 5; ++i)
+    for (std::size_t k = 0; k < 784; ++k)
+      for (std::size_t j = 0; j < 10; ++j) products[(i * 784 + k) * 10 + j] = iv[i * 784 + k] * wv[k * 10 + j];
+  EXPECT_EINSUM("ik,kj->ikj", data_of({5, 784, 10}, products), 0.0, images, weights);
   // Products of views.
-  const Tensor a_view = random_tensor({3, 4}, 41, -1.0f, 1.0f).transpose(0, 1);
-  const Tensor b_view = random_tensor({2, 3}, 42, -1.0f, 1.0f).transpose(0, 1);
-  EXPECT_EINSUM("ik,kj->ij", einsum("ik,kj->ij", a_view, b_view), reference_matmul(a_view, b_view), 1e-5,
-                "einsum(\"ik,kj->ij\") of transposed views (4, 3)·(3, 2)");
+  const Tensor a_view = transposed(random_tensor({3, 4}, 41));
+  const Tensor b_view = transposed(random_tensor({2, 3}, 42));
+  EXPECT_EINSUM("ik,kj->ij", reference_matmul(a_view, b_view), 1e-5, a_view, b_view);
 
   // A batch of three (2, 4)·(4, 5) products.
-  const Tensor batch_a = random_tensor({3, 2, 4}, 43, -1.0f, 1.0f);
-  const Tensor batch_b = random_tensor({3, 4, 5}, 44, -1.0f, 1.0f);
+  const Tensor batch_a = random_tensor({3, 2, 4}, 43);
+  const Tensor batch_b = random_tensor({3, 4, 5}, 44);
+  const std::vector<float> av = values_of(batch_a), bv = values_of(batch_b);
   std::vector<float> batched;
-  for (std::int64_t b = 0; b < 3; ++b) {
-    const Tensor a_b = make_view(batch_a, {2, 4}, {4, 1}, b * 8);
-    const Tensor b_b = make_view(batch_b, {4, 5}, {5, 1}, b * 20);
-    const std::vector<float> c_b = reference_matmul(a_b, b_b).to_vector();
+  for (std::size_t b = 0; b < 3; ++b) {
+    const TensorData a_b = data_of({2, 4}, std::vector<float>(av.begin() + b * 8, av.begin() + (b + 1) * 8));
+    const TensorData b_b = data_of({4, 5}, std::vector<float>(bv.begin() + b * 20, bv.begin() + (b + 1) * 20));
+    const std::vector<float> c_b = reference_matmul(a_b, b_b).values;
     batched.insert(batched.end(), c_b.begin(), c_b.end());
   }
-  EXPECT_EINSUM("bik,bkj->bij", einsum("bik,bkj->bij", batch_a, batch_b), Tensor({3, 2, 5}, batched), 1e-5,
-                "einsum(\"bik,bkj->bij\") of (3, 2, 4)·(3, 4, 5)");
+  EXPECT_EINSUM("bik,bkj->bij", data_of({3, 2, 5}, batched), 1e-5, batch_a, batch_b);
 }
 
 TEST(Layers, EinsumErrors) {
-  const Tensor a = Tensor::ones({2, 3});
-  const Tensor b = Tensor::ones({3, 2});
-  const Tensor square = Tensor::ones({2, 2});
+  const Tensor a = random_tensor({2, 3}, 46);
+  const Tensor b = random_tensor({3, 2}, 47);
+  const Tensor square = random_tensor({2, 2}, 48);
 
   // Malformed specs: each must be rejected with an error that quotes the spec.
-  const auto expect_rejected = [&](const std::string& spec, const std::function<Tensor()>& run) {
-    KILN_EXPECT_THROWS(run(), std::invalid_argument, "einsum_bad_spec", {spec});
+  const auto expect_rejected = [&](const std::string& spec, const std::string& operands,
+                                   const std::function<Tensor()>& run) {
+    testing::expect_throws<std::invalid_argument>(
+        __FILE__, __LINE__, observe("einsum(\"" + spec + "\", " + operands + ")", [&] { return run(); }),
+        "einsum_bad_spec", {spec});
   };
-  expect_rejected("ik,kj", [&] { return einsum("ik,kj", a, b); });                  // no "->"
-  expect_rejected("ik,kj->iz", [&] { return einsum("ik,kj->iz", a, b); });          // z is in no operand
-  expect_rejected("ik,kj->ii", [&] { return einsum("ik,kj->ii", a, b); });          // i twice in the output
-  expect_rejected("ii,ij->ij", [&] { return einsum("ii,ij->ij", square, square); });  // i twice in one operand
-  expect_rejected("iK,Kj->ij", [&] { return einsum("iK,Kj->ij", a, b); });          // not lowercase
-  expect_rejected("ik,kj,jl->il", [&] { return einsum("ik,kj,jl->il", a, b); });    // three operands, two tensors
-  expect_rejected("ij->ji", [&] { return einsum("ij->ji", a, b); });                // one operand, two tensors
-  expect_rejected("ik,kj->ij", [&] { return einsum("ik,kj->ij", a); });             // two operands, one tensor
+  expect_rejected("ik,kj", "a, b", [&] { return einsum("ik,kj", a, b); });                   // no "->"
+  expect_rejected("ik,kj->iz", "a, b", [&] { return einsum("ik,kj->iz", a, b); });           // z is in no operand
+  expect_rejected("ik,kj->ii", "a, b", [&] { return einsum("ik,kj->ii", a, b); });           // i twice in the output
+  expect_rejected("ii,ij->ij", "s, s", [&] { return einsum("ii,ij->ij", square, square); });  // i twice in one operand
+  expect_rejected("iK,Kj->ij", "a, b", [&] { return einsum("iK,Kj->ij", a, b); });           // not lowercase
+  expect_rejected("ik,kj,jl->il", "a, b", [&] { return einsum("ik,kj,jl->il", a, b); });     // three operands, two tensors
+  expect_rejected("ij->ji", "a, b", [&] { return einsum("ij->ji", a, b); });                 // one operand, two tensors
+  expect_rejected("ik,kj->ij", "a", [&] { return einsum("ik,kj->ij", a); });                 // two operands, one tensor
 
   // Sizes that disagree: ShapeError quoting the spec and naming both shapes.
-  KILN_EXPECT_THROWS(einsum("ik,kj->ij", a, Tensor::ones({4, 2})), ShapeError, "einsum_size_mismatch",
-                     {"ik,kj->ij", "(2, 3)", "(4, 2)"});
+  const Tensor wide = random_tensor({4, 2}, 49);
+  KILN_EXPECT_THROWS(einsum("ik,kj->ij", a, wide), ShapeError, "einsum_size_mismatch", {"ik,kj->ij", "(2, 3)", "(4, 2)"});
   KILN_EXPECT_THROWS(einsum("ij,ij->ij", a, b), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(2, 3)", "(3, 2)"});
   // Three letters for a 2-D operand.
   KILN_EXPECT_THROWS(einsum("ijk,kj->ij", a, b), ShapeError, "einsum_size_mismatch", {"ijk,kj->ij", "(2, 3)"});
+  // Shapes of the run's own: (n, k) and (k + d, m), the inner sizes apart by d = 1 to 3.
+  testing::Generator sizes(50);
+  const std::int64_t n = 1 + sizes.below(6), k = 1 + sizes.below(6), d = 1 + sizes.below(3), m = 1 + sizes.below(6);
+  const Tensor x = random_tensor({n, k}, 51), y = random_tensor({k + d, m}, 52);
+  testing::expect_throws<ShapeError>(
+      __FILE__, __LINE__,
+      observe(fmt::format("einsum(\"ik,kj->ij\", x, y) on {} and {}", to_string(x.shape()), to_string(y.shape())),
+              [&] { return einsum("ik,kj->ij", x, y); }),
+      "einsum_size_mismatch", {"ik,kj->ij", to_string(x.shape()), to_string(y.shape())});
 }
 
 }  // namespace kiln

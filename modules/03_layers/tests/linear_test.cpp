@@ -4,12 +4,19 @@
 // summed in double: y is linear in each of x, W and b, so the central difference is exact up to
 // float rounding, and your backward is judged against the true layer even if your forward has a
 // bug of its own.
+//
+// Every value taken from the module's functions, the Linear class included, passes through
+// observe(): a layer is built, used and read inside one call. Checks that go through the layer
+// set its weight and bias to inputs of the test, so that they do not depend on its
+// initialisation.
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kiln/layers.h"
 #include "kiln/testing.h"
@@ -17,107 +24,222 @@
 namespace kiln {
 namespace {
 
-using kiln::testing::random_tensor;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
 
 // y = x·W (+ b), independently: in = {x (N, in), W (in, out), b (out) if present}.
-Tensor reference_linear(const std::vector<Tensor>& in) {
-  const Tensor& x = in[0];
-  const Tensor& w = in[1];
-  const std::int64_t n = x.shape()[0], k = x.shape()[1], m = w.shape()[1];
+TensorData reference_linear(const std::vector<TensorData>& in) {
+  const TensorData& x = in[0];
+  const TensorData& w = in[1];
+  const std::int64_t n = x.shape[0], k = x.shape[1], m = w.shape[1];
   std::vector<float> y(static_cast<std::size_t>(n * m));
   for (std::int64_t i = 0; i < n; ++i) {
     for (std::int64_t o = 0; o < m; ++o) {
-      double total = in.size() == 3 ? in[2].at({o}) : 0.0;
-      for (std::int64_t p = 0; p < k; ++p) total += static_cast<double>(x.at({i, p})) * w.at({p, o});
+      double total = in.size() == 3 ? in[2].values[o] : 0.0;
+      for (std::int64_t p = 0; p < k; ++p) total += static_cast<double>(x.values[i * k + p]) * w.values[p * m + o];
       y[static_cast<std::size_t>(i * m + o)] = static_cast<float>(total);
     }
   }
-  return Tensor({n, m}, y);
+  return data_of({n, m}, y);
+}
+
+TensorData reference_linear(const Tensor& x, const Tensor& w, const std::optional<Tensor>& b) {
+  if (b) return reference_linear({data_of(x), data_of(w), data_of(*b)});
+  return reference_linear({data_of(x), data_of(w)});
 }
 
 // dL/d(values[i]) for L = Σ G ⊙ reference_linear(values), by central differences.
-Tensor numeric_gradient(const std::vector<Tensor>& values, std::size_t i, const Tensor& grad_output) {
-  return kiln::testing::numeric_gradient(reference_linear, values, i, grad_output);
+TensorData numeric_gradient(const std::vector<Tensor>& values, std::size_t i, const Tensor& grad_output) {
+  std::vector<TensorData> plain;
+  for (const Tensor& t : values) plain.push_back(data_of(t));
+  return testing::numeric_gradient([](const std::vector<TensorData>& in) { return reference_linear(in); }, plain, i,
+                                   data_of(grad_output));
+}
+
+TensorData scaled(TensorData t, float factor) {
+  for (float& v : t.values) v *= factor;
+  return t;
+}
+
+// Reports `failure_id` unless `actual` (part of the observation of `call`) is within
+// 1e-3 + 1e-3·|expected| of `expected` and of its shape.
+bool expect_gradient(const char* file, int line, const std::string& call, const std::string& which,
+                     const TensorData& actual, const TensorData& expected, double tolerance,
+                     const std::string& failure_id) {
+  const testing::Comparison c = testing::compare(actual, expected, tolerance, 1e-3);
+  if (c.close) return true;
+  testing::report_failure(file, line, failure_id, {},
+                          call + ", " + which + ": " +
+                              (c.shapes_match ? c.describe()
+                                              : "got shape " + to_string(actual.shape) + ", expected " +
+                                                    to_string(expected.shape)));
+  return false;
 }
 
 // Runs linear_backward for values = {x, W} or {x, W, b} and a random G, and compares the
 // gradient of input i with finite differences when failure_ids[i] is not empty (i = 0 input,
-// 1 weight, 2 bias). Returns false after reporting; an error thrown on the way (other than a
-// stub's) is reported under the first id.
+// 1 weight, 2 bias). Returns false after reporting; an error thrown by linear_backward is
+// reported under the first id.
 bool check_gradients(const char* file, int line, const std::vector<Tensor>& values,
-                     const std::vector<std::string>& failure_ids, const std::string& what) {
+                     const std::vector<std::string>& failure_ids, std::uint64_t stream) {
   std::string first_id;
   for (const auto& id : failure_ids) {
     if (first_id.empty()) first_id = id;
   }
-  const Tensor grad_output = random_tensor({values[0].shape()[0], values[1].shape()[1]}, 4242, 0.5f, 1.5f);
-  LinearGradients grads;
-  try {
-    grads = linear_backward(values[0], values[1], grad_output, values.size() == 3);
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    testing::report_failure(file, line, first_id, {}, what + ": linear_backward threw " + error.what());
-    return false;
-  }
-  const Tensor* actual[] = {&grads.input, &grads.weight, &grads.bias};
+  const Tensor& x = values[0];
+  const Tensor& w = values[1];
+  const bool has_bias = values.size() == 3;
+  const Tensor grad_output = random_tensor({x.shape()[0], w.shape()[1]}, stream, 0.5f, 1.5f);
+  const auto grads = observe(fmt::format("linear_backward(x, W, G, {}) with x {}, W {}{}", has_bias,
+                                         to_string(x.shape()), to_string(w.shape()), has_bias ? ", b" : ""),
+                             [&] {
+                               const LinearGradients g = linear_backward(x, w, grad_output, has_bias);
+                               return std::tuple(g.input, g.weight, g.bias);
+                             });
+  if (!testing::expect_ok(file, line, grads, first_id)) return false;
+  const TensorData* actual[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
+  const char* names[] = {"the input gradient", "the weight gradient", "the bias gradient"};
   bool all_close = true;
   for (std::size_t i = 0; i < values.size(); ++i) {
     if (failure_ids[i].empty()) continue;
-    const Tensor expected = numeric_gradient(values, i, grad_output);
-    const testing::Comparison c = testing::compare(*actual[i], expected, 1e-3, 1e-3);
-    if (!c.close) {
-      all_close = false;
-      testing::report_failure(file, line, failure_ids[i], {},
-                              what + ": " +
-                                  (c.shapes_match ? c.describe()
-                                                  : "got shape " + to_string(actual[i]->shape()) + ", expected " +
-                                                        to_string(expected.shape())));
-    }
+    all_close &= expect_gradient(file, line, grads.call(), names[i], *actual[i],
+                                 numeric_gradient(values, i, grad_output), 1e-3, failure_ids[i]);
   }
   return all_close;
 }
 
-#define CHECK_GRADIENTS(values, ids, what) check_gradients(__FILE__, __LINE__, values, ids, what)
+#define CHECK_GRADIENTS(values, ids, stream) check_gradients(__FILE__, __LINE__, values, ids, stream)
+
+// Module 01's Wichmann-Hill generator, written out here so that the expected weights depend on
+// no code outside this file.
+class TrustedWichmannHill {
+ public:
+  explicit TrustedWichmannHill(std::uint64_t seed) {
+    x_ = static_cast<std::int64_t>(seed % 30268) + 1;
+    seed /= 30268;
+    y_ = static_cast<std::int64_t>(seed % 30306) + 1;
+    seed /= 30306;
+    z_ = static_cast<std::int64_t>(seed % 30322) + 1;
+  }
+  double next() {
+    x_ = 171 * x_ % 30269;
+    y_ = 172 * y_ % 30307;
+    z_ = 170 * z_ % 30323;
+    return std::fmod(x_ / 30269.0 + y_ / 30307.0 + z_ / 30323.0, 1.0);
+  }
+
+ private:
+  std::int64_t x_, y_, z_;
+};
+
+// The Kaiming-uniform weights of Linear(in, out) drawn from `generator`, in row-major order.
+TensorData kaiming_weights(std::int64_t in, std::int64_t out, TrustedWichmannHill& generator) {
+  const double bound = std::sqrt(6.0 / static_cast<double>(in));
+  std::vector<float> w(static_cast<std::size_t>(in * out));
+  for (float& v : w) v = static_cast<float>(bound * (2.0 * generator.next() - 1.0));
+  return data_of({in, out}, w);
+}
+
+// Everything a new layer holds: in and out features, weight, bias, weight_grad and bias_grad.
+using LayerState = std::tuple<int, int, Tensor, Tensor, Tensor, Tensor>;
+LayerState state_of(const Linear& layer) {
+  return {layer.in_features, layer.out_features, layer.weight, layer.bias, layer.weight_grad, layer.bias_grad};
+}
+
+using ObservedState = testing::Plain<LayerState>::type;
+
+// Reports linear_init_wrong unless a new layer (`what`, observed) has in features `in`, out
+// features `out`, the given weight, a zero bias (of shape (0) without bias) and zero gradients.
+bool expect_new_layer(const char* file, int line, const std::string& what, const ObservedState& layer,
+                      std::int64_t in, std::int64_t out, bool bias, const TensorData& weight) {
+  const auto& [in_features, out_features, w, b, w_grad, b_grad] = layer;
+  if (in_features != in || out_features != out) {
+    testing::report_failure(file, line, "linear_init_wrong", {},
+                            fmt::format("{} has in_features {} and out_features {}, expected {} and {}", what,
+                                        in_features, out_features, in, out));
+    return false;
+  }
+  const TensorData zero_bias = data_of({bias ? out : 0}, std::vector<float>(bias ? out : 0, 0.0f));
+  const TensorData zero_weight = data_of({in, out}, std::vector<float>(in * out, 0.0f));
+  const std::pair<const char*, std::pair<const TensorData*, const TensorData*>> parts[] = {
+      {"weight", {&w, &weight}},
+      {"bias", {&b, &zero_bias}},
+      {"weight_grad", {&w_grad, &zero_weight}},
+      {"bias_grad", {&b_grad, &zero_bias}},
+  };
+  for (const auto& [name, pair] : parts) {
+    const testing::Comparison c = testing::compare(*pair.first, *pair.second, 1e-6);
+    if (c.close) continue;
+    testing::report_failure(file, line, "linear_init_wrong", {},
+                            what + ": its " + name + " " +
+                                (c.shapes_match ? c.describe()
+                                                : "has shape " + to_string(pair.first->shape) + ", expected " +
+                                                      to_string(pair.second->shape)));
+    return false;
+  }
+  return true;
+}
 
 }  // namespace
 
 TEST(Layers, LinearInit) {
   // fast.ai's seed: WichmannHill(457428938475) draws 0.7645251082582081, 0.7920889799553945,
   // 0.06912886811267205 first. With bound = √(6/784) = 0.0874817765..., the first three weights
-  // of Linear(784, 10) are bound·(2u - 1):
-  const Linear layer(784, 10, true, 457428938475ULL);
-  KILN_EXPECT(layer.weight.shape() == Shape({784, 10}) && layer.in_features == 784 && layer.out_features == 10,
-              "linear_init_wrong", {},
-              "Linear(784, 10) has weight shape " + to_string(layer.weight.shape()) + " and in/out features " +
-                  std::to_string(layer.in_features) + "/" + std::to_string(layer.out_features));
-  if (layer.weight.shape() != Shape({784, 10})) return;
-  const Tensor first_three = make_view(layer.weight, {3}, {1}, layer.weight.offset());
-  KILN_EXPECT_CLOSE(first_three, Tensor({3}, {0.0462822528f, 0.0511049257f, -0.0753867441f}), 1e-6, "linear_init_wrong");
-
+  // of Linear(784, 10) are bound·(2u - 1): 0.0462822528, 0.0511049257 and -0.0753867441.
+  const auto layer = observe("Linear(784, 10, true, 457428938475)",
+                             [] { return state_of(Linear(784, 10, true, 457428938475ULL)); });
+  if (!KILN_EXPECT_OK(layer, "linear_init_wrong")) return;
+  const TensorData& weight = std::get<2>(*layer);
+  if (weight.shape != Shape({784, 10})) {
+    KILN_FAIL("linear_init_wrong", {}, layer.call() + " has weight shape " + to_string(weight.shape) + ", expected (784, 10)");
+    return;
+  }
+  const std::vector<float> golden = {0.0462822528f, 0.0511049257f, -0.0753867441f};
+  for (std::size_t i = 0; i < golden.size(); ++i) {
+    if (std::fabs(weight.values[i] - golden[i]) > 1e-6) {
+      const auto [got, expected] = testing::format_pair(weight.values[i], golden[i]);
+      KILN_FAIL("linear_init_wrong", {},
+                fmt::format("{}: weight[0, {}] is {}, expected {}", layer.call(), i, got, expected));
+      return;
+    }
+  }
   // Every weight, drawn here in row-major order; the bias is zeros and draws nothing.
-  WichmannHill generator(457428938475ULL);
-  const double bound = std::sqrt(6.0 / 784.0);
-  std::vector<float> expected(784 * 10);
-  for (float& w : expected) w = static_cast<float>(bound * (2.0 * generator.next() - 1.0));
-  KILN_EXPECT_CLOSE(layer.weight, Tensor({784, 10}, expected), 1e-6, "linear_init_wrong");
-  KILN_EXPECT_CLOSE(layer.bias, Tensor::zeros({10}), 0.0, "linear_init_wrong");
-  KILN_EXPECT(layer.weight_grad.shape() == layer.weight.shape() && layer.bias_grad.shape() == layer.bias.shape(),
-              "linear_init_wrong", {},
-              "weight_grad and bias_grad should start as zeros of shapes (784, 10) and (10), got " +
-                  to_string(layer.weight_grad.shape()) + " and " + to_string(layer.bias_grad.shape()));
+  TrustedWichmannHill fast_ai(457428938475ULL);
+  if (!expect_new_layer(__FILE__, __LINE__, layer.call(), *layer, 784, 10, true, kaiming_weights(784, 10, fast_ai)))
+    return;
 
   // Two layers sharing one generator: the second continues where the first stopped (12 draws,
   // none for the first layer's bias).
-  WichmannHill shared(11);
-  const Linear first(4, 3, true, shared);
-  const Linear second(3, 2, false, shared);
-  WichmannHill replay(11);
-  std::vector<float> first_weights(12), second_weights(6);
-  for (float& w : first_weights) w = static_cast<float>(std::sqrt(6.0 / 4.0) * (2.0 * replay.next() - 1.0));
-  for (float& w : second_weights) w = static_cast<float>(std::sqrt(6.0 / 3.0) * (2.0 * replay.next() - 1.0));
-  KILN_EXPECT_CLOSE(first.weight, Tensor({4, 3}, first_weights), 1e-6, "linear_init_wrong");
-  KILN_EXPECT_CLOSE(second.weight, Tensor({3, 2}, second_weights), 1e-6, "linear_init_wrong");
+  const auto shared = observe("Linear(4, 3, true, g), then Linear(3, 2, false, g) with one g = WichmannHill(11)", [] {
+    WichmannHill g(11);
+    const Linear first(4, 3, true, g);
+    const Linear second(3, 2, false, g);
+    return std::pair(state_of(first), state_of(second));
+  });
+  if (!KILN_EXPECT_OK(shared, "linear_init_wrong")) return;
+  TrustedWichmannHill replay(11);
+  const TensorData first_weights = kaiming_weights(4, 3, replay);
+  const TensorData second_weights = kaiming_weights(3, 2, replay);
+  if (!expect_new_layer(__FILE__, __LINE__, "the first layer of " + shared.call(), shared->first, 4, 3, true,
+                        first_weights))
+    return;
+  if (!expect_new_layer(__FILE__, __LINE__, "the second layer of " + shared.call(), shared->second, 3, 2, false,
+                        second_weights))
+    return;
+
+  // A layer of the run's own: a seed and sizes (in from 2 to 9, out = in + 1 to in + 4) drawn
+  // from the run.
+  testing::Generator draw(66);
+  const std::uint64_t seed = draw.next() >> 16;
+  const int in = static_cast<int>(2 + draw.below(8));
+  const int out = in + 1 + static_cast<int>(draw.below(4));
+  const auto own = observe(fmt::format("Linear({}, {}, true, {})", in, out, seed),
+                           [&] { return state_of(Linear(in, out, true, seed)); });
+  if (!KILN_EXPECT_OK(own, "linear_init_wrong")) return;
+  TrustedWichmannHill own_generator(seed);
+  expect_new_layer(__FILE__, __LINE__, own.call(), *own, in, out, true, kaiming_weights(in, out, own_generator));
 }
 
 TEST(Layers, LinearForward) {
@@ -125,36 +247,51 @@ TEST(Layers, LinearForward) {
   //   x·W = [[58, 64], [139, 154]], plus b on every row.
   const Tensor x({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor w({3, 2}, {7, 8, 9, 10, 11, 12});
-  try {
-    KILN_EXPECT_CLOSE(linear_forward(x, w, Tensor({2}, {0.5f, -1.0f})), Tensor({2, 2}, {58.5f, 63, 139.5f, 153}),
-                      1e-4, "linear_forward_wrong");
-    // The course's sizes: five 784-pixel inputs through Linear(784, 10), given a random bias.
-    Linear layer(784, 10, true, 3);
-    layer.bias = random_tensor({10}, 5);
-    const Tensor images = random_tensor({5, 784}, 457428938475ULL, 0.0f, 1.0f);
-    KILN_EXPECT_CLOSE(layer.forward(images), reference_linear({images, layer.weight, layer.bias}), 1e-3,
-                      "linear_forward_wrong");
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    KILN_FAIL("linear_forward_wrong", {}, std::string("forward threw ") + error.what());
+  const Tensor b({2}, {0.5f, -1.0f});
+  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(linear_forward(x, w, b)),
+                             data_of({2, 2}, {58.5f, 63, 139.5f, 153}), 1e-4, "linear_forward_wrong"))
     return;
-  }
+  // The course's sizes: five 784-pixel inputs through a Linear(784, 10) whose weight and bias are
+  // set to random values of the run.
+  const Tensor images = random_tensor({5, 784}, 457428938475ULL, 0.0f, 1.0f);
+  const Tensor weight = random_tensor({784, 10}, 4);
+  const Tensor bias = random_tensor({10}, 5);
+  const auto y = observe("layer.forward(images) of a Linear(784, 10) with a random weight and bias", [&] {
+    Linear layer(784, 10, true, 3);
+    layer.weight = weight;
+    layer.bias = bias;
+    return layer.forward(images);
+  });
+  if (!testing::expect_close(__FILE__, __LINE__, y, reference_linear(images, weight, bias), 1e-3,
+                             "linear_forward_wrong", 1e-5))
+    return;
 
   // Without bias: the layer's bias is empty, and the output is x·W with nothing added.
-  Linear plain(3, 2, false);
-  KILN_EXPECT(plain.bias.shape() == Shape({0}) && !plain.has_bias(), "linear_no_bias_wrong", {},
-              "Linear(3, 2, false) has a bias of shape " + to_string(plain.bias.shape()));
-  plain.weight = w;
-  try {
-    KILN_EXPECT_CLOSE(plain.forward(x), Tensor({2, 2}, {58, 64, 139, 154}), 1e-4, "linear_no_bias_wrong");
-    KILN_EXPECT_CLOSE(linear_forward(x, w, std::nullopt), Tensor({2, 2}, {58, 64, 139, 154}), 1e-4,
-                      "linear_no_bias_wrong");
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    KILN_FAIL("linear_no_bias_wrong", {}, std::string("forward without bias threw ") + error.what());
+  const auto plain = observe("Linear(3, 2, false): its bias and has_bias()", [] {
+    const Linear layer(3, 2, false);
+    return std::pair(layer.bias, layer.has_bias());
+  });
+  if (!KILN_EXPECT_OK(plain, "linear_no_bias_wrong")) return;
+  if (plain->first.shape != Shape({0}) || plain->second) {
+    KILN_FAIL("linear_no_bias_wrong", {},
+              fmt::format("Linear(3, 2, false) has a bias of shape {} and has_bias() {}, expected (0) and false",
+                          to_string(plain->first.shape), plain->second));
+    return;
   }
+  const auto plain_y = observe("layer.forward(x) of Linear(3, 2, false) with W = [[7, 8], [9, 10], [11, 12]]", [&] {
+    Linear layer(3, 2, false);
+    layer.weight = w;
+    return layer.forward(x);
+  });
+  if (!testing::expect_close(__FILE__, __LINE__, plain_y, data_of({2, 2}, {58, 64, 139, 154}), 1e-4,
+                             "linear_no_bias_wrong"))
+    return;
+  // And linear_forward itself without bias, on a (4, 5)·(5, 3) of the run.
+  const Tensor x_run = random_tensor({4, 5}, 6), w_run = random_tensor({5, 3}, 7);
+  testing::expect_close(__FILE__, __LINE__,
+                        observe("linear_forward(x, W, std::nullopt) with x (4, 5), W (5, 3)",
+                                [&] { return linear_forward(x_run, w_run, std::nullopt); }),
+                        reference_linear(x_run, w_run, std::nullopt), 1e-5, "linear_no_bias_wrong", 1e-5);
 }
 
 TEST(Layers, LinearGradients) {
@@ -162,53 +299,66 @@ TEST(Layers, LinearGradients) {
   // A square layer first (in = out = 3), where a missing transpose still has the right shape,
   // then a (5, 4) batch through a (4, 3) weight, then one without bias.
   if (!CHECK_GRADIENTS((std::vector<Tensor>{random_tensor({2, 3}, 51), random_tensor({3, 3}, 52), random_tensor({3}, 53)}),
-                       ids, "x (2, 3), W (3, 3), b (3)"))
+                       ids, 4242))
     return;
   if (!CHECK_GRADIENTS((std::vector<Tensor>{random_tensor({5, 4}, 54), random_tensor({4, 3}, 55), random_tensor({3}, 56)}),
-                       ids, "x (5, 4), W (4, 3), b (3)"))
+                       ids, 4243))
     return;
   if (!CHECK_GRADIENTS((std::vector<Tensor>{random_tensor({5, 4}, 57), random_tensor({4, 3}, 58)}),
-                       (std::vector<std::string>{ids[0], ids[1]}), "x (5, 4), W (4, 3), no bias"))
+                       (std::vector<std::string>{ids[0], ids[1]}), 4244))
     return;
 
   // Through the layer: forward, then backward twice with the same G; the given backward() adds,
   // so weight_grad holds twice xᵀ·G, and the returned input gradient is G·Wᵀ each time.
-  Linear layer(4, 3, true, 59);
   const Tensor x = random_tensor({5, 4}, 60);
-  const Tensor grad_output = random_tensor({5, 3}, 4242, 0.5f, 1.5f);
-  Tensor input_grad;
-  try {
-    layer.forward(x);
-    layer.backward(grad_output);
-    input_grad = layer.backward(grad_output);
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    KILN_FAIL("linear_input_grad_wrong", {}, std::string("Linear(4, 3): forward or backward threw ") + error.what());
-    return;
-  }
-  const std::vector<Tensor> values{x, layer.weight, layer.bias};
-  KILN_EXPECT_CLOSE(input_grad, numeric_gradient(values, 0, grad_output), 1e-2, "linear_input_grad_wrong");
-  KILN_EXPECT_CLOSE(layer.weight_grad, 2.0f * numeric_gradient(values, 1, grad_output), 1e-2, "linear_weight_grad_wrong");
+  const Tensor weight = random_tensor({4, 3}, 61);
+  const Tensor bias = random_tensor({3}, 62);
+  const Tensor grad_output = random_tensor({5, 3}, 4245, 0.5f, 1.5f);
+  const auto through = observe(
+      "Linear(4, 3) with a random weight and bias: forward(x), backward(G) twice; the input gradient and weight_grad",
+      [&] {
+        Linear layer(4, 3, true, 59);
+        layer.weight = weight;
+        layer.bias = bias;
+        layer.zero_grad();
+        layer.forward(x);
+        layer.backward(grad_output);
+        const Tensor input_grad = layer.backward(grad_output);
+        return std::pair(input_grad, layer.weight_grad);
+      });
+  if (!KILN_EXPECT_OK(through, "linear_input_grad_wrong")) return;
+  const std::vector<Tensor> values{x, weight, bias};
+  expect_gradient(__FILE__, __LINE__, through.call(), "the input gradient", through->first,
+                  numeric_gradient(values, 0, grad_output), 1e-2, "linear_input_grad_wrong");
+  expect_gradient(__FILE__, __LINE__, through.call(), "weight_grad", through->second,
+                  scaled(numeric_gradient(values, 1, grad_output), 2.0f), 1e-2, "linear_weight_grad_wrong");
 }
 
 TEST(Layers, LinearBiasGradient) {
   const std::vector<std::string> ids{"", "", "linear_bias_grad_wrong"};
-  if (!CHECK_GRADIENTS((std::vector<Tensor>{random_tensor({5, 4}, 61), random_tensor({4, 3}, 62), random_tensor({3}, 63)}),
-                       ids, "x (5, 4), W (4, 3), b (3)"))
+  if (!CHECK_GRADIENTS((std::vector<Tensor>{random_tensor({5, 4}, 63), random_tensor({4, 3}, 64), random_tensor({3}, 65)}),
+                       ids, 4246))
     return;
-  // Through the layer, with G all ones: every bias was added to 5 rows, so it gets 5.
-  Linear layer(4, 3, true, 64);
-  try {
-    layer.forward(random_tensor({5, 4}, 65));
-    layer.backward(Tensor::ones({5, 3}));
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    KILN_FAIL("linear_bias_grad_wrong", {}, std::string("forward or backward threw ") + error.what());
+  // Without a bias the bias gradient is the empty tensor of shape (0).
+  const Tensor x = random_tensor({5, 4}, 67), weight = random_tensor({4, 3}, 68);
+  const Tensor grad_output = random_tensor({5, 3}, 4247, 0.5f, 1.5f);
+  const auto empty = observe("linear_backward(x, W, G, false).bias with x (5, 4), W (4, 3)",
+                             [&] { return linear_backward(x, weight, grad_output, false).bias; });
+  if (!KILN_EXPECT_OK(empty, "linear_bias_grad_wrong")) return;
+  if (empty->shape != Shape({0})) {
+    KILN_FAIL("linear_bias_grad_wrong", {}, empty.call() + " has shape " + to_string(empty->shape) + ", expected (0)");
     return;
   }
-  KILN_EXPECT_CLOSE(layer.bias_grad, Tensor::full({3}, 5.0f), 1e-5, "linear_bias_grad_wrong");
+  // Through the layer, with G all ones: every bias was added to 5 rows, so it gets 5.
+  const auto through = observe("bias_grad after forward(x) and backward(ones (5, 3)) of a Linear(4, 3)", [&] {
+    Linear layer(4, 3, true, 64);
+    layer.weight = weight;
+    layer.zero_grad();
+    layer.forward(x);
+    layer.backward(Tensor::ones({5, 3}));
+    return layer.bias_grad;
+  });
+  testing::expect_close(__FILE__, __LINE__, through, data_of({3}, {5, 5, 5}), 1e-5, "linear_bias_grad_wrong");
 }
 
 }  // namespace kiln

@@ -1,14 +1,19 @@
 // Module 03 checks for the ladder: dot, matmul_loops, matmul_dot, matmul_broadcast and their
-// shape errors. Every rung is compared with a trusted triple loop written here and summed in
-// double, so a rung is judged on its own, never against another rung you wrote. The cases include
-// the course's sizes: a batch of 5 MNIST-sized inputs (5, 784) times a (784, 10) weight matrix,
-// as in fast.ai's "matrix multiplication from foundations".
+// shape errors. Every rung is compared with a trusted triple loop summed in double
+// (testing::reference_matmul), so a rung is judged on its own, never against another rung you
+// wrote. The cases include the course's sizes: a batch of 5 MNIST-sized inputs (5, 784) times a
+// (784, 10) weight matrix, as in fast.ai's "matrix multiplication from foundations", and sizes
+// drawn from the run's seed.
+//
+// Every value taken from the module's functions passes through observe() (kiln/observe.h). The
+// inputs are built with module 01's Tensor and the given row() and column() views.
 #include <cmath>
 #include <cstdint>
-#include <exception>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kiln/layers.h"
 #include "kiln/testing.h"
@@ -16,15 +21,23 @@
 namespace kiln {
 namespace {
 
-using kiln::testing::random_tensor;
-using kiln::testing::reference_matmul;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::reference_matmul;
+using testing::TensorData;
+
+// The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given
+// make_view so that the inputs depend on none of module 01's written functions.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
 
 using Product = std::function<Tensor(const Tensor&, const Tensor&)>;
 
 // One product to check: its inputs, the expected values and how close they must be.
 struct Case {
   std::string what;
-  Tensor a, b, expected;
+  Tensor a, b;
+  TensorData expected;
   double tolerance;
 };
 
@@ -33,77 +46,94 @@ std::vector<Case> ladder_cases() {
   std::vector<Case> cases;
   // [[1, 2, 3], [4, 5, 6]]·[[7, 8], [9, 10], [11, 12]]: 1·7 + 2·9 + 3·11 = 58, and so on.
   cases.push_back({"(2, 3)·(3, 2) worked by hand", Tensor({2, 3}, {1, 2, 3, 4, 5, 6}),
-                   Tensor({3, 2}, {7, 8, 9, 10, 11, 12}), Tensor({2, 2}, {58, 64, 139, 154}), 0.0});
+                   Tensor({3, 2}, {7, 8, 9, 10, 11, 12}), data_of({2, 2}, {58, 64, 139, 154}), 0.0});
   // Five "images" of 784 pixels in [0, 1) times a (784, 10) weight matrix in [-1, 1).
   const Tensor images = random_tensor({5, 784}, 457428938475ULL, 0.0f, 1.0f);
   const Tensor weights = random_tensor({784, 10}, 2023, -1.0f, 1.0f);
   cases.push_back({"(5, 784)·(784, 10)", images, weights, reference_matmul(images, weights), 1e-3});
   // Transposed views: (4, 3) and (3, 5) matrices whose elements are not where a fresh tensor's
   // would be (strides (1, 4) and (1, 3)).
-  const Tensor a_view = random_tensor({3, 4}, 31, -1.0f, 1.0f).transpose(0, 1);
-  const Tensor b_view = random_tensor({5, 3}, 32, -1.0f, 1.0f).transpose(0, 1);
+  const Tensor a_view = transposed(random_tensor({3, 4}, 31));
+  const Tensor b_view = transposed(random_tensor({5, 3}, 32));
   cases.push_back({"transposed views (4, 3)·(3, 5)", a_view, b_view, reference_matmul(a_view, b_view), 1e-5});
   // One row times one column, and one column times one row.
-  const Tensor r = random_tensor({1, 6}, 33, -1.0f, 1.0f);
-  const Tensor c = random_tensor({6, 1}, 34, -1.0f, 1.0f);
+  const Tensor r = random_tensor({1, 6}, 33);
+  const Tensor c = random_tensor({6, 1}, 34);
   cases.push_back({"(1, 6)·(6, 1)", r, c, reference_matmul(r, c), 1e-5});
   cases.push_back({"(6, 1)·(1, 6)", c, r, reference_matmul(c, r), 1e-5});
+  // Sizes of the run's own, n from 2 to 9, k from 1 to 16 and m = n + 1 to n + 4 (never square).
+  testing::Generator sizes(35);
+  const std::int64_t n = 2 + sizes.below(8), k = 1 + sizes.below(16), m = n + 1 + sizes.below(4);
+  const Tensor a_run = random_tensor({n, k}, 36), b_run = random_tensor({k, m}, 37);
+  cases.push_back({fmt::format("({}, {})·({}, {}) of this run", n, k, k, m), a_run, b_run,
+                   reference_matmul(a_run, b_run), 1e-5});
   return cases;
 }
 
 // Runs every case through `product`; reports `failure_id` for the first case that is wrong or
-// throws (an unwritten stub's NotImplemented passes through), and stops there.
+// throws (an unwritten stub's NotImplemented ends the check as not written), and stops there.
 void check_ladder(const char* file, int line, const std::string& name, const Product& product,
                   const std::string& failure_id) {
   for (const Case& c : ladder_cases()) {
-    const std::string what = name + " of " + c.what;
-    Tensor got;
-    try {
-      got = product(c.a, c.b);
-    } catch (const NotImplemented&) {
-      throw;
-    } catch (const std::exception& error) {
-      testing::report_failure(file, line, failure_id, {}, what + " threw: " + error.what());
-      return;
-    }
-    const testing::Comparison result = testing::compare(got, c.expected, c.tolerance, 1e-5);
-    if (!result.close) {
-      testing::report_failure(
-          file, line, failure_id, {},
-          what + ": " +
-              (result.shapes_match ? result.describe()
-                                   : "got shape " + to_string(got.shape()) + ", expected " +
-                                         to_string(c.expected.shape())));
-      return;
-    }
+    const auto got = observe(name + "(a, b) on " + c.what, [&] { return product(c.a, c.b); });
+    if (!testing::expect_close(file, line, got, c.expected, c.tolerance, failure_id, 1e-5)) return;
   }
+}
+
+// Reports dot_wrong unless the observed dot product is within tolerance of the expected one.
+bool expect_dot(const char* file, int line, const testing::Observed<float>& got, double expected,
+                double tolerance) {
+  if (!testing::expect_ok(file, line, got, "dot_wrong")) return false;
+  if (std::fabs(*got - expected) <= tolerance) return true;
+  const auto [actual, wanted] = testing::format_pair(*got, expected);
+  testing::report_failure(file, line, "dot_wrong", {}, got.call() + " gave " + actual + ", expected " + wanted);
+  return false;
+}
+
+// Σ_p u[p]·v[p] in double, read through each tensor's own strides (trusted).
+double reference_dot(const Tensor& u, const Tensor& v) {
+  const TensorData ud = data_of(u), vd = data_of(v);
+  double total = 0.0;
+  for (std::size_t p = 0; p < ud.values.size(); ++p) total += static_cast<double>(ud.values[p]) * vd.values[p];
+  return total;
 }
 
 }  // namespace
 
 TEST(Layers, Dot) {
   // fast.ai's example: [1, 2, 3]·[2, 3, 4] = 2 + 6 + 12 = 20.
-  const float plain = dot(Tensor({3}, {1, 2, 3}), Tensor({3}, {2, 3, 4}));
-  KILN_EXPECT(plain == 20.0f, "dot_wrong", {}, "dot([1, 2, 3], [2, 3, 4]) gave " + std::to_string(plain) + ", expected 20");
+  const Tensor u3({3}, {1, 2, 3}), v3({3}, {2, 3, 4});
+  if (!expect_dot(__FILE__, __LINE__, KILN_OBSERVE(dot(u3, v3)), 20.0, 0.0)) return;
 
   // Views: with m = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], row 2 is [7, 8, 9] (stride 1) and column 2
   // is [3, 6, 9] (stride 3): 21 + 48 + 81 = 150. Columns 0 and 1: 1·2 + 4·5 + 7·8 = 78.
   const Tensor m({3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
-  const float row_column = dot(row(m, 2), column(m, 2));
-  KILN_EXPECT(row_column == 150.0f, "dot_wrong", {},
-              "dot(row(m, 2), column(m, 2)) gave " + std::to_string(row_column) + ", expected 150");
-  const float columns = dot(column(m, 0), column(m, 1));
-  KILN_EXPECT(columns == 78.0f, "dot_wrong", {},
-              "dot(column(m, 0), column(m, 1)) gave " + std::to_string(columns) + ", expected 78");
+  const Tensor m_row2 = row(m, 2), m_column0 = column(m, 0), m_column1 = column(m, 1), m_column2 = column(m, 2);
+  if (!expect_dot(__FILE__, __LINE__, observe("dot(row(m, 2), column(m, 2))", [&] { return dot(m_row2, m_column2); }),
+                  150.0, 0.0))
+    return;
+  if (!expect_dot(__FILE__, __LINE__,
+                  observe("dot(column(m, 0), column(m, 1))", [&] { return dot(m_column0, m_column1); }), 78.0, 0.0))
+    return;
+
+  // A non-square matrix r (5, 7) of the run: its column 3 (5 values, 7 floats apart) with a
+  // plain vector, and its row 4 with column 1 of a (7, 3) matrix s (7 values, 3 floats apart).
+  const Tensor r = random_tensor({5, 7}, 9), s = random_tensor({7, 3}, 10), w = random_tensor({5}, 11);
+  const Tensor r_column3 = column(r, 3), r_row4 = row(r, 4), s_column1 = column(s, 1);
+  if (!expect_dot(__FILE__, __LINE__,
+                  observe("dot(column(r, 3), w) with r (5, 7) and w (5)", [&] { return dot(r_column3, w); }),
+                  reference_dot(r_column3, w), 1e-5))
+    return;
+  if (!expect_dot(__FILE__, __LINE__,
+                  observe("dot(row(r, 4), column(s, 1)) with r (5, 7) and s (7, 3)",
+                          [&] { return dot(r_row4, s_column1); }),
+                  reference_dot(r_row4, s_column1), 1e-5))
+    return;
 
   // 784 products, against a sum in double.
-  const Tensor u = random_tensor({784}, 7, -1.0f, 1.0f);
-  const Tensor v = random_tensor({784}, 8, -1.0f, 1.0f);
-  double expected = 0.0;
-  for (std::int64_t p = 0; p < 784; ++p) expected += static_cast<double>(u.at({p})) * v.at({p});
-  const float long_dot = dot(u, v);
-  KILN_EXPECT(std::abs(long_dot - expected) < 1e-3, "dot_wrong", {},
-              "dot of two length-784 vectors gave " + std::to_string(long_dot) + ", expected " + std::to_string(expected));
+  const Tensor u = random_tensor({784}, 7), v = random_tensor({784}, 8);
+  expect_dot(__FILE__, __LINE__, observe("dot(u, v) of two length-784 vectors", [&] { return dot(u, v); }),
+             reference_dot(u, v), 1e-3);
 }
 
 TEST(Layers, MatmulLoops) {
@@ -122,19 +152,41 @@ TEST(Layers, MatmulBroadcast) {
 }
 
 TEST(Layers, MatmulShapeErrors) {
-  // (2, 3)·(4, 2): the inner sizes 3 and 4 differ. A 1-D (3) is not a matrix.
-  const Tensor left = Tensor::ones({2, 3});
-  const Tensor right = Tensor::ones({4, 2});
-  const Tensor vector = Tensor::ones({3});
-  const Tensor fits = Tensor::ones({3, 2});
-  KILN_EXPECT_THROWS(matmul_loops(left, right), ShapeError, "shape_not_reported", {"(2, 3)", "(4, 2)"});
-  KILN_EXPECT_THROWS(matmul_dot(left, right), ShapeError, "shape_not_reported", {"(2, 3)", "(4, 2)"});
-  KILN_EXPECT_THROWS(matmul_broadcast(left, right), ShapeError, "shape_not_reported", {"(2, 3)", "(4, 2)"});
-  KILN_EXPECT_THROWS(matmul_loops(vector, fits), ShapeError, "shape_not_reported", {"(3)", "(3, 2)"});
-  KILN_EXPECT_THROWS(matmul_dot(vector, fits), ShapeError, "shape_not_reported", {"(3)", "(3, 2)"});
-  KILN_EXPECT_THROWS(matmul_broadcast(vector, fits), ShapeError, "shape_not_reported", {"(3)", "(3, 2)"});
-  KILN_EXPECT_THROWS(dot(vector, Tensor::ones({4})), ShapeError, "shape_not_reported", {"(3)", "(4)"});
-  KILN_EXPECT_THROWS(dot(vector, fits), ShapeError, "shape_not_reported", {"(3)", "(3, 2)"});
+  // (2, 3)·(4, 2): the inner sizes 3 and 4 differ. A 1-D (3) is not a matrix. Then shapes of the
+  // run's own: (n, k) by (k + d, m), the inner sizes apart by d = 1 to 3.
+  testing::Generator sizes(38);
+  const std::int64_t n = 1 + sizes.below(6), k = 1 + sizes.below(6), d = 1 + sizes.below(3), m = 1 + sizes.below(6);
+  const std::vector<std::pair<Tensor, Tensor>> pairs = {
+      {Tensor::ones({2, 3}), Tensor::ones({4, 2})},
+      {Tensor::ones({3}), Tensor::ones({3, 2})},
+      {random_tensor({n, k}, 39), random_tensor({k + d, m}, 40)},
+  };
+  const std::vector<std::pair<std::string, Product>> rungs = {
+      {"matmul_loops", [](const Tensor& a, const Tensor& b) { return matmul_loops(a, b); }},
+      {"matmul_dot", [](const Tensor& a, const Tensor& b) { return matmul_dot(a, b); }},
+      {"matmul_broadcast", [](const Tensor& a, const Tensor& b) { return matmul_broadcast(a, b); }},
+  };
+  for (const auto& [a, b] : pairs) {
+    const std::vector<std::string> both = {to_string(a.shape()), to_string(b.shape())};
+    for (const auto& [name, product] : rungs) {
+      testing::expect_throws<ShapeError>(
+          __FILE__, __LINE__,
+          observe(name + "(a, b) on " + both[0] + " and " + both[1], [&] { return product(a, b); }),
+          "shape_not_reported", both);
+    }
+  }
+  // dot: lengths 3 and 4, a matrix, and lengths k and k + d.
+  const std::vector<std::pair<Tensor, Tensor>> vectors = {
+      {Tensor::ones({3}), Tensor::ones({4})},
+      {Tensor::ones({3}), Tensor::ones({3, 2})},
+      {random_tensor({k}, 41), random_tensor({k + d}, 42)},
+  };
+  for (const auto& [u, v] : vectors) {
+    const std::vector<std::string> both = {to_string(u.shape()), to_string(v.shape())};
+    testing::expect_throws<ShapeError>(
+        __FILE__, __LINE__, observe("dot(u, v) on " + both[0] + " and " + both[1], [&] { return dot(u, v); }),
+        "shape_not_reported", both);
+  }
 }
 
 }  // namespace kiln

@@ -1,96 +1,54 @@
 // Module 09 checks: one TEST per check in module.yaml.
 //
-// Forward values are compared with numbers worked out by hand (shown beside each case).
-// Gradients are compared with central finite differences of L = Σ w ⊙ conv(x, weight, bias) for
-// fixed weights w, where conv is an independent loop written in this file and summed in double:
-// the convolution is linear in each of its arguments, so the central difference is exact up to
-// float32 rounding. (So a gradient check judges your backward against the true convolution, even
-// if your forward has a bug of its own.)
+// Every value taken from the student's code passes through observe() (kiln/observe.h): the checks
+// judge plain data only.
+//
+// Forward values are compared with numbers worked out by hand (shown beside each case) and, on
+// random non-square images of the run, with a direct convolution written in this file and summed
+// in double. The gradient checks build the Conv2dFunction node themselves and call its backward(w)
+// directly, so that they depend neither on the forward loops nor on module 06's graph walk. They
+// compare with central finite differences of L = Σ w ⊙ conv(x, weight, bias) for fixed random
+// weights w, with conv the same loop written here: the convolution is linear in each of its
+// arguments, so the central difference is exact up to float32 rounding.
+//
+// Images are never square and outputs never square, except in the hand-worked cases, so that a
+// height and width mixed up fails the check of the loop that mixed them.
 #include <cmath>
 #include <cstdint>
-#include <exception>
-#include <functional>
+#include <limits>
+#include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
+
+#include <fmt/format.h>
 
 #include "kiln/autograd.h"
 #include "kiln/conv.h"
 #include "kiln/testing.h"
 
+namespace kiln {
 namespace {
 
-using kiln::testing::random_tensor;
+using testing::data_of;
+using testing::observe;
+using testing::Observed;
+using testing::random_tensor;
+using testing::report_failure;
+using testing::TensorData;
 
-using kiln::Conv2d;
-using kiln::Conv2dFunction;
-using kiln::MaxPool2d;
-using kiln::Shape;
-using kiln::Tensor;
-using kiln::WichmannHill;
+// ---------------------------------------------------------------------------------------------
+// Trusted references
 
-using Forward = std::function<Tensor(const std::vector<Tensor>&)>;
-
-// Runs backward on L = Σ w ⊙ f(inputs) and compares the gradient of input i with central
-// differences of the same L computed by `reference`, reporting failure_ids[i] (an empty id skips
-// that input). An error thrown on the way (other than an unwritten stub's) is reported under the
-// first id.
-void check_gradients(const char* file, int line, const Forward& f, const Forward& reference,
-                     const std::vector<Tensor>& values, const std::vector<std::string>& failure_ids,
-                     const std::string& what) {
-  constexpr float kEps = 1e-2f;
-  std::vector<Tensor> inputs;
-  for (const Tensor& v : values) inputs.push_back(v.clone().set_requires_grad(true));
-  std::string first_id;
-  for (const auto& id : failure_ids) {
-    if (first_id.empty()) first_id = id;
-  }
-
-  Tensor weights;
-  try {
-    Tensor y = f(inputs);
-    weights = random_tensor(y.shape(), 4242, 0.5f, 1.5f);
-    y.backward(weights);
-  } catch (const kiln::NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    kiln::testing::report_failure(file, line, first_id, {}, what + ": backward threw " + error.what());
-    return;
-  }
-
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (failure_ids[i].empty()) continue;
-    const Tensor numeric = kiln::testing::numeric_gradient(reference, values, i, weights, kEps);
-    const Tensor actual = inputs[i].grad();
-    const kiln::testing::Comparison c = kiln::testing::compare(actual, numeric, 1e-3, 1e-3);
-    if (!c.close) {
-      kiln::testing::report_failure(
-          file, line, failure_ids[i], {},
-          what + ": " +
-              (c.shapes_match ? c.describe()
-                              : "got shape " + kiln::to_string(actual.shape()) + ", expected " +
-                                    kiln::to_string(values[i].shape())));
-    }
-  }
-}
-
-#define CHECK_GRADIENTS(f, reference, values, ids, what) \
-  check_gradients(__FILE__, __LINE__, f, reference, values, ids, what)
-
-// conv(x, weight, bias) through the autograd Function.
-Tensor conv(const std::vector<Tensor>& in, int stride, int padding) {
-  return Conv2dFunction::apply(in[0], in[1], in.size() == 3 ? std::optional<Tensor>(in[2]) : std::nullopt,
-                               stride, padding);
-}
-
-// The same convolution written independently here, summed in double, for the finite differences:
-// in = {x (N, C, H, W), weight (out_ch, C, k, k), bias (out_ch) if present}.
-Tensor reference_conv(const std::vector<Tensor>& in, int stride, int padding) {
-  const Shape& xs = in[0].shape();
-  const Shape& ws = in[1].shape();
-  const std::vector<float> x = in[0].to_vector();
-  const std::vector<float> w = in[1].to_vector();
-  const std::vector<float> b = in.size() == 3 ? in[2].to_vector() : std::vector<float>(ws[0], 0.0f);
+// The convolution written out here, summed in double: in = {x (N, C, H, W), weight (out_ch, C, k,
+// k), bias (out_ch) if present}.
+TensorData reference_conv(const std::vector<TensorData>& in, int stride, int padding) {
+  const Shape& xs = in[0].shape;
+  const Shape& ws = in[1].shape;
+  const std::vector<float>& x = in[0].values;
+  const std::vector<float>& w = in[1].values;
   const std::int64_t N = xs[0], C = xs[1], H = xs[2], W = xs[3], out_ch = ws[0], k = ws[2];
   const std::int64_t out_h = (H + 2 * padding - k) / stride + 1;
   const std::int64_t out_w = (W + 2 * padding - k) / stride + 1;
@@ -99,7 +57,7 @@ Tensor reference_conv(const std::vector<Tensor>& in, int stride, int padding) {
     for (std::int64_t oc = 0; oc < out_ch; ++oc) {
       for (std::int64_t oh = 0; oh < out_h; ++oh) {
         for (std::int64_t ow = 0; ow < out_w; ++ow) {
-          double total = b[static_cast<std::size_t>(oc)];
+          double total = in.size() == 3 ? in[2].values[static_cast<std::size_t>(oc)] : 0.0;
           for (std::int64_t c = 0; c < C; ++c) {
             for (std::int64_t kh = 0; kh < k; ++kh) {
               for (std::int64_t kw = 0; kw < k; ++kw) {
@@ -116,148 +74,352 @@ Tensor reference_conv(const std::vector<Tensor>& in, int stride, int padding) {
       }
     }
   }
-  return Tensor({N, out_ch, out_h, out_w}, out);
+  return data_of({N, out_ch, out_h, out_w}, out);
 }
 
-}  // namespace
+// Max pooling written out here: the maxima, and for each output the row-major index into x of
+// the first largest element of its window.
+struct Pooled {
+  TensorData out;
+  std::vector<std::int64_t> argmax;
+};
+Pooled reference_maxpool(const TensorData& x, std::int64_t k, std::int64_t stride) {
+  const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
+  const std::int64_t out_h = (H - k) / stride + 1, out_w = (W - k) / stride + 1;
+  Pooled pooled;
+  std::vector<float> out;
+  for (std::int64_t n = 0; n < N; ++n)
+    for (std::int64_t c = 0; c < C; ++c)
+      for (std::int64_t oh = 0; oh < out_h; ++oh)
+        for (std::int64_t ow = 0; ow < out_w; ++ow) {
+          std::int64_t best = -1;
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t at = ((n * C + c) * H + oh * stride + kh) * W + ow * stride + kw;
+              if (best < 0 || x.values[static_cast<std::size_t>(at)] > x.values[static_cast<std::size_t>(best)]) best = at;
+            }
+          out.push_back(x.values[static_cast<std::size_t>(best)]);
+          pooled.argmax.push_back(best);
+        }
+  pooled.out = data_of({N, C, out_h, out_w}, out);
+  return pooled;
+}
+
+// Max pooling's gradient for x: each output's gradient added at the element its window took.
+TensorData reference_maxpool_grad(const TensorData& x, std::int64_t k, std::int64_t stride, const TensorData& g) {
+  const Pooled pooled = reference_maxpool(x, k, stride);
+  std::vector<float> grad(x.values.size(), 0.0f);
+  for (std::size_t i = 0; i < pooled.argmax.size(); ++i) grad[static_cast<std::size_t>(pooled.argmax[i])] += g.values[i];
+  return data_of(x.shape, grad);
+}
+
+std::string shape_text(const TensorData& t) { return to_string(t.shape); }
+
+// "x (2, 3, 5, 7), weight (4, 3, 3, 3), bias (4), stride 2, padding 1"
+std::string describe(const std::vector<TensorData>& in, int stride, int padding) {
+  std::string text = "x " + shape_text(in[0]) + ", weight " + shape_text(in[1]);
+  text += in.size() == 3 ? ", bias " + shape_text(in[2]) : ", no bias";
+  return text + fmt::format(", stride {}, padding {}", stride, padding);
+}
+
+// Random inputs of the run for a convolution: x (N, C, H, W), weight (out_ch, C, k, k) and, when
+// with_bias, bias (out_ch).
+std::vector<TensorData> random_conv_inputs(const Shape& x_shape, std::int64_t out_ch, std::int64_t k, bool with_bias,
+                                           std::uint64_t stream) {
+  std::vector<TensorData> in = {data_of(random_tensor(x_shape, stream)),
+                                data_of(random_tensor({out_ch, x_shape[1], k, k}, stream + 1))};
+  if (with_bias) in.push_back(data_of(random_tensor({out_ch}, stream + 2)));
+  return in;
+}
+
+// The observed Conv2dFunction forward: Conv2dFunction::apply (given) on fresh tensors of `in`.
+Observed<TensorData> observe_conv(const std::vector<TensorData>& in, int stride, int padding) {
+  return observe("Conv2dFunction::apply(" + describe(in, stride, padding) + ")", [&] {
+    const std::optional<Tensor> bias = in.size() == 3 ? std::optional<Tensor>(in[2].tensor()) : std::nullopt;
+    return Conv2dFunction::apply(in[0].tensor(), in[1].tensor(), bias, stride, padding);
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Gradients
+
+// Builds a Conv2dFunction node on `in` with the given stride and padding, calls its backward(w)
+// with random weights w of the output's shape, and compares the gradient of every input i whose
+// failure_ids[i] is not empty with central differences of reference_conv. An error, or a wrong
+// number of gradients, is reported under the first non-empty id. Returns whether all matched.
+bool check_conv_gradients(const char* file, int line, const std::vector<TensorData>& in, int stride, int padding,
+                          std::uint64_t weight_stream, const std::vector<std::string>& failure_ids) {
+  std::string first_id;
+  for (const auto& id : failure_ids)
+    if (first_id.empty()) first_id = id;
+  const auto forward = [stride, padding](const std::vector<TensorData>& values) {
+    return reference_conv(values, stride, padding);
+  };
+  const TensorData weights = data_of(random_tensor(forward(in).shape, weight_stream, 0.5f, 1.5f));
+  const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding), [&] {
+    auto node = std::make_shared<Conv2dFunction>();
+    node->stride = stride;
+    node->padding = padding;
+    for (const TensorData& v : in) node->inputs.push_back(v.tensor());
+    return node->backward(weights.tensor());
+  });
+  if (!testing::expect_ok(file, line, grads, first_id)) return false;
+  if (grads->size() != in.size()) {
+    report_failure(file, line, first_id, {},
+                   fmt::format("{} returned {} gradients for {} inputs", grads.call(), grads->size(), in.size()));
+    return false;
+  }
+  bool all_close = true;
+  const char* names[] = {"x", "weight", "bias"};
+  for (std::size_t i = 0; i < in.size(); ++i) {
+    if (failure_ids[i].empty()) continue;
+    const TensorData numeric = testing::numeric_gradient(forward, in, i, weights);
+    const Observed<TensorData> grad(grads.call() + ", the gradient of " + names[i], (*grads)[i]);
+    all_close = testing::expect_close(file, line, grad, numeric, 1e-3, failure_ids[i], 1e-3) && all_close;
+  }
+  return all_close;
+}
+#define CHECK_CONV_GRADIENTS(in, stride, padding, stream, ids) \
+  check_conv_gradients(__FILE__, __LINE__, in, stride, padding, stream, ids)
+
+struct GradientCase {
+  Shape x;
+  std::int64_t out_ch, k;
+  int stride, padding;
+};
+// Stride 1 with padding 1, stride 2 without padding, and stride 2 with padding 1; no image and no
+// output is square: (4, 5) -> (4, 5), (5, 7) -> (2, 3), (6, 4) -> (4, 3).
+const std::vector<GradientCase>& gradient_cases() {
+  static const std::vector<GradientCase> cases = {
+      {{2, 2, 4, 5}, 3, 3, 1, 1},
+      {{1, 2, 5, 7}, 2, 3, 2, 0},
+      {{2, 3, 6, 4}, 2, 2, 2, 1},
+  };
+  return cases;
+}
+
+// ---------------------------------------------------------------------------------------------
+// The checks
 
 TEST(Convolutions, OutputShape) {
-  const auto expect_size = [](std::int64_t got, std::int64_t expected, const std::string& what) {
-    KILN_EXPECT(got == expected, "conv_output_shape_wrong",
-                {{"got", std::to_string(got)}, {"expected", std::to_string(expected)}}, what);
+  struct Size {
+    std::int64_t size;
+    int kernel, stride, padding;
   };
-  expect_size(kiln::conv_output_size(7, 3, 2, 1), 4, "conv_output_size(7, kernel 3, stride 2, padding 1)");
-  expect_size(kiln::conv_output_size(32, 5, 1, 2), 32, "conv_output_size(32, kernel 5, stride 1, padding 2)");
-  expect_size(kiln::conv_output_size(28, 3, 2, 0), 13, "conv_output_size(28, kernel 3, stride 2, padding 0)");
+  std::vector<Size> sizes = {{7, 3, 2, 1}, {32, 5, 1, 2}, {28, 3, 2, 0}, {5, 3, 3, 2}, {6, 2, 4, 0}};
+  // Sizes of the run: 5 to 40 pixels, kernel 1 to 5, stride 1 to 3, padding 0 to 2.
+  testing::Generator generator(1);
+  for (int i = 0; i < 4; ++i) {
+    Size s{5 + generator.below(36), static_cast<int>(1 + generator.below(5)), static_cast<int>(1 + generator.below(3)),
+           static_cast<int>(generator.below(3))};
+    sizes.push_back(s);
+  }
+  for (const Size& s : sizes) {
+    const std::int64_t expected = (s.size + 2 * s.padding - s.kernel) / s.stride + 1;
+    const auto got = observe(fmt::format("conv_output_size({}, kernel {}, stride {}, padding {})", s.size, s.kernel,
+                                         s.stride, s.padding),
+                             [&] { return conv_output_size(s.size, s.kernel, s.stride, s.padding); });
+    if (!KILN_EXPECT_OK(got, "conv_output_shape_wrong", {{"got", "an error"}, {"expected", std::to_string(expected)}}))
+      return;
+    KILN_EXPECT(*got == expected, "conv_output_shape_wrong",
+                {{"got", std::to_string(*got)}, {"expected", std::to_string(expected)}}, got.call());
+  }
 
-  const Tensor x = random_tensor({2, 3, 7, 5}, 1);
+  // The forward's output: x (2, 3, 7, 5) through 4 filters of 3×3.
+  const std::vector<TensorData> in = random_conv_inputs({2, 3, 7, 5}, 4, 3, true, 2);
   struct Case {
     int stride, padding;
     Shape expected;
   };
   for (const Case& c : {Case{1, 0, {2, 4, 5, 3}}, Case{1, 1, {2, 4, 7, 5}}, Case{2, 1, {2, 4, 4, 3}},
                         Case{2, 0, {2, 4, 3, 2}}, Case{3, 2, {2, 4, 3, 3}}}) {
-    Conv2d layer(3, 4, 3, c.stride, c.padding, true, 5);
-    const Tensor out = layer.forward(x);
-    KILN_EXPECT(out.shape() == c.expected, "conv_output_shape_wrong",
-                {{"got", kiln::to_string(out.shape())}, {"expected", kiln::to_string(c.expected)}},
-                "Conv2d(3, 4, kernel 3, stride " + std::to_string(c.stride) + ", padding " +
-                    std::to_string(c.padding) + ") on x (2, 3, 7, 5)");
+    const auto out = observe_conv(in, c.stride, c.padding);
+    if (!KILN_EXPECT_OK(out, "conv_output_shape_wrong", {{"got", "an error"}, {"expected", to_string(c.expected)}}))
+      return;
+    KILN_EXPECT(out->shape == c.expected, "conv_output_shape_wrong",
+                {{"got", to_string(out->shape)}, {"expected", to_string(c.expected)}}, out.call());
   }
 }
 
 TEST(Convolutions, ForwardValues) {
   // x = [[1, 2, 3], [4, 5, 6], [7, 8, 9]], kernel [[1, 2], [3, 4]], bias 0.5, stride 1:
   //   out[0, 0] = 1·1 + 2·2 + 4·3 + 5·4 + 0.5 = 37.5, and so on; not flipped.
-  const Tensor x({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
-  KILN_EXPECT_CLOSE(conv({x, Tensor({1, 1, 2, 2}, {1, 2, 3, 4}), Tensor({1}, {0.5f})}, 1, 0),
-                    Tensor({1, 1, 2, 2}, {37.5f, 47.5f, 67.5f, 77.5f}), 1e-4, "conv_values_wrong");
+  const TensorData x = data_of({1, 1, 3, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9});
+  KILN_EXPECT_CLOSE(observe_conv({x, data_of({1, 1, 2, 2}, {1, 2, 3, 4}), data_of({1}, {0.5f})}, 1, 0),
+                    data_of({1, 1, 2, 2}, {37.5f, 47.5f, 67.5f, 77.5f}), 1e-4, "conv_values_wrong");
   // The same x, a 3×3 kernel of ones, stride 2, padding 1, no bias: each of the four windows
   // covers one 2×2 corner of x: 1+2+4+5 = 12, 2+3+5+6 = 16, 4+5+7+8 = 24, 5+6+8+9 = 28.
-  KILN_EXPECT_CLOSE(conv({x, Tensor::ones({1, 1, 3, 3})}, 2, 1), Tensor({1, 1, 2, 2}, {12, 16, 24, 28}),
+  KILN_EXPECT_CLOSE(observe_conv({x, data_of(Tensor::ones({1, 1, 3, 3}))}, 2, 1), data_of({1, 1, 2, 2}, {12, 16, 24, 28}),
                     1e-4, "conv_values_wrong");
   // Two images, two channels, two 1×1 filters: filter 0 is c0 + 2·c1, filter 1 is -c1 + 1.
   //   image 0: c0 = [[1, 2], [3, 4]], c1 = [[-1, 0], [2, 1]]; image 1 is image 0 times 2.
-  const Tensor x2({2, 2, 2, 2}, {1, 2, 3, 4, -1, 0, 2, 1, 2, 4, 6, 8, -2, 0, 4, 2});
-  const Tensor w2({2, 2, 1, 1}, {1, 2, 0, -1});
-  const Tensor b2({2}, {0, 1});
-  KILN_EXPECT_CLOSE(conv({x2, w2, b2}, 1, 0),
-                    Tensor({2, 2, 2, 2}, {-1, 2, 7, 6, 2, 1, -1, 0, -2, 4, 14, 12, 3, 1, -3, -1}), 1e-4,
+  const TensorData x2 = data_of({2, 2, 2, 2}, {1, 2, 3, 4, -1, 0, 2, 1, 2, 4, 6, 8, -2, 0, 4, 2});
+  KILN_EXPECT_CLOSE(observe_conv({x2, data_of({2, 2, 1, 1}, {1, 2, 0, -1}), data_of({2}, {0, 1})}, 1, 0),
+                    data_of({2, 2, 2, 2}, {-1, 2, 7, 6, 2, 1, -1, 0, -2, 4, 14, 12, 3, 1, -3, -1}), 1e-4,
                     "conv_values_wrong");
+  // A 2×3 image [[1, 2, 3], [4, 5, 6]], a 2×2 kernel [[1, 0], [0, 2]], stride 1, padding 1: a 3×4
+  // output, out[oh, ow] = x[oh - 1, ow - 1] + 2·x[oh, ow]. Row 0 is twice the top row, then 0
+  // (2, 4, 6, 0); row 1 adds the top row shifted right to twice the bottom row (8, 11, 14, 3);
+  // row 2 is the bottom row shifted right (0, 4, 5, 6).
+  KILN_EXPECT_CLOSE(observe_conv({data_of({1, 1, 2, 3}, {1, 2, 3, 4, 5, 6}), data_of({1, 1, 2, 2}, {1, 0, 0, 2})}, 1, 1),
+                    data_of({1, 1, 3, 4}, {2, 4, 6, 0, 8, 11, 14, 3, 0, 4, 5, 6}), 1e-4, "conv_values_wrong");
+
+  // Random images of the run, against the convolution written in this file: images taller than
+  // wide and wider than tall, outputs (3, 4), (5, 3) and (3, 2).
+  struct Case {
+    Shape x;
+    std::int64_t out_ch, k;
+    int stride, padding;
+    bool with_bias;
+  };
+  std::uint64_t stream = 10;
+  for (const Case& c : {Case{{2, 3, 5, 7}, 4, 3, 2, 1, true}, Case{{1, 2, 6, 4}, 3, 2, 1, 0, true},
+                        Case{{2, 2, 7, 5}, 2, 3, 2, 0, false}}) {
+    const std::vector<TensorData> in = random_conv_inputs(c.x, c.out_ch, c.k, c.with_bias, stream);
+    stream += 3;
+    if (!KILN_EXPECT_CLOSE(observe_conv(in, c.stride, c.padding), reference_conv(in, c.stride, c.padding), 1e-4,
+                           "conv_values_wrong"))
+      return;
+  }
 }
 
 TEST(Convolutions, NoBias) {
-  Conv2d layer(2, 3, 3, 1, 1, false, 3);
-  KILN_EXPECT(layer.bias.numel() == 0 && !layer.has_bias(), "no_bias_wrong", {},
-              "Conv2d(..., with_bias = false) has a bias of shape " + kiln::to_string(layer.bias.shape()));
-  // The layer's output is the convolution with its weight and nothing added.
-  Tensor x = random_tensor({1, 2, 4, 4}, 7).set_requires_grad(true);
-  Tensor y;
-  try {
-    y = layer.forward(x);
-    KILN_EXPECT_CLOSE(y, conv({x, layer.weight}, 1, 1), 1e-5, "no_bias_wrong");
-    y.backward(Tensor::ones(y.shape()));
-  } catch (const kiln::NotImplemented&) {
-    throw;
-  } catch (const std::exception& error) {
-    KILN_FAIL("no_bias_wrong", {}, std::string("forward or backward threw ") + error.what());
+  const auto layer = observe("Conv2d(2, 3, 3, 1, 1, with_bias = false, seed 3): bias and has_bias()", [] {
+    const Conv2d conv(2, 3, 3, 1, 1, false, 3);
+    return std::tuple<Tensor, bool>{conv.bias, conv.has_bias()};
+  });
+  if (!KILN_EXPECT_OK(layer, "no_bias_wrong")) return;
+  const auto& [bias, has_bias] = *layer;
+  if (bias.numel() != 0 || has_bias) {
+    KILN_FAIL("no_bias_wrong", {},
+              fmt::format("{}: the bias has shape {} and has_bias() is {}", layer.call(), to_string(bias.shape), has_bias));
     return;
   }
-  // Gradients reach x and the weight, with their shapes.
-  KILN_EXPECT(kiln::autograd::has_grad(x) && x.grad().shape() == x.shape(), "no_bias_wrong", {},
-              "x has no gradient of shape (1, 2, 4, 4)");
-  KILN_EXPECT(kiln::autograd::has_grad(layer.weight) && layer.weight.grad().shape() == layer.weight.shape(),
-              "no_bias_wrong", {}, "the weight has no gradient of shape (3, 2, 3, 3)");
+  // The layer's output is the convolution with its weight and nothing added; its node has the two
+  // inputs x and weight, so backward returns two gradients with their shapes.
+  const TensorData x = data_of(random_tensor({1, 2, 5, 4}, 7));
+  const auto run = observe(
+      "the weight, layer.forward(x) and its node's backward(ones) for that layer and x (1, 2, 5, 4)", [&] {
+        Conv2d conv(2, 3, 3, 1, 1, false, 3);
+        const Tensor input = x.tensor().set_requires_grad(true);
+        const Tensor y = conv.forward(input);
+        const std::vector<Tensor> grads = y.autograd()->grad_fn->backward(Tensor::ones(y.shape()));
+        return std::tuple<Tensor, Tensor, std::vector<Tensor>>{conv.weight, y, grads};
+      });
+  if (!KILN_EXPECT_OK(run, "no_bias_wrong")) return;
+  const auto& [weight, y, grads] = *run;
+  const Observed<TensorData> output("layer.forward(x) with x (1, 2, 5, 4)", y);
+  if (!KILN_EXPECT_CLOSE(output, reference_conv({x, weight}, 1, 1), 1e-4, "no_bias_wrong")) return;
+  if (grads.size() != 2) {
+    KILN_FAIL("no_bias_wrong", {},
+              fmt::format("the node's backward returned {} gradients for its 2 inputs (x and weight)", grads.size()));
+    return;
+  }
+  KILN_EXPECT(grads[0].shape == x.shape && grads[1].shape == weight.shape, "no_bias_wrong", {},
+              "the node's backward returned gradients of shapes " + to_string(grads[0].shape) + " and " +
+                  to_string(grads[1].shape) + ", expected (1, 2, 5, 4) and (3, 2, 3, 3)");
 }
 
 TEST(Convolutions, Initialisation) {
   // The same draws, made here: bound · (2u - 1) with bound = 1/√(C·k·k), weight first, then bias.
-  const auto expected_draws = [](WichmannHill& generator, int count, double bound) {
+  const auto expected_draws = [](WichmannHill& generator, std::int64_t count, double bound) {
     std::vector<float> values(static_cast<std::size_t>(count));
     for (float& v : values) v = static_cast<float>(bound * (2.0 * generator.next() - 1.0));
     return values;
   };
-  {
-    Conv2d layer(3, 2, 2, 1, 0, true, 7);
-    WichmannHill generator(7);
-    const double bound = 1.0 / std::sqrt(3.0 * 2 * 2);
-    const Tensor weight({2, 3, 2, 2}, expected_draws(generator, 24, bound));
-    const Tensor bias({2}, expected_draws(generator, 2, bound));
-    KILN_EXPECT_CLOSE(layer.weight, weight, 1e-6, "init_values_wrong");
-    KILN_EXPECT_CLOSE(layer.bias, bias, 1e-6, "init_values_wrong");
-    KILN_EXPECT(layer.weight.requires_grad() && layer.bias.requires_grad(), "params_not_trainable");
-    KILN_EXPECT(layer.in_channels == 3 && layer.out_channels == 2 && layer.kernel_size == 2 &&
-                    layer.stride == 1 && layer.padding == 0,
-                "init_values_wrong", {}, "the layer's settings were not stored");
+  // One layer's parameters and settings, as plain data.
+  using Layer = std::tuple<Tensor, Tensor, bool, bool, std::vector<std::int64_t>>;
+  const auto layer_data = [](const Conv2d& conv) {
+    return Layer{conv.weight, conv.bias, conv.weight.requires_grad(), conv.bias.requires_grad(),
+                 {conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride, conv.padding}};
+  };
+
+  // Conv2d(3, 2, 2, 1, 0, with bias, seed 7), and Conv2d(2, 3, 3, 2, 1) with a seed of the run.
+  const std::uint64_t run_seed = testing::Generator(31).next() >> 16;
+  struct Case {
+    int in_channels, out_channels, kernel_size, stride, padding;
+    std::uint64_t seed;
+  };
+  for (const Case& c : {Case{3, 2, 2, 1, 0, 7}, Case{2, 3, 3, 2, 1, run_seed}}) {
+    const std::string call = fmt::format("Conv2d({}, {}, {}, {}, {}, with bias, seed {})", c.in_channels,
+                                         c.out_channels, c.kernel_size, c.stride, c.padding, c.seed);
+    const auto layer = observe(call, [&] {
+      return layer_data(Conv2d(c.in_channels, c.out_channels, c.kernel_size, c.stride, c.padding, true, c.seed));
+    });
+    if (!KILN_EXPECT_OK(layer, "init_values_wrong")) return;
+    const auto& [weight, bias, weight_trainable, bias_trainable, settings] = *layer;
+    WichmannHill generator(c.seed);
+    const double bound = 1.0 / std::sqrt(static_cast<double>(c.in_channels) * c.kernel_size * c.kernel_size);
+    const Shape weight_shape = {c.out_channels, c.in_channels, c.kernel_size, c.kernel_size};
+    const TensorData expected_weight = data_of(weight_shape, expected_draws(generator, numel(weight_shape), bound));
+    const TensorData expected_bias = data_of({c.out_channels}, expected_draws(generator, c.out_channels, bound));
+    KILN_EXPECT_CLOSE(Observed<TensorData>(call + ".weight", weight), expected_weight, 1e-6, "init_values_wrong");
+    KILN_EXPECT_CLOSE(Observed<TensorData>(call + ".bias", bias), expected_bias, 1e-6, "init_values_wrong");
+    KILN_EXPECT(weight_trainable && bias_trainable, "params_not_trainable", {},
+                fmt::format("{}: weight.requires_grad() is {}, bias.requires_grad() is {}", call, weight_trainable,
+                            bias_trainable));
+    const std::vector<std::int64_t> expected_settings = {c.in_channels, c.out_channels, c.kernel_size, c.stride,
+                                                         c.padding};
+    KILN_EXPECT(settings == expected_settings, "init_values_wrong", {},
+                call + ": the layer's settings (in_channels, out_channels, kernel_size, stride, padding) were not stored");
   }
-  {
-    // Two layers sharing one generator: the second continues where the first stopped.
-    WichmannHill shared(11);
-    Conv2d first(1, 2, 3, 1, 1, true, shared);
-    Conv2d second(2, 1, 1, 1, 0, false, shared);
-    WichmannHill generator(11);
-    const std::vector<float> first_weight = expected_draws(generator, 18, 1.0 / 3.0);
-    expected_draws(generator, 2, 1.0 / 3.0);  // first's bias
-    const Tensor second_weight({1, 2, 1, 1}, expected_draws(generator, 2, 1.0 / std::sqrt(2.0)));
-    KILN_EXPECT_CLOSE(first.weight, Tensor({2, 1, 3, 3}, first_weight), 1e-6, "init_values_wrong");
-    KILN_EXPECT_CLOSE(second.weight, second_weight, 1e-6, "init_values_wrong");
-    KILN_EXPECT(second.weight.requires_grad(), "params_not_trainable");
-  }
+
+  // Two layers sharing one generator: the second continues where the first stopped.
+  const auto shared = observe("Conv2d(1, 2, 3, 1, 1, with bias, g) then Conv2d(2, 1, 1, 1, 0, without bias, g), "
+                              "g = WichmannHill(11)",
+                              [&] {
+                                WichmannHill g(11);
+                                const Conv2d first(1, 2, 3, 1, 1, true, g);
+                                const Conv2d second(2, 1, 1, 1, 0, false, g);
+                                return std::tuple<Tensor, Tensor, bool>{first.weight, second.weight,
+                                                                        second.weight.requires_grad()};
+                              });
+  if (!KILN_EXPECT_OK(shared, "init_values_wrong")) return;
+  const auto& [first_weight, second_weight, second_trainable] = *shared;
+  WichmannHill generator(11);
+  const TensorData expected_first = data_of({2, 1, 3, 3}, expected_draws(generator, 18, 1.0 / 3.0));
+  expected_draws(generator, 2, 1.0 / 3.0);  // first's bias
+  const TensorData expected_second = data_of({1, 2, 1, 1}, expected_draws(generator, 2, 1.0 / std::sqrt(2.0)));
+  KILN_EXPECT_CLOSE(Observed<TensorData>("the first layer's weight", first_weight), expected_first, 1e-6,
+                    "init_values_wrong");
+  KILN_EXPECT_CLOSE(Observed<TensorData>("the second layer's weight", second_weight), expected_second, 1e-6,
+                    "init_values_wrong");
+  KILN_EXPECT(second_trainable, "params_not_trainable", {}, "the second layer's weight does not require grad");
 }
 
 TEST(Convolutions, InputGradient) {
-  const std::vector<std::string> ids{"input_grad_wrong", "", ""};
-  CHECK_GRADIENTS([](const std::vector<Tensor>& in) { return conv(in, 1, 1); },
-                  [](const std::vector<Tensor>& in) { return reference_conv(in, 1, 1); },
-                  (std::vector<Tensor>{random_tensor({2, 2, 4, 4}, 21), random_tensor({3, 2, 3, 3}, 22),
-                                       random_tensor({3}, 23)}),
-                  ids, "x (2, 2, 4, 4), weight (3, 2, 3, 3), stride 1, padding 1");
-  CHECK_GRADIENTS([](const std::vector<Tensor>& in) { return conv(in, 2, 0); },
-                  [](const std::vector<Tensor>& in) { return reference_conv(in, 2, 0); },
-                  (std::vector<Tensor>{random_tensor({1, 2, 5, 5}, 24), random_tensor({2, 2, 3, 3}, 25),
-                                       random_tensor({2}, 26)}),
-                  ids, "x (1, 2, 5, 5), weight (2, 2, 3, 3), stride 2, padding 0");
+  std::uint64_t stream = 20;
+  for (const GradientCase& c : gradient_cases()) {
+    if (!CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
+                              (std::vector<std::string>{"input_grad_wrong", "", ""})))
+      return;
+    stream += 4;
+  }
 }
 
 TEST(Convolutions, WeightBiasGradient) {
-  const std::vector<std::string> ids{"", "weight_grad_wrong", "bias_grad_wrong"};
-  CHECK_GRADIENTS([](const std::vector<Tensor>& in) { return conv(in, 1, 1); },
-                  [](const std::vector<Tensor>& in) { return reference_conv(in, 1, 1); },
-                  (std::vector<Tensor>{random_tensor({2, 2, 4, 4}, 31), random_tensor({3, 2, 3, 3}, 32),
-                                       random_tensor({3}, 33)}),
-                  ids, "x (2, 2, 4, 4), weight (3, 2, 3, 3), stride 1, padding 1");
-  CHECK_GRADIENTS([](const std::vector<Tensor>& in) { return conv(in, 2, 0); },
-                  [](const std::vector<Tensor>& in) { return reference_conv(in, 2, 0); },
-                  (std::vector<Tensor>{random_tensor({1, 2, 5, 5}, 34), random_tensor({2, 2, 3, 3}, 35),
-                                       random_tensor({2}, 36)}),
-                  ids, "x (1, 2, 5, 5), weight (2, 2, 3, 3), stride 2, padding 0");
+  std::uint64_t stream = 40;
+  for (const GradientCase& c : gradient_cases()) {
+    if (!CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
+                              (std::vector<std::string>{"", "weight_grad_wrong", "bias_grad_wrong"})))
+      return;
+    stream += 4;
+  }
 }
 
 TEST(Convolutions, ChannelMismatch) {
-  Conv2d layer(3, 4, 3, 1, 0, true, 1);
-  const Tensor x = Tensor::zeros({1, 2, 5, 5});
-  KILN_EXPECT_THROWS(layer.forward(x), kiln::ShapeError, "channel_mismatch_unreported",
-                     {"(1, 2, 5, 5)", "(4, 3, 3, 3)"});
+  // Inputs with 2 channels for a weight that expects 3, and with 5 channels for one that expects 2.
+  struct Case {
+    Shape x, weight;
+  };
+  std::uint64_t stream = 60;
+  for (const Case& c : {Case{{1, 2, 5, 5}, {4, 3, 3, 3}}, Case{{2, 5, 4, 6}, {3, 2, 3, 3}}}) {
+    const std::vector<TensorData> in = {data_of(random_tensor(c.x, stream)), data_of(random_tensor(c.weight, stream + 1)),
+                                        data_of(random_tensor({c.weight[0]}, stream + 2))};
+    stream += 3;
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, observe_conv(in, 1, 0), "channel_mismatch_unreported",
+                                       {to_string(c.x), to_string(c.weight)});
+  }
 }
 
 TEST(Convolutions, MaxPoolForward) {
@@ -269,40 +431,81 @@ TEST(Convolutions, MaxPoolForward) {
   //  -21 -22 -23 -24 -25
   std::vector<float> negatives(25);
   for (int i = 0; i < 25; ++i) negatives[static_cast<std::size_t>(i)] = -static_cast<float>(i + 1);
-  if (!KILN_EXPECT_CLOSE(MaxPool2d(2, 3).forward(Tensor({1, 1, 5, 5}, negatives)),
-                         Tensor({1, 1, 2, 2}, {-1, -4, -16, -19}), 1e-6, "maxpool_values_wrong")) {
+  const Tensor grid({1, 1, 5, 5}, negatives);
+  if (!KILN_EXPECT_CLOSE(observe("MaxPool2d(2, 3).forward(x) on the 5×5 grid of -1..-25",
+                                 [&] { return MaxPool2d(2, 3).forward(grid); }),
+                         data_of({1, 1, 2, 2}, {-1, -4, -16, -19}), 1e-6, "maxpool_values_wrong"))
     return;
-  }
   // Two channels, the default stride (= kernel 2), side-by-side windows.
   const Tensor x({1, 2, 4, 4}, {1, 5, 2, 0,   3, 4, 8, 1,   0, 2, 9, 9,   7, 1, 3, 4,
                                 -1, -2, 0, 6,  -3, -4, 5, 2,  1, 1, 1, 1,  1, 1, 1, 2});
-  KILN_EXPECT_CLOSE(MaxPool2d(2).forward(x), Tensor({1, 2, 2, 2}, {5, 8, 7, 9, -1, 6, 1, 2}), 1e-6,
-                    "maxpool_values_wrong");
+  KILN_EXPECT_CLOSE(observe("MaxPool2d(2).forward(x) with x (1, 2, 4, 4)", [&] { return MaxPool2d(2).forward(x); }),
+                    data_of({1, 2, 2, 2}, {5, 8, 7, 9, -1, 6, 1, 2}), 1e-6, "maxpool_values_wrong");
   // Overlapping windows: kernel 3, stride 1 on the first channel (4×4 -> 2×2).
-  KILN_EXPECT_CLOSE(MaxPool2d(3, 1).forward(Tensor({1, 1, 4, 4}, {1, 5, 2, 0, 3, 4, 8, 1, 0, 2, 9, 9, 7, 1, 3, 4})),
-                    Tensor({1, 1, 2, 2}, {9, 9, 9, 9}), 1e-6, "maxpool_values_wrong");
+  const Tensor first({1, 1, 4, 4}, {1, 5, 2, 0, 3, 4, 8, 1, 0, 2, 9, 9, 7, 1, 3, 4});
+  KILN_EXPECT_CLOSE(observe("MaxPool2d(3, 1).forward(x) with x (1, 1, 4, 4)", [&] { return MaxPool2d(3, 1).forward(first); }),
+                    data_of({1, 1, 2, 2}, {9, 9, 9, 9}), 1e-6, "maxpool_values_wrong");
+  // Random images of the run, not square: (5, 7) pooled side by side to (2, 3), and (7, 5) with
+  // overlapping 3×3 windows every 2 to (3, 2).
+  struct Case {
+    Shape x;
+    int kernel, stride;
+  };
+  std::uint64_t stream = 70;
+  for (const Case& c : {Case{{2, 3, 5, 7}, 2, 2}, Case{{1, 2, 7, 5}, 3, 2}}) {
+    const Tensor r = random_tensor(c.x, stream++);
+    const auto got = observe(fmt::format("MaxPool2d({}, {}).forward(x) with a random x {}", c.kernel, c.stride, to_string(c.x)),
+                             [&] { return MaxPool2d(c.kernel, c.stride).forward(r); });
+    KILN_EXPECT_CLOSE(got, reference_maxpool(data_of(r), c.kernel, c.stride).out, 1e-6, "maxpool_values_wrong");
+  }
+}
+
+// MaxPool2dFunction::apply (given) runs the node's forward, which records argmax; then the node's
+// backward(g), called directly.
+Observed<TensorData> observe_maxpool_grad(const std::string& what, const TensorData& x, int kernel, int stride,
+                                          const TensorData& g) {
+  return observe(fmt::format("MaxPool2dFunction::apply(x, {}, {}), then its backward(g), with {}", kernel, stride, what),
+                 [&] {
+                   const Tensor input = x.tensor().set_requires_grad(true);
+                   const Tensor y = MaxPool2dFunction::apply(input, kernel, stride);
+                   const std::vector<Tensor> grads = y.autograd()->grad_fn->backward(g.tensor());
+                   if (grads.size() != 1)
+                     throw std::length_error("backward returned " + std::to_string(grads.size()) + " gradients for 1 input");
+                   return grads[0];
+                 });
 }
 
 TEST(Convolutions, MaxPoolBackward) {
   // Side-by-side windows over two channels: each output's gradient lands on its window's maximum
   // (the first one on a tie), every other element gets 0.
-  {
-    Tensor x = Tensor({1, 2, 4, 4}, {1, 5, 2, 0,   3, 4, 8, 1,   0, 2, 9, 9,   7, 1, 3, 4,
-                                     -1, -2, 0, 6,  -3, -4, 5, 2,  1, 1, 1, 1,  1, 1, 1, 2})
-                   .set_requires_grad(true);
-    Tensor y = MaxPool2d(2).forward(x);
-    y.backward(Tensor({1, 2, 2, 2}, {10, 20, 30, 40, 50, 60, 70, 80}));
-    const Tensor expected({1, 2, 4, 4}, {0, 10, 0, 0,   0, 0, 20, 0,   0, 0, 40, 0,   30, 0, 0, 0,
-                                         50, 0, 0, 60,  0, 0, 0, 0,    70, 0, 0, 0,   0, 0, 0, 80});
-    if (!KILN_EXPECT_CLOSE(x.grad(), expected, 1e-6, "maxpool_grad_misrouted")) return;
-  }
+  const TensorData x = data_of({1, 2, 4, 4}, {1, 5, 2, 0,   3, 4, 8, 1,   0, 2, 9, 9,   7, 1, 3, 4,
+                                              -1, -2, 0, 6,  -3, -4, 5, 2,  1, 1, 1, 1,  1, 1, 1, 2});
+  const TensorData expected = data_of({1, 2, 4, 4}, {0, 10, 0, 0,   0, 0, 20, 0,   0, 0, 40, 0,   30, 0, 0, 0,
+                                                     50, 0, 0, 60,  0, 0, 0, 0,    70, 0, 0, 0,   0, 0, 0, 80});
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("x (1, 2, 4, 4) and g = [10, 20, ..., 80]", x, 2, 2,
+                                              data_of({1, 2, 2, 2}, {10, 20, 30, 40, 50, 60, 70, 80})),
+                         expected, 1e-6, "maxpool_grad_misrouted"))
+    return;
+  // A random image of the run, (5, 7) pooled side by side to (2, 3).
+  const TensorData r = data_of(random_tensor({1, 2, 5, 7}, 80));
+  const TensorData g = data_of(random_tensor({1, 2, 2, 3}, 81, 0.5f, 1.5f));
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 2, 5, 7) and g", r, 2, 2, g),
+                         reference_maxpool_grad(r, 2, 2, g), 1e-6, "maxpool_grad_misrouted"))
+    return;
+
   // Overlapping windows (kernel 2, stride 1): the centre 9 is the maximum of all four windows,
   // so it receives the sum of their gradients, 1 + 2 + 3 + 4.
-  {
-    Tensor x = Tensor({1, 1, 3, 3}, {1, 2, 3, 4, 9, 5, 6, 7, 8}).set_requires_grad(true);
-    Tensor y = MaxPool2d(2, 1).forward(x);
-    y.backward(Tensor({1, 1, 2, 2}, {1, 2, 3, 4}));
-    KILN_EXPECT_CLOSE(x.grad(), Tensor({1, 1, 3, 3}, {0, 0, 0, 0, 10, 0, 0, 0, 0}), 1e-6,
-                      "maxpool_overlap_lost");
-  }
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("x = [[1, 2, 3], [4, 9, 5], [6, 7, 8]] and g = [1, 2, 3, 4]",
+                                              data_of({1, 1, 3, 3}, {1, 2, 3, 4, 9, 5, 6, 7, 8}), 2, 1,
+                                              data_of({1, 1, 2, 2}, {1, 2, 3, 4})),
+                         data_of({1, 1, 3, 3}, {0, 0, 0, 0, 10, 0, 0, 0, 0}), 1e-6, "maxpool_overlap_lost"))
+    return;
+  // A random image of the run, (7, 5) with 3×3 windows every 2 rows and columns, to (3, 2).
+  const TensorData r2 = data_of(random_tensor({1, 1, 7, 5}, 82));
+  const TensorData g2 = data_of(random_tensor({1, 1, 3, 2}, 83, 0.5f, 1.5f));
+  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 1, 7, 5) and g", r2, 3, 2, g2), reference_maxpool_grad(r2, 3, 2, g2),
+                    1e-5, "maxpool_overlap_lost");
 }
+
+}  // namespace
+}  // namespace kiln

@@ -1,7 +1,11 @@
 // Checks im2col_conv2d and Im2colConv2dFunction against a direct convolution written out here, in
-// double precision, so that a mistake in module 09's Conv2d is never blamed on this module.
+// double precision, so that a mistake in module 09's Conv2d is never blamed on this module. Some
+// images and some outputs are not square, so that a height used for a width fails the forward
+// check itself.
+#include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -12,8 +16,10 @@
 namespace kiln {
 namespace {
 
-using testing::compare;
-using testing::format_number;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
 
 struct ConvCase {
   Shape x_shape;       // (N, C, H, W)
@@ -28,24 +34,41 @@ std::string describe(const ConvCase& test) {
                      to_string(test.weight_shape), test.has_bias ? "bias" : "no bias", test.stride, test.padding);
 }
 
-// Values in [-0.5, 0.5).
-Tensor centred(const Shape& shape, WichmannHill& generator) { return Tensor::rand(shape, generator) - 0.5f; }
-
 std::int64_t out_size(std::int64_t size, std::int64_t k, int stride, int padding) {
   return (size + 2 * padding - k) / stride + 1;
 }
 
+Shape output_shape(const ConvCase& test) {
+  const std::int64_t k = test.weight_shape[2];
+  return {test.x_shape[0], test.weight_shape[0], out_size(test.x_shape[2], k, test.stride, test.padding),
+          out_size(test.x_shape[3], k, test.stride, test.padding)};
+}
+
+// A case's inputs, values in [-0.5, 0.5) drawn from the run's seed: the same tensors every time
+// they are asked for, so that a call that changes its inputs gets fresh ones.
+struct Inputs {
+  Tensor x, weight;
+  std::optional<Tensor> bias;
+};
+Inputs inputs_of(const ConvCase& test, std::uint64_t stream) {
+  Inputs in{random_tensor(test.x_shape, stream, -0.5f, 0.5f), random_tensor(test.weight_shape, stream + 1, -0.5f, 0.5f),
+            std::nullopt};
+  if (test.has_bias) in.bias = random_tensor({test.weight_shape[0]}, stream + 2, -0.5f, 0.5f);
+  return in;
+}
+
 // Trusted: out[n, o, oh, ow] = bias[o] + Σ_{c, kh, kw} weight[o, c, kh, kw] · x[n, c, oh·s - p + kh, ow·s - p + kw].
-Tensor direct_conv(const Tensor& x, const Tensor& weight, const std::optional<Tensor>& bias, int stride, int padding) {
-  const std::int64_t batch = x.shape()[0], channels = x.shape()[1], height = x.shape()[2], width = x.shape()[3];
-  const std::int64_t out_channels = weight.shape()[0], k = weight.shape()[2];
+TensorData direct_conv(const TensorData& x, const TensorData& weight, const std::optional<TensorData>& bias,
+                       int stride, int padding) {
+  const std::int64_t batch = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const std::int64_t out_channels = weight.shape[0], k = weight.shape[2];
   const std::int64_t out_h = out_size(height, k, stride, padding), out_w = out_size(width, k, stride, padding);
-  Tensor out = Tensor::zeros({batch, out_channels, out_h, out_w});
+  std::vector<float> out;
   for (std::int64_t n = 0; n < batch; ++n)
     for (std::int64_t o = 0; o < out_channels; ++o)
       for (std::int64_t oh = 0; oh < out_h; ++oh)
         for (std::int64_t ow = 0; ow < out_w; ++ow) {
-          double total = bias ? bias->at({o}) : 0.0;
+          double total = bias ? bias->values[static_cast<std::size_t>(o)] : 0.0;
           for (std::int64_t c = 0; c < channels; ++c)
             for (std::int64_t kh = 0; kh < k; ++kh)
               for (std::int64_t kw = 0; kw < k; ++kw) {
@@ -53,22 +76,22 @@ Tensor direct_conv(const Tensor& x, const Tensor& weight, const std::optional<Te
                 if (ih < 0 || ih >= height || iw < 0 || iw >= width) continue;
                 total += static_cast<double>(weight.at({o, c, kh, kw})) * x.at({n, c, ih, iw});
               }
-          out.set({n, o, oh, ow}, static_cast<float>(total));
+          out.push_back(static_cast<float>(total));
         }
-  return out;
+  return data_of({batch, out_channels, out_h, out_w}, out);
 }
 
 struct Gradients {
-  Tensor x, weight, bias;
+  TensorData x, weight, bias;
 };
 
 // Trusted: the gradients of Σ out · g, from the same loops as direct_conv.
-Gradients direct_conv_gradients(const Tensor& x, const Tensor& weight, const Tensor& g, int stride, int padding) {
-  const std::int64_t batch = x.shape()[0], channels = x.shape()[1], height = x.shape()[2], width = x.shape()[3];
-  const std::int64_t out_channels = weight.shape()[0], k = weight.shape()[2];
-  const std::int64_t out_h = g.shape()[2], out_w = g.shape()[3];
-  std::vector<double> dx(static_cast<std::size_t>(x.numel())), dw(static_cast<std::size_t>(weight.numel())),
-      db(static_cast<std::size_t>(out_channels));
+Gradients direct_conv_gradients(const TensorData& x, const TensorData& weight, const TensorData& g, int stride,
+                                int padding) {
+  const std::int64_t batch = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const std::int64_t out_channels = weight.shape[0], k = weight.shape[2];
+  const std::int64_t out_h = g.shape[2], out_w = g.shape[3];
+  std::vector<double> dx(x.values.size()), dw(weight.values.size()), db(static_cast<std::size_t>(out_channels));
   for (std::int64_t n = 0; n < batch; ++n)
     for (std::int64_t o = 0; o < out_channels; ++o)
       for (std::int64_t oh = 0; oh < out_h; ++oh)
@@ -85,89 +108,112 @@ Gradients direct_conv_gradients(const Tensor& x, const Tensor& weight, const Ten
                     upstream * weight.at({o, c, kh, kw});
               }
         }
-  auto to_tensor = [](const Shape& shape, const std::vector<double>& values) {
-    return Tensor(shape, std::vector<float>(values.begin(), values.end()));
+  auto to_data = [](const Shape& shape, const std::vector<double>& values) {
+    return data_of(shape, std::vector<float>(values.begin(), values.end()));
   };
-  return {to_tensor(x.shape(), dx), to_tensor(weight.shape(), dw), to_tensor({out_channels}, db)};
+  return {to_data(x.shape, dx), to_data(weight.shape, dw), to_data({out_channels}, db)};
 }
 
-// Reports failure_id with the largest difference and the case; returns whether it was close.
-bool check_close(const Tensor& actual, const Tensor& expected, double tolerance, const char* failure_id,
-                 const std::string& what) {
-  const testing::Comparison result = compare(actual, expected, tolerance);
-  if (result.close) return true;
-  KILN_FAIL(failure_id, {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
-            fmt::format("{}: got shape {}, expected {}; {}", what, to_string(actual.shape()),
-                        to_string(expected.shape()), result.describe()));
+// KILN_EXPECT_CLOSE with more values for the message: {function} as well as {difference} and
+// {where}. An error the call threw is reported under the same id, naming the call.
+bool expect_close_as(const char* file, int line, const testing::Observed<TensorData>& actual,
+                     const TensorData& expected, double tolerance, const char* failure_id, testing::Params params) {
+  if (!actual.ok()) {
+    params.insert(params.end(), {{"difference", "-"}, {"where", "-"}});
+    testing::report_failure(file, line, failure_id, params, "unexpected error: " + actual.describe_error());
+    return false;
+  }
+  const testing::Comparison c = testing::compare(*actual, expected, tolerance);
+  if (c.close) return true;
+  if (!c.shapes_match) {
+    params.insert(params.end(), {{"difference", "inf"}, {"where", "-"}});
+    testing::report_failure(file, line, failure_id, params,
+                            fmt::format("{} has shape {}, expected shape {}", actual.call(), to_string(actual->shape),
+                                        to_string(expected.shape)));
+  } else {
+    params.insert(params.end(),
+                  {{"difference", testing::format_number(c.max_abs_diff)}, {"where", to_string(c.where)}});
+    testing::report_failure(file, line, failure_id, params, actual.call() + ": " + c.describe());
+  }
   return false;
 }
+#define EXPECT_CLOSE_AS(actual, expected, tolerance, id, ...) \
+  expect_close_as(__FILE__, __LINE__, (actual), (expected), (tolerance), id, __VA_ARGS__)
 
 TEST(Acceleration, Im2colConv2d) {
+  // Square and not: (5, 5) images to (5, 5) outputs, (5, 6) to (3, 3), (4, 7) to (4, 7), (7, 5)
+  // to (3, 2), with strides 1 and 2, paddings 0 and 1, with and without a bias.
   const std::vector<ConvCase> cases{{{2, 3, 5, 5}, {4, 3, 3, 3}, true, 1, 1},
                                     {{2, 3, 6, 6}, {2, 3, 2, 2}, false, 2, 0},
-                                    {{1, 2, 5, 6}, {3, 2, 3, 3}, true, 2, 1}};
-  struct Example {
-    ConvCase setting;
-    Tensor x, weight;
-    std::optional<Tensor> bias;
-    Tensor expected;
-  };
-  std::vector<Example> examples;
-  WichmannHill generator(9);
-  for (const ConvCase& test : cases) {
-    const Tensor x = centred(test.x_shape, generator);
-    const Tensor weight = centred(test.weight_shape, generator);
-    const std::optional<Tensor> bias =
-        test.has_bias ? std::optional<Tensor>(centred({test.weight_shape[0]}, generator)) : std::nullopt;
-    examples.push_back({test, x, weight, bias, direct_conv(x, weight, bias, test.stride, test.padding)});
-  }
+                                    {{1, 2, 5, 6}, {3, 2, 3, 3}, true, 2, 1},
+                                    {{2, 3, 4, 7}, {5, 3, 3, 3}, true, 1, 1},
+                                    {{1, 2, 7, 5}, {3, 2, 2, 2}, false, 2, 0}};
   // im2col_conv2d first, then the Function's forward pass, which must give the same numbers.
-  for (const Example& e : examples) {
-    if (!check_close(im2col_conv2d(e.x, e.weight, e.bias, e.setting.stride, e.setting.padding), e.expected, 1e-5,
-                     "conv_differs", "im2col_conv2d, " + describe(e.setting))) {
-      return;
-    }
-  }
-  for (const Example& e : examples) {
-    if (!check_close(Im2colConv2dFunction::apply(e.x, e.weight, e.bias, e.setting.stride, e.setting.padding),
-                     e.expected, 1e-5, "conv_differs", "Im2colConv2dFunction::apply, " + describe(e.setting))) {
-      return;
+  for (const bool function : {false, true}) {
+    std::uint64_t stream = 81;
+    for (const ConvCase& test : cases) {
+      const Inputs in = inputs_of(test, stream);
+      stream += 3;
+      const std::optional<TensorData> bias = in.bias ? std::optional<TensorData>(data_of(*in.bias)) : std::nullopt;
+      const TensorData expected = direct_conv(data_of(in.x), data_of(in.weight), bias, test.stride, test.padding);
+      const auto out =
+          function ? observe("Im2colConv2dFunction::apply(x, weight, bias, stride, padding) with " + describe(test),
+                             [&] { return Im2colConv2dFunction::apply(in.x, in.weight, in.bias, test.stride, test.padding); })
+                   : observe("im2col_conv2d(x, weight, bias, stride, padding) with " + describe(test),
+                             [&] { return im2col_conv2d(in.x, in.weight, in.bias, test.stride, test.padding); });
+      if (!EXPECT_CLOSE_AS(out, expected, 1e-5, "conv_differs",
+                           {{"function", function ? "Im2colConv2dFunction's forward" : "im2col_conv2d"}}))
+        return;
     }
   }
 }
 
 TEST(Acceleration, Im2colConv2dFunction) {
+  // (5, 5) to (5, 5) with a bias; (7, 6) to (3, 2) without; (4, 7) to (5, 8) with a bias.
   const std::vector<ConvCase> cases{{{2, 3, 5, 5}, {4, 3, 3, 3}, true, 1, 1},
-                                    {{2, 2, 7, 6}, {3, 2, 3, 3}, false, 2, 0}};
-  WichmannHill generator(6);
+                                    {{2, 2, 7, 6}, {3, 2, 3, 3}, false, 2, 0},
+                                    {{1, 3, 4, 7}, {2, 3, 2, 2}, true, 1, 1}};
+  std::uint64_t stream = 101;
   for (const ConvCase& test : cases) {
-    Tensor x = centred(test.x_shape, generator);
-    Tensor weight = centred(test.weight_shape, generator);
-    x.set_requires_grad(true);
-    weight.set_requires_grad(true);
-    std::optional<Tensor> bias;
-    if (test.has_bias) {
-      bias = centred({test.weight_shape[0]}, generator);
-      bias->set_requires_grad(true);
-    }
-    const std::int64_t k = test.weight_shape[2];
-    const Shape out_shape{test.x_shape[0], test.weight_shape[0], out_size(test.x_shape[2], k, test.stride, test.padding),
-                          out_size(test.x_shape[3], k, test.stride, test.padding)};
-    const Tensor g = centred(out_shape, generator);  // dL/d(out) for L = Σ out · g
-
-    Tensor out = Im2colConv2dFunction::apply(x, weight, bias, test.stride, test.padding);
-    if (out.shape() != out_shape) {
+    const std::uint64_t inputs_stream = stream;
+    const Shape out_shape = output_shape(test);
+    const std::uint64_t g_stream = stream + 3;  // g = dL/d(out) for L = Σ out · g
+    stream += 4;
+    // Forward and backward in one call, on inputs made for it: the output, then the gradients of
+    // x, the weight and (when there is one) the bias.
+    const auto run = observe("Im2colConv2dFunction::apply(x, weight, bias, stride, padding), then out.backward(g), with " +
+                                 describe(test),
+                             [&] {
+                               Inputs in = inputs_of(test, inputs_stream);
+                               in.x.set_requires_grad(true);
+                               in.weight.set_requires_grad(true);
+                               if (in.bias) in.bias->set_requires_grad(true);
+                               Tensor out = Im2colConv2dFunction::apply(in.x, in.weight, in.bias, test.stride, test.padding);
+                               out.backward(random_tensor(out_shape, g_stream, -0.5f, 0.5f));
+                               std::vector<Tensor> grads{in.x.grad(), in.weight.grad()};
+                               if (in.bias) grads.push_back(in.bias->grad());
+                               return std::make_pair(out, grads);
+                             });
+    if (!KILN_EXPECT_OK(run, "input_grad_differs", {{"difference", "-"}})) return;
+    const auto& [out, grads] = *run;
+    if (out.shape != out_shape || grads.size() != (test.has_bias ? 3u : 2u)) {
       KILN_FAIL("input_grad_differs", {{"difference", "inf"}},
-                fmt::format("{}: the output has shape {}, expected {} (run the im2col_conv2d check first)",
-                            describe(test), to_string(out.shape()), to_string(out_shape)));
+                fmt::format("{}: the output has shape {}, expected {} (run the im2col_conv2d check first), and {} "
+                            "gradients came back, expected {}",
+                            describe(test), to_string(out.shape), to_string(out_shape), grads.size(),
+                            test.has_bias ? 3 : 2));
       return;
     }
-    out.backward(g);
-    const Gradients expected = direct_conv_gradients(x, weight, g, test.stride, test.padding);
-    const std::string what = describe(test);
-    bool close = check_close(weight.grad(), expected.weight, 1e-4, "weight_grad_differs", "weight gradient, " + what);
-    close = check_close(x.grad(), expected.x, 1e-4, "input_grad_differs", "input gradient, " + what) && close;
-    if (bias) close = check_close(bias->grad(), expected.bias, 1e-4, "bias_grad_differs", "bias gradient, " + what) && close;
+    const Inputs in = inputs_of(test, inputs_stream);
+    const TensorData g = data_of(random_tensor(out_shape, g_stream, -0.5f, 0.5f));
+    const Gradients expected = direct_conv_gradients(data_of(in.x), data_of(in.weight), g, test.stride, test.padding);
+    // Each gradient as the observation of its own, named for the report.
+    const auto gradient = [&](std::size_t i, const std::string& of) {
+      return testing::Observed<TensorData>("the " + of + " gradient with " + describe(test), grads[i]);
+    };
+    bool close = KILN_EXPECT_CLOSE(gradient(1, "weight"), expected.weight, 1e-4, "weight_grad_differs");
+    close = KILN_EXPECT_CLOSE(gradient(0, "input"), expected.x, 1e-4, "input_grad_differs") && close;
+    if (in.bias) close = KILN_EXPECT_CLOSE(gradient(2, "bias"), expected.bias, 1e-4, "bias_grad_differs") && close;
     if (!close) return;
   }
 }

@@ -1,6 +1,8 @@
-// Checks im2col and col2im.
+// Checks im2col and col2im: the worked examples of the chapter, and random batches of images that
+// are not square (so that a height used for a width shows), against loops written out here.
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -13,7 +15,13 @@ namespace kiln {
 namespace {
 
 using testing::compare;
+using testing::data_of;
 using testing::format_number;
+using testing::format_pair;
+using testing::observe;
+using testing::Observed;
+using testing::random_tensor;
+using testing::TensorData;
 
 // Image (N, C, H, W) holding first, first + 1, ... in row-major order.
 Tensor counting_image(const Shape& shape, float first) {
@@ -22,139 +30,154 @@ Tensor counting_image(const Shape& shape, float first) {
   return Tensor(shape, values);
 }
 
-// Whether every row of actual holds the same numbers as that row of expected, in any order.
-bool rows_are_reordered(const Tensor& actual, const Tensor& expected) {
-  const std::int64_t columns = expected.shape()[1];
-  std::vector<float> a = actual.to_vector();
-  std::vector<float> e = expected.to_vector();
-  for (std::size_t start = 0; start < e.size(); start += static_cast<std::size_t>(columns)) {
-    std::sort(a.begin() + static_cast<std::ptrdiff_t>(start), a.begin() + static_cast<std::ptrdiff_t>(start + columns));
-    std::sort(e.begin() + static_cast<std::ptrdiff_t>(start), e.begin() + static_cast<std::ptrdiff_t>(start + columns));
-  }
-  return a == e;
-}
+std::int64_t out_size(std::int64_t size, int k, int stride, int padding) { return (size + 2 * padding - k) / stride + 1; }
 
-// Compares a patch matrix with the expected one; tells a reordering apart from wrong numbers.
-bool check_patches(const Tensor& actual, const Tensor& expected, const std::string& example) {
-  const testing::Comparison result = compare(actual, expected, 1e-6);
-  if (result.close) return true;
-  if (result.shapes_match && rows_are_reordered(actual, expected)) {
-    KILN_FAIL("im2col_column_order", {}, example + ": " + result.describe());
-  } else {
-    KILN_FAIL("im2col_values", {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
-              fmt::format("{}: got shape {}, expected {}; {}", example, to_string(actual.shape()),
-                          to_string(expected.shape()), result.describe()));
-  }
-  return false;
-}
-
-TEST(Acceleration, Im2col) {
-  // The 3×3 image 1..9, k = 2: one row per 2×2 window, read row by row.
-  if (!check_patches(im2col(counting_image({1, 1, 3, 3}, 1.0f), 2),
-                     Tensor({4, 4}, {1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9}),
-                     "im2col of the 3x3 image 1..9 with k = 2")) {
-    return;
-  }
-  // A batch of two 2×2 images 0..7, k = 2: one row per image.
-  if (!check_patches(im2col(counting_image({2, 1, 2, 2}, 0.0f), 2), Tensor({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}),
-                     "im2col of two 2x2 images 0..7 with k = 2")) {
-    return;
-  }
-  // The 4×4 image 0..15, k = 2, stride 2: four windows that do not overlap.
-  if (!check_patches(im2col(counting_image({1, 1, 4, 4}, 0.0f), 2, 2),
-                     Tensor({4, 4}, {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}),
-                     "im2col of the 4x4 image 0..15 with k = 2, stride 2")) {
-    return;
-  }
-  // All ones, 3×3, padding 1, k = 3: a zero wherever the window hangs over the edge.
-  if (!check_patches(im2col(Tensor::ones({1, 1, 3, 3}), 3, 1, 1),
-                     Tensor({9, 9}, {0, 0, 0, 0, 1, 1, 0, 1, 1,  //
-                                     0, 0, 0, 1, 1, 1, 1, 1, 1,  //
-                                     0, 0, 0, 1, 1, 0, 1, 1, 0,  //
-                                     0, 1, 1, 0, 1, 1, 0, 1, 1,  //
-                                     1, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                     1, 1, 0, 1, 1, 0, 1, 1, 0,  //
-                                     0, 1, 1, 0, 1, 1, 0, 0, 0,  //
-                                     1, 1, 1, 1, 1, 1, 0, 0, 0,  //
-                                     1, 1, 0, 1, 1, 0, 0, 0, 0}),
-                     "im2col of a 3x3 image of ones with k = 3, padding 1")) {
-    return;
-  }
-  // Two channels, 0..8 and 100..108, k = 2: each row holds channel 0's window, then channel 1's.
-  std::vector<float> two_channels = counting_image({1, 1, 3, 3}, 0.0f).to_vector();
-  const std::vector<float> second = counting_image({1, 1, 3, 3}, 100.0f).to_vector();
-  two_channels.insert(two_channels.end(), second.begin(), second.end());
-  check_patches(im2col(Tensor({1, 2, 3, 3}, two_channels), 2),
-                Tensor({4, 8}, {0, 1, 3, 4, 100, 101, 103, 104,  //
-                                1, 2, 4, 5, 101, 102, 104, 105,  //
-                                3, 4, 6, 7, 103, 104, 106, 107,  //
-                                4, 5, 7, 8, 104, 105, 107, 108}),
-                "im2col of two channels (0..8 and 100..108) with k = 2");
-}
-
-// Trusted: ⟨im2col(x), y⟩ by reading the windows straight out of x, in double precision.
-double patches_dot(const Tensor& x, const Tensor& y, int k, int stride, int padding) {
-  const std::int64_t batch = x.shape()[0], channels = x.shape()[1], height = x.shape()[2], width = x.shape()[3];
-  const std::int64_t out_h = (height + 2 * padding - k) / stride + 1;
-  const std::int64_t out_w = (width + 2 * padding - k) / stride + 1;
-  double total = 0.0;
+// Trusted: the patch matrix of x (N, C, H, W) by the chapter's formula, read straight out of x.
+TensorData patches(const TensorData& x, int k, int stride, int padding) {
+  const std::int64_t batch = x.shape[0], channels = x.shape[1], height = x.shape[2], width = x.shape[3];
+  const std::int64_t out_h = out_size(height, k, stride, padding), out_w = out_size(width, k, stride, padding);
+  const std::int64_t columns = channels * k * k;
+  std::vector<float> cols(static_cast<std::size_t>(batch * out_h * out_w * columns), 0.0f);
   for (std::int64_t n = 0; n < batch; ++n)
     for (std::int64_t oh = 0; oh < out_h; ++oh)
       for (std::int64_t ow = 0; ow < out_w; ++ow)
         for (std::int64_t c = 0; c < channels; ++c)
           for (std::int64_t kh = 0; kh < k; ++kh)
             for (std::int64_t kw = 0; kw < k; ++kw) {
-              const std::int64_t ih = oh * stride - padding + kh;
-              const std::int64_t iw = ow * stride - padding + kw;
+              const std::int64_t ih = oh * stride - padding + kh, iw = ow * stride - padding + kw;
               if (ih < 0 || ih >= height || iw < 0 || iw >= width) continue;
-              const std::int64_t row = (n * out_h + oh) * out_w + ow;
-              const std::int64_t column = (c * k + kh) * k + kw;
-              total += static_cast<double>(x.at({n, c, ih, iw})) * y.at({row, column});
+              const std::int64_t row = (n * out_h + oh) * out_w + ow, column = (c * k + kh) * k + kw;
+              cols[static_cast<std::size_t>(row * columns + column)] = x.at({n, c, ih, iw});
             }
-  return total;
+  return data_of({batch * out_h * out_w, columns}, cols);
 }
 
-double dot(const Tensor& a, const Tensor& b) {
-  const std::vector<float> u = a.to_vector();
-  const std::vector<float> v = b.to_vector();
+// Whether every row of actual holds the same numbers as that row of expected, in any order.
+bool rows_are_reordered(const TensorData& actual, const TensorData& expected) {
+  if (actual.shape != expected.shape || expected.shape.size() != 2) return false;
+  const auto columns = static_cast<std::ptrdiff_t>(expected.shape[1]);
+  std::vector<float> a = actual.values, e = expected.values;
+  for (std::ptrdiff_t start = 0; start < static_cast<std::ptrdiff_t>(e.size()); start += columns) {
+    std::sort(a.begin() + start, a.begin() + start + columns);
+    std::sort(e.begin() + start, e.begin() + start + columns);
+  }
+  return a == e;
+}
+
+// Compares an observed patch matrix with the expected one; tells a reordering apart from wrong
+// numbers, and an error from both.
+bool check_patches(const Observed<TensorData>& actual, const TensorData& expected) {
+  if (!KILN_EXPECT_OK(actual, "im2col_values", {{"difference", "-"}, {"where", "-"}})) return false;
+  const testing::Comparison result = compare(*actual, expected, 1e-6);
+  if (result.close) return true;
+  if (rows_are_reordered(*actual, expected)) {
+    KILN_FAIL("im2col_column_order", {}, actual.call() + ": " + result.describe());
+  } else if (!result.shapes_match) {
+    KILN_FAIL("im2col_values", {{"difference", "inf"}, {"where", "-"}},
+              fmt::format("{} has shape {}, expected {}", actual.call(), to_string(actual->shape),
+                          to_string(expected.shape)));
+  } else {
+    KILN_FAIL("im2col_values", {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
+              actual.call() + ": " + result.describe());
+  }
+  return false;
+}
+
+TEST(Acceleration, Im2col) {
+  // The 3×3 image 1..9, k = 2: one row per 2×2 window, read row by row.
+  if (!check_patches(observe("im2col(x, 2) of the 3x3 image 1..9", [] { return im2col(counting_image({1, 1, 3, 3}, 1.0f), 2); }),
+                     data_of({4, 4}, {1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9})))
+    return;
+  // A batch of two 2×2 images 0..7, k = 2: one row per image.
+  if (!check_patches(observe("im2col(x, 2) of two 2x2 images 0..7", [] { return im2col(counting_image({2, 1, 2, 2}, 0.0f), 2); }),
+                     data_of({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})))
+    return;
+  // The 4×4 image 0..15, k = 2, stride 2: four windows that do not overlap.
+  if (!check_patches(observe("im2col(x, 2, 2) of the 4x4 image 0..15",
+                             [] { return im2col(counting_image({1, 1, 4, 4}, 0.0f), 2, 2); }),
+                     data_of({4, 4}, {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15})))
+    return;
+  // All ones, 3×3, padding 1, k = 3: a zero wherever the window hangs over the edge.
+  if (!check_patches(observe("im2col(x, 3, 1, 1) of a 3x3 image of ones", [] { return im2col(Tensor::ones({1, 1, 3, 3}), 3, 1, 1); }),
+                     data_of({9, 9}, {0, 0, 0, 0, 1, 1, 0, 1, 1,  //
+                                      0, 0, 0, 1, 1, 1, 1, 1, 1,  //
+                                      0, 0, 0, 1, 1, 0, 1, 1, 0,  //
+                                      0, 1, 1, 0, 1, 1, 0, 1, 1,  //
+                                      1, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                      1, 1, 0, 1, 1, 0, 1, 1, 0,  //
+                                      0, 1, 1, 0, 1, 1, 0, 0, 0,  //
+                                      1, 1, 1, 1, 1, 1, 0, 0, 0,  //
+                                      1, 1, 0, 1, 1, 0, 0, 0, 0})))
+    return;
+  // Two channels, 0..8 and 100..108, k = 2: each row holds channel 0's window, then channel 1's.
+  std::vector<float> two_channels = counting_image({1, 1, 3, 3}, 0.0f).to_vector();
+  const std::vector<float> second = counting_image({1, 1, 3, 3}, 100.0f).to_vector();
+  two_channels.insert(two_channels.end(), second.begin(), second.end());
+  const Tensor x2({1, 2, 3, 3}, two_channels);
+  if (!check_patches(observe("im2col(x, 2) of two channels (0..8 and 100..108)", [&] { return im2col(x2, 2); }),
+                     data_of({4, 8}, {0, 1, 3, 4, 100, 101, 103, 104,  //
+                                      1, 2, 4, 5, 101, 102, 104, 105,  //
+                                      3, 4, 6, 7, 103, 104, 106, 107,  //
+                                      4, 5, 7, 8, 104, 105, 107, 108})))
+    return;
+  // Random batches whose images are not square, whose outputs are not square either, and whose
+  // windows do not tile them evenly.
+  struct Case {
+    Shape x_shape;
+    int k, stride, padding;
+  };
+  const std::vector<Case> cases{{{1, 2, 4, 6}, 2, 1, 0}, {{2, 3, 5, 7}, 3, 2, 1}, {{2, 1, 7, 4}, 3, 1, 2}};
+  std::uint64_t stream = 61;
+  for (const Case& c : cases) {
+    const Tensor x = random_tensor(c.x_shape, stream++);
+    const auto cols = observe(fmt::format("im2col(x, {}, {}, {}) of a random {} batch", c.k, c.stride, c.padding,
+                                          to_string(c.x_shape)),
+                              [&] { return im2col(x, c.k, c.stride, c.padding); });
+    if (!check_patches(cols, patches(data_of(x), c.k, c.stride, c.padding))) return;
+  }
+}
+
+double dot(const TensorData& a, const TensorData& b) {
   double total = 0.0;
-  for (std::size_t i = 0; i < u.size(); ++i) total += static_cast<double>(u[i]) * v[i];
+  for (std::size_t i = 0; i < a.values.size() && i < b.values.size(); ++i)
+    total += static_cast<double>(a.values[i]) * b.values[i];
   return total;
 }
 
 TEST(Acceleration, Col2im) {
   // Ones (4, 4) back into a 3×3 image with k = 2: each pixel counts the windows that cover it.
-  const Tensor counts = col2im(Tensor::ones({4, 4}), {1, 1, 3, 3}, 2);
-  if (!KILN_EXPECT_CLOSE(counts, Tensor({1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1}), 1e-6, "overlap_not_added")) {
-    return;
-  }
+  const auto counts = observe("col2im(ones (4, 4), (1, 1, 3, 3), 2)",
+                              [] { return col2im(Tensor::ones({4, 4}), {1, 1, 3, 3}, 2); });
+  if (!KILN_EXPECT_CLOSE(counts, data_of({1, 1, 3, 3}, {1, 2, 1, 2, 4, 2, 1, 2, 1}), 1e-6, "overlap_not_added")) return;
 
-  // The adjoint identity ⟨im2col(x), y⟩ = ⟨x, col2im(y)⟩ for random x and y.
+  // The adjoint identity ⟨im2col(x), y⟩ = ⟨x, col2im(y)⟩ for random x and y, with images and
+  // outputs that are not square among them.
   struct Case {
     Shape x_shape;
     int k, stride, padding;
   };
   const std::vector<Case> cases{{{2, 2, 5, 5}, 3, 1, 1}, {{1, 3, 6, 6}, 2, 2, 0}, {{2, 1, 5, 6}, 3, 2, 1},
-                                {{1, 2, 4, 4}, 2, 1, 0}, {{1, 1, 4, 5}, 3, 1, 2}};
-  WichmannHill generator(2024);
-  for (const Case& test : cases) {
-    const std::int64_t out_h = (test.x_shape[2] + 2 * test.padding - test.k) / test.stride + 1;
-    const std::int64_t out_w = (test.x_shape[3] + 2 * test.padding - test.k) / test.stride + 1;
-    const Tensor x = Tensor::rand(test.x_shape, generator);
-    const Tensor y = Tensor::rand({test.x_shape[0] * out_h * out_w, test.x_shape[1] * test.k * test.k}, generator);
-    const Tensor back = col2im(y, test.x_shape, test.k, test.stride, test.padding);
-    const std::string setting = fmt::format("x {}, k = {}, stride {}, padding {}", to_string(test.x_shape), test.k,
-                                            test.stride, test.padding);
-    if (back.shape() != test.x_shape) {
+                                {{1, 2, 4, 4}, 2, 1, 0}, {{1, 1, 4, 5}, 3, 1, 2}, {{2, 2, 7, 4}, 2, 1, 1}};
+  std::uint64_t stream = 71;
+  for (const Case& c : cases) {
+    const std::int64_t out_h = out_size(c.x_shape[2], c.k, c.stride, c.padding);
+    const std::int64_t out_w = out_size(c.x_shape[3], c.k, c.stride, c.padding);
+    const Tensor x = random_tensor(c.x_shape, stream++);
+    const Tensor y = random_tensor({c.x_shape[0] * out_h * out_w, c.x_shape[1] * c.k * c.k}, stream++);
+    const auto back = observe(fmt::format("col2im(y, {}, {}, {}, {})", to_string(c.x_shape), c.k, c.stride, c.padding),
+                              [&] { return col2im(y, c.x_shape, c.k, c.stride, c.padding); });
+    if (!KILN_EXPECT_OK(back, "col2im_not_adjoint", {{"difference", "-"}})) return;
+    if (back->shape != c.x_shape) {
       KILN_FAIL("col2im_not_adjoint", {{"difference", "inf"}},
-                fmt::format("{}: col2im returned shape {}", setting, to_string(back.shape())));
+                fmt::format("{} returned shape {}", back.call(), to_string(back->shape)));
       return;
     }
-    const double expected = patches_dot(x, y, test.k, test.stride, test.padding);
-    const double actual = dot(x, back);
+    const double expected = dot(patches(data_of(x), c.k, c.stride, c.padding), data_of(y));
+    const double actual = dot(data_of(x), *back);
     if (std::fabs(actual - expected) > 1e-4 * std::max(1.0, std::fabs(expected))) {
+      const auto [got, want] = format_pair(actual, expected);
       KILN_FAIL("col2im_not_adjoint", {{"difference", format_number(std::fabs(actual - expected))}},
-                fmt::format("{}: <im2col(x), y> = {:.7g}, <x, col2im(y)> = {:.7g}", setting, expected, actual));
+                fmt::format("{}: <im2col(x), y> = {}, <x, col2im(y)> = {}", back.call(), want, got));
       return;
     }
   }

@@ -1,6 +1,10 @@
-// Checks vectorized_matmul, tiled_matmul and the challenge, blocked_matmul.
-#include <stdexcept>
+// Checks vectorized_matmul, tiled_matmul and the challenge, blocked_matmul. Every product is
+// compared with a plain triple loop summed in double (reference_matmul), never with another of
+// the module's products, so that a failure always names the function that is wrong. Inputs are
+// drawn from the run's seed.
+#include <cstdint>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -13,66 +17,118 @@ namespace {
 
 using testing::compare;
 using testing::format_number;
+using testing::observe;
+using testing::Observed;
+using testing::Params;
+using testing::random_tensor;
+using testing::reference_matmul;
+using testing::report_failure;
+using testing::TensorData;
 
-// Trusted: the textbook triple loop, summed in double.
-Tensor plain_matmul(const Tensor& a, const Tensor& b) {
-  const std::int64_t n = a.shape()[0];
-  const std::int64_t inner = a.shape()[1];
-  const std::int64_t m = b.shape()[1];
-  std::vector<float> c(static_cast<std::size_t>(n * m));
-  for (std::int64_t i = 0; i < n; ++i) {
-    for (std::int64_t j = 0; j < m; ++j) {
-      double total = 0.0;
-      for (std::int64_t k = 0; k < inner; ++k) total += static_cast<double>(a.at({i, k})) * b.at({k, j});
-      c[static_cast<std::size_t>(i * m + j)] = static_cast<float>(total);
-    }
-  }
-  return Tensor({n, m}, c);
+// "(5, 7) by (7, 3)"
+std::string by(const Shape& a, const Shape& b) { return to_string(a) + " by " + to_string(b); }
+
+// The transpose of a random (cols, rows) matrix: a (rows, cols) view whose rows are not
+// contiguous in memory. Built with make_view, so that the input depends on no student code.
+Tensor transposed_view(std::int64_t rows, std::int64_t cols, std::uint64_t stream) {
+  return make_view(random_tensor({cols, rows}, stream), {rows, cols}, {1, rows}, 0);
 }
 
-TEST(Acceleration, VectorizedMatmul) {
-  WichmannHill generator(17);
-  const Tensor a = Tensor::rand({4, 5}, generator);
-  const Tensor b = Tensor::rand({5, 3}, generator);
-  KILN_EXPECT_CLOSE(vectorized_matmul(a, b), plain_matmul(a, b), 1e-5, "products_differ");
-
-  // Transposed views: (4, 5) and (5, 3) matrices whose rows are not contiguous in memory.
-  const Tensor a_view = Tensor::rand({5, 4}, generator).transpose(0, 1);
-  const Tensor b_view = Tensor::rand({3, 5}, generator).transpose(0, 1);
-  const Tensor expected = plain_matmul(a_view, b_view);
-  KILN_EXPECT_CLOSE(vectorized_matmul(a_view, b_view), expected, 1e-5, "products_differ");
-  try {
-    KILN_EXPECT_CLOSE(tiled_matmul(a_view, b_view), expected, 1e-5, "products_differ");
-  } catch (const std::logic_error& error) {
-    KILN_FAIL("products_differ", {}, std::string("tiled_matmul of two transposed views threw: ") + error.what());
+// Reports failure_id, with the params for its message and {difference} and {where}, unless the
+// observed product is within atol + rtol·|expected| of the plain loop's. An error names the call.
+bool expect_product(const char* file, int line, const Observed<TensorData>& product, const TensorData& expected,
+                    double atol, double rtol, const char* failure_id, Params params) {
+  if (!product.ok()) {
+    params.insert(params.end(), {{"difference", "-"}, {"where", "-"}});
+    report_failure(file, line, failure_id, params, "unexpected error: " + product.describe_error());
+    return false;
   }
+  const testing::Comparison c = compare(*product, expected, atol, rtol);
+  if (c.close) return true;
+  if (!c.shapes_match) {
+    params.insert(params.end(), {{"difference", "inf"}, {"where", "-"}});
+    report_failure(file, line, failure_id, params,
+                   fmt::format("{} has shape {}, expected {}", product.call(), to_string(product->shape),
+                               to_string(expected.shape)));
+  } else {
+    params.insert(params.end(), {{"difference", format_number(c.max_abs_diff)}, {"where", to_string(c.where)}});
+    report_failure(file, line, failure_id, params, product.call() + ": " + c.describe());
+  }
+  return false;
+}
+#define EXPECT_PRODUCT(product, expected, atol, rtol, id, ...) \
+  expect_product(__FILE__, __LINE__, (product), (expected), (atol), (rtol), id, __VA_ARGS__)
 
-  // (2, 3) by (4, 2): the inner sizes 3 and 4 differ.
-  const Tensor left = Tensor::ones({2, 3});
-  const Tensor right = Tensor::ones({4, 2});
-  KILN_EXPECT_THROWS(vectorized_matmul(left, right), ShapeError, "shape_error_missing", {"(2, 3)", "(4, 2)"});
-  KILN_EXPECT_THROWS(tiled_matmul(left, right), ShapeError, "shape_error_missing", {"(2, 3)", "(4, 2)"});
-  KILN_EXPECT_THROWS(tiled_matmul(Tensor::ones({3}), right), ShapeError, "shape_error_missing", {"(3)"});
+// Reports failure_id (with params) unless the call threw kiln::ShapeError mentioning every string
+// in must_mention.
+void expect_shape_error(const char* file, int line, const Observed<TensorData>& product, const char* failure_id,
+                        const Params& params, const std::vector<std::string>& must_mention) {
+  if (product.ok()) {
+    report_failure(file, line, failure_id, params,
+                   product.call() + " returned a tensor of shape " + to_string(product->shape) +
+                       " instead of throwing kiln::ShapeError");
+    return;
+  }
+  if (!product.error().is("kiln::ShapeError")) {
+    report_failure(file, line, failure_id, params, product.describe_error() + ", expected kiln::ShapeError");
+    return;
+  }
+  for (const auto& needle : must_mention) {
+    if (product.error().message.find(needle) == std::string::npos) {
+      report_failure(file, line, failure_id, params,
+                     product.call() + ": the error message should mention " + needle + ", but it says: " +
+                         product.error().message);
+      return;
+    }
+  }
+}
+#define EXPECT_SHAPE_ERROR(product, id, params, ...) \
+  expect_shape_error(__FILE__, __LINE__, (product), id, params, __VA_ARGS__)
+
+TEST(Acceleration, VectorizedMatmul) {
+  // The given product: a (5, 7) by (7, 3) product, then one of transposed views.
+  const Tensor a = random_tensor({5, 7}, 1), b = random_tensor({7, 3}, 2);
+  if (!EXPECT_PRODUCT(KILN_OBSERVE(vectorized_matmul(a, b)), reference_matmul(a, b), 1e-5, 0.0, "products_differ",
+                      {{"function", "vectorized_matmul"}, {"inputs", by(a.shape(), b.shape())}}))
+    return;
+  const Tensor a_view = transposed_view(5, 7, 3), b_view = transposed_view(7, 3, 4);
+  const TensorData expected = reference_matmul(a_view, b_view);
+  if (!EXPECT_PRODUCT(observe("vectorized_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
+                              [&] { return vectorized_matmul(a_view, b_view); }),
+                      expected, 1e-5, 0.0, "products_differ",
+                      {{"function", "vectorized_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}}))
+    return;
+  // Yours, on the same views: data() refuses a view, so it needs contiguous() first.
+  EXPECT_PRODUCT(observe("tiled_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
+                         [&] { return tiled_matmul(a_view, b_view); }),
+                 expected, 1e-5, 0.0, "products_differ",
+                 {{"function", "tiled_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}});
+
+  // (2, 3) by (4, 2): the inner sizes 3 and 4 differ; and a vector is no matrix.
+  const Tensor left = random_tensor({2, 3}, 5), right = random_tensor({4, 2}, 6), vector = random_tensor({3}, 7);
+  EXPECT_SHAPE_ERROR(KILN_OBSERVE(vectorized_matmul(left, right)), "shape_error_missing",
+                     {{"function", "vectorized_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
+  EXPECT_SHAPE_ERROR(KILN_OBSERVE(tiled_matmul(left, right)), "shape_error_missing",
+                     {{"function", "tiled_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
+  EXPECT_SHAPE_ERROR(KILN_OBSERVE(tiled_matmul(vector, right)), "shape_error_missing",
+                     {{"function", "tiled_matmul"}, {"inputs", "(3) by (4, 2)"}}, {"(3)", "(4, 2)"});
 }
 
 TEST(Acceleration, TiledMatmul) {
-  WichmannHill generator(1717);
-  // (n, inner, m): square, odd sizes no tile divides, tall and thin, a single row and column.
-  const std::vector<Shape> sizes{{6, 6, 6}, {5, 7, 3}, {9, 4, 2}, {1, 8, 1}, {3, 1, 4}};
-  for (const Shape& size : sizes) {
-    const Tensor a = Tensor::rand({size[0], size[1]}, generator);
-    const Tensor b = Tensor::rand({size[1], size[2]}, generator);
-    const Tensor expected = vectorized_matmul(a, b);
+  // (n, inner, m): square, odd sizes no tile divides, tall and thin, a single row and column, a
+  // single inner value, and sizes just past the default tile of 64 in every direction.
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> sizes{
+      {6, 6, 6}, {5, 7, 3}, {9, 4, 2}, {1, 8, 1}, {3, 1, 4}, {70, 67, 66}};
+  std::uint64_t stream = 11;
+  for (const auto& [n, inner, m] : sizes) {
+    const Tensor a = random_tensor({n, inner}, stream++), b = random_tensor({inner, m}, stream++);
+    const TensorData expected = reference_matmul(a, b);
     for (int tile_size : {1, 2, 3, 4, 64}) {
-      const Tensor c = tiled_matmul(a, b, tile_size);
-      const testing::Comparison result = compare(c, expected, 1e-5);
-      if (!result.close) {
-        KILN_FAIL("tiles_not_accumulated",
-                  {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
-                  fmt::format("tiled_matmul of {} by {} with tile_size {} gave shape {}: {}", to_string(a.shape()),
-                              to_string(b.shape()), tile_size, to_string(c.shape()), result.describe()));
+      const auto c = observe(fmt::format("tiled_matmul(a, b, {}) of {}", tile_size, by(a.shape(), b.shape())),
+                             [&] { return tiled_matmul(a, b, tile_size); });
+      if (!EXPECT_PRODUCT(c, expected, 1e-4, 1e-5, "tiles_not_accumulated",
+                          {{"tile_size", std::to_string(tile_size)}, {"inputs", by(a.shape(), b.shape())}}))
         return;
-      }
     }
   }
 }
@@ -82,37 +138,28 @@ TEST(Acceleration, TiledMatmul) {
 // no multiple of 6 or 16 except the (6, 16, 16) case, and 97 rows, 257 inner values and 2049
 // columns, one past a block each.
 TEST(Acceleration, BlockedMatmul) {
-  WichmannHill generator(4242);
   // (n, inner, m)
-  const std::vector<Shape> sizes{{1, 1, 1},   {5, 7, 3},     {6, 16, 16}, {13, 37, 35},
-                                 {97, 20, 33}, {7, 257, 17}, {3, 5, 2049}};
-  for (const Shape& size : sizes) {
-    const Tensor a = Tensor::rand({size[0], size[1]}, generator);
-    const Tensor b = Tensor::rand({size[1], size[2]}, generator);
-    const Tensor expected = vectorized_matmul(a, b);
-    const Tensor c = blocked_matmul(a, b);
-    const testing::Comparison result = compare(c, expected, 1e-4, 1e-5);
-    if (!result.close) {
-      KILN_FAIL("blocked_differs",
-                {{"difference", format_number(result.max_abs_diff)}, {"where", to_string(result.where)}},
-                fmt::format("blocked_matmul of {} by {} gave shape {}: {}", to_string(a.shape()),
-                            to_string(b.shape()), to_string(c.shape()), result.describe()));
+  const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> sizes{
+      {1, 1, 1}, {5, 7, 3}, {6, 16, 16}, {13, 37, 35}, {97, 20, 33}, {7, 257, 17}, {3, 5, 2049}};
+  std::uint64_t stream = 31;
+  for (const auto& [n, inner, m] : sizes) {
+    const Tensor a = random_tensor({n, inner}, stream++), b = random_tensor({inner, m}, stream++);
+    if (!EXPECT_PRODUCT(observe("blocked_matmul(a, b) of " + by(a.shape(), b.shape()), [&] { return blocked_matmul(a, b); }),
+                        reference_matmul(a, b), 1e-4, 1e-5, "blocked_differs", {{"inputs", by(a.shape(), b.shape())}}))
       return;
-    }
   }
 
   // Transposed views, (13, 37) by (37, 35): their rows are not contiguous in memory.
-  const Tensor a_view = Tensor::rand({37, 13}, generator).transpose(0, 1);
-  const Tensor b_view = Tensor::rand({35, 37}, generator).transpose(0, 1);
-  try {
-    KILN_EXPECT_CLOSE(blocked_matmul(a_view, b_view), plain_matmul(a_view, b_view), 1e-4, "blocked_differs");
-  } catch (const std::logic_error& error) {
-    KILN_FAIL("blocked_differs", {}, std::string("blocked_matmul of two transposed views threw: ") + error.what());
-  }
+  const Tensor a_view = transposed_view(13, 37, 51), b_view = transposed_view(37, 35, 52);
+  if (!EXPECT_PRODUCT(observe("blocked_matmul(a_view, b_view) of transposed (13, 37) and (37, 35) views",
+                              [&] { return blocked_matmul(a_view, b_view); }),
+                      reference_matmul(a_view, b_view), 1e-4, 1e-5, "blocked_differs",
+                      {{"inputs", "transposed (13, 37) and (37, 35) views"}}))
+    return;
 
   // (2, 3) by (4, 2): the inner sizes 3 and 4 differ.
-  KILN_EXPECT_THROWS(blocked_matmul(Tensor::ones({2, 3}), Tensor::ones({4, 2})), ShapeError, "blocked_shape_error",
-                     {"(2, 3)", "(4, 2)"});
+  const Tensor left = random_tensor({2, 3}, 53), right = random_tensor({4, 2}, 54);
+  EXPECT_SHAPE_ERROR(KILN_OBSERVE(blocked_matmul(left, right)), "blocked_shape_error", {}, {"(2, 3)", "(4, 2)"});
 }
 
 }  // namespace

@@ -31,7 +31,10 @@ struct TestTarget {
   // Also build the device checks' binary, where the module has device checks and nvcc exists.
   // Off when none of the checks asked for is a device check.
   bool with_device = true;
+  // Also build the sanitized twin (AddressSanitizer and UndefinedBehaviorSanitizer).
+  bool with_sanitized = false;
   std::string target_name() const;  // t_17_acceleration__student
+  std::string sanitized_name() const;  // s_17_acceleration__student
   std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)
   std::string device_name() const;  // d_17_acceleration__student (device checks; where nvcc exists)
   std::string gpu_bench_name() const;  // g_17_acceleration__student (device/bench; where nvcc exists)
@@ -46,6 +49,9 @@ struct Diagnostic {
   std::string explanation;   // plain words: what it usually means
   std::string source_line;   // the offending line of code
   bool in_student_file = false;
+  // The compiler's notes on this error that explain it ("deduced conflicting types for parameter
+  // 'const _Tp' ('long int' and 'int')"), without the candidate lists around them.
+  std::vector<std::string> notes;
 };
 
 struct BuildResult {
@@ -59,6 +65,8 @@ struct BuildResult {
   fs::path device_binary;
   std::optional<Diagnostic> device_error;
   std::string device_skip_reason;  // why the device checks were not built, when they were not
+  // The sanitized twin of `binary`, when it was asked for and built.
+  fs::path sanitized_binary;
 };
 
 class CourseBuild {
@@ -70,11 +78,10 @@ class CourseBuild {
   // Builds the wanted target's binary (configuring first if needed). Only what changed is rebuilt.
   BuildResult build(const std::vector<TestTarget>& all_targets, const TestTarget& wanted);
 
-  // Builds several test binaries in one Ninja run that keeps going past failures, optionally under
-  // a launcher (the sandbox); one result per wanted target.
+  // Builds several test binaries (and their device binaries) in one Ninja run that keeps going past
+  // failures; one result per wanted target.
   std::vector<BuildResult> build_many(const std::vector<TestTarget>& all_targets,
-                                      const std::vector<TestTarget>& wanted,
-                                      const std::vector<std::string>& launcher = {});
+                                      const std::vector<TestTarget>& wanted);
 
   // Writes the build description and configures when needed. False (with the log) on failure.
   bool prepare(const std::vector<TestTarget>& all_targets, BuildResult& result);

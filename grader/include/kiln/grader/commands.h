@@ -2,6 +2,8 @@
 // Each returns the process exit code.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -20,16 +22,21 @@ struct CheckCommand {
 };
 int run_check(const Workspace& ws, const CheckCommand& cmd);
 
-int run_hint(const Workspace& ws, const std::string& module, const std::string& check_id);
+// One check's hints; without one, the hints of the checks that did not pass at the last
+// `grader check` (their failures first), or every check's with `all`.
+int run_hint(const Workspace& ws, const std::string& module, const std::string& check_id, bool all);
 int run_list(const Workspace& ws);
 int run_status(const Workspace& ws);
 int run_start(const Workspace& ws, const std::string& module);
 int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s);
-int run_reset(const Workspace& ws, const std::string& module, bool yes);
+// Puts the stubs back (backing up first), or with `restore` a backup (the newest, or the one whose
+// name starts with *restore).
+int run_reset(const Workspace& ws, const std::string& module, bool yes, const std::optional<std::string>& restore);
 int run_doctor(const fs::path& start);
 
 struct VerifyCommand {
   std::vector<std::string> modules;  // empty = all
+  std::uint64_t seed = 0x6b696c6e;   // the checks' inputs (the same as `grader check`'s by default)
   bool verbose = false;
 };
 int run_verify(const Workspace& ws, const VerifyCommand& cmd);
@@ -43,6 +50,7 @@ struct GradeCommand {
   std::string out;              // a file (one submission) or a folder (batch)
   int jobs = 1;
   bool no_sandbox = false;
+  double compile_timeout_s = 120;  // per submission, for all its compiles
 };
 int run_grade(const Workspace& ws, const GradeCommand& cmd);
 

@@ -13,12 +13,16 @@ struct Mutant {
   std::string id;  // the file name without .yaml
   std::string description;
   std::string check;
-  std::string failure;
+  std::string failure;  // a catalogued failure of the check, or kMemoryError
   std::string file;     // a student file of the module
   std::string replace;  // must occur exactly once in the reference file
   std::string with;
   fs::path yaml;
 };
+
+// A mutant whose planted bug reads or writes outside its memory without changing a value: the
+// check must end as a memory error under the sanitizers.
+inline constexpr const char* kMemoryError = "memory_error";
 
 // Loads and checks every mutant of the module (fields present, check and failure catalogued,
 // file a student file). Throws CourseError naming the file and what is wrong.

@@ -30,6 +30,13 @@ struct ProcessSpec {
   // passed to on_event as it arrives.
   int event_fd = -1;
   std::function<void(std::string_view line)> on_event;
+  std::size_t event_line_cap = std::size_t(1) << 20;  // longer event lines are dropped
+  // When set, the child gets a second pipe on this descriptor; what is written to it (a few
+  // lines at most) comes back as ProcessResult::status_report. The sandbox's wrapper reports its
+  // child's exact end there.
+  int status_fd = -1;
+  // When set, the child joins this cgroup (writes "0" to its cgroup.procs) before it starts.
+  std::filesystem::path join_cgroup;
   // Polled about every 20 ms with the seconds since start; returning true kills the process group.
   std::function<bool(double elapsed_s)> should_stop;
 };
@@ -42,6 +49,8 @@ struct ProcessResult {
   bool stopped = false;      // killed because should_stop said so
   std::string out, err;
   std::size_t out_bytes = 0, err_bytes = 0;  // total written, kept or not
+  std::string status_report;
+  std::string err_tail;  // the last 64 KiB of stderr, where a crash report ends up
   double wall_s = 0;
 
   bool ok() const { return started && signal == 0 && exit_code == 0 && !stopped; }

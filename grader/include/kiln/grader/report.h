@@ -60,10 +60,23 @@ std::string relative_to(const fs::path& root, const std::string& path);
 Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
                    const BuildResult& build, const RunResult* run, const std::string& variant);
 
+// Cuts every text a submission can influence (summaries, details, build log, output) to at most
+// per_text bytes (the log and output to four times that): what a result file quotes stays small.
+void bound_report(Report& report, std::size_t per_text = 1024);
+
 struct TextStyle {
   bool color = false;
   bool verbose = false;
+  std::size_t width = 100;  // columns to wrap to (terminal_width())
 };
+
+// The terminal's width in columns (COLUMNS, else the terminal on stdout), 100 when unknown;
+// never below 60 nor above 120, so that long lines stay readable.
+std::size_t terminal_width();
+
+// Wraps text at `width` columns, every line after the first indented by `indent`. A word longer
+// than a line is split rather than left to overflow.
+std::string wrap(const std::string& text, std::size_t width, const std::string& indent);
 
 std::string render_text(const Report& report, const TextStyle& style);
 std::string render_json(const Report& report);

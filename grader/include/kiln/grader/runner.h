@@ -13,7 +13,11 @@
 
 namespace kiln::grader {
 
-enum class Status { passed, failed, not_written, crashed, timed_out, exited_early, skipped, did_not_compile, missing };
+enum class Status {
+  passed, failed, not_written, crashed, timed_out, exited_early, skipped, did_not_compile, missing,
+  no_result,  // the judge: the observations did not fit the check (missing, extra, out of order, malformed)
+  memory_error,  // AddressSanitizer or UndefinedBehaviorSanitizer stopped the check
+};
 
 std::string status_name(Status s);
 
@@ -35,10 +39,27 @@ struct CheckResult {
   std::string stub;         // not written: the function, e.g. Tensor::reshape
   std::string stub_location;  // and where it is, file:line
   double ms = 0;
+  // What the test program said of the check: that it ended (rather than crashed, hung or exited),
+  // and the observations it made on the way, one JSON object each (kiln/observe.h).
+  bool ended = false;
+  std::vector<std::string> observations;
+  bool observations_overflow = false;
 };
 
 struct RunOptions {
   Limits limits;
+  // Added to the test program's environment (the run's seed, the judge's observations).
+  std::vector<std::pair<std::string, std::string>> env;
+  // The most bytes of observations kept per check; a check past it did not produce its result.
+  std::size_t observation_cap = std::size_t(64) << 20;
+  // The binary is the sanitized twin: its reports end a check as a memory error, and the
+  // address-space limit is lifted (the sanitizers reserve far more than they use; their own
+  // allocator limits hold instead).
+  bool sanitized = false;
+  // A cgroup the test program joins (MemoryCgroup::procs), when the sandbox has one.
+  fs::path cgroup;
+  // The student's files, so that a crash or a hang is placed in the student's own code.
+  std::vector<fs::path> student_files;
   // How to start the binary; the sandbox (grade) puts its own command in front.
   std::vector<std::string> launcher;
   bool verbose = false;

@@ -1,12 +1,14 @@
-// The sandbox `grader grade` runs submissions in, built from Linux namespaces (bubblewrap) and
-// rlimits. It sees only the system's programs and libraries, the course tree read-only with every
-// solution hidden, and one writable folder; no network; the checks run as an unprivileged user so
-// that the process limit holds.
+// The sandbox `grader grade` compiles and runs submissions in, built from Linux namespaces
+// (bubblewrap) and rlimits. It sees the system's programs and libraries, the folders a step needs
+// (read-only unless stated) and nothing else of the course: no solutions, no .git, no other
+// submission. It has no network, a private /tmp of bounded size, and runs as an unprivileged user
+// of its own per concurrent run, so that the process limit holds and every process it starts can
+// be ended.
 #pragma once
 
+#include <cstddef>
 #include <filesystem>
 #include <string>
-#include <utility>
 #include <vector>
 
 namespace kiln::grader {
@@ -16,19 +18,29 @@ namespace fs = std::filesystem;
 enum class Mount {
   read_only,  // visible, read-only
   writable,   // visible and writable
-  hidden,     // replaced by an empty folder (solutions, the grader's state)
+  hidden,     // replaced by an empty folder
   device,     // a device node passed through (/dev/nvidia*, for device checks)
+};
+
+struct MountSpec {
+  Mount kind = Mount::read_only;
+  fs::path path;
 };
 
 struct SandboxSpec {
   // Applied in order, so a later mount can hide part of an earlier one or expose part of a
   // hidden one again.
-  std::vector<std::pair<Mount, fs::path>> mounts;
-  fs::path workdir;                  // the current directory inside
+  std::vector<MountSpec> mounts;
+  fs::path workdir;  // the current directory inside (default /tmp)
+  // The size of the private /tmp (a tmpfs: what is written there counts against this, not the disk).
+  std::size_t tmp_bytes = std::size_t(64) << 20;
   // Run as this unprivileged user (for student code); 0 keeps the caller's. Concurrent runs need
   // distinct users: the process limit counts per user, so one submission's fork bomb must not use
   // up another's allowance.
   int uid = 0;
+  // kiln-sandbox-run: started inside, it runs the command, reports on descriptor 4 exactly how it
+  // ended and ends everything it left running. Empty: the command runs directly.
+  fs::path wrapper;
 };
 
 // Whether the sandbox can run here; when not, `why` says what is missing and how to get it.
@@ -39,5 +51,30 @@ std::vector<std::string> sandbox_prefix(const SandboxSpec& spec);
 
 // The users the checks run as, one per concurrent run: kSandboxUid + slot.
 constexpr int kSandboxUid = 61000;
+
+// Ends every process of the sandbox user `uid` and waits until none is left (root only; without
+// root the sandbox's own process namespace ends them). False if some outlived the wait.
+bool end_sandbox_user(int uid);
+
+// A memory cgroup that bounds everything a sandbox's processes use, its private /tmp included:
+// the limit that still holds when the address-space limit cannot (under the sanitizers). Needs
+// root and a writable cgroup file system (v1 or v2); without them `available()` is false and the
+// sanitizers' own allocator limits are all there is.
+class MemoryCgroup {
+ public:
+  MemoryCgroup(const std::string& name, std::size_t bytes);
+  ~MemoryCgroup();
+  MemoryCgroup(const MemoryCgroup&) = delete;
+  MemoryCgroup& operator=(const MemoryCgroup&) = delete;
+  bool available() const { return !procs_.empty(); }
+  // The file a process writes "0" to, to join the group (ProcessSpec::join_cgroup).
+  const fs::path& procs() const { return procs_; }
+
+ private:
+  fs::path dir_, procs_;
+};
+
+// kiln-sandbox-run beside the running grader.
+fs::path sandbox_wrapper();
 
 }  // namespace kiln::grader

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <filesystem>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -33,9 +34,34 @@ TestTarget solution_target(const Course& course, const Module& m);
 // Both for every module (solutions only where the course has them): the set a check build knows.
 std::vector<TestTarget> standard_targets(const Course& course);
 
+// The module's stubs as committed: instructors' commands (verify, release, the judge of grade)
+// must not depend on what a working tree holds.
+struct PristineStubs {
+  fs::path root;                    // holds the student files at their relative paths
+  std::vector<std::string> edited;  // the module's student files whose working copy differs
+  bool from_git = false;            // false: not a git checkout, the working tree is used as it is
+};
+PristineStubs pristine_stubs(const Workspace& ws, const Module& m);
+// The stubs as committed, on top of the prerequisites' reference solutions: what the judge and
+// verify's "no check passes on the stubs" are built from.
+TestTarget pristine_target(const Workspace& ws, const Module& m, const PristineStubs& stubs);
+// "modules/01_tensor/src/tensor.cpp differs from the committed stub; ..." for a report, or "".
+std::string edited_stubs_note(const Module& m, const PristineStubs& stubs, const std::string& what);
+
 struct GradeOptions {
   std::vector<std::string> only_checks;  // check ids; empty = all
   RunOptions run;
+  // When set, the observations of the run are judged by this build (the untouched stubs and
+  // trusted code, kiln/observe.h), as `grader grade` does, and the judge's verdicts are reported.
+  // The run's own verdicts go to `in_process` when that is set.
+  const BuildResult* judge = nullptr;
+  Report* in_process = nullptr;
+  // Afterwards, the checks that passed or crashed run again on the sanitized twin (built when
+  // this is set): a memory error fails a check that passed, and a crash is described by the
+  // sanitizers' first report, in plain words.
+  bool sanitize = false;
+  // The checks run on the sanitized twin only (as `grader grade` runs them).
+  bool sanitized_only = false;
   // Build the device checks only where a GPU is visible (a student's check), instead of wherever
   // nvcc exists (verify, which proves the CUDA source compiles).
   bool device_builds_need_a_device = false;
@@ -45,6 +71,13 @@ struct GradeOptions {
 // report. Holds a lock on the build directory while it builds and runs.
 Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::vector<TestTarget>& all_targets,
                     const TestTarget& target, const GradeOptions& options, const std::string& variant);
+
+// The checks of an already built target, run (and judged, when options.judge is set).
+Report run_built_target(const Workspace& ws, const fs::path& build_dir, const BuildResult& built,
+                        const TestTarget& target, const GradeOptions& options, const std::string& variant);
+
+// An exclusive lock on a build directory, held while the returned object lives.
+std::shared_ptr<void> lock_build_dir(const fs::path& dir);
 
 // A fingerprint of the module's student files in a source set: it changes when any of them does.
 std::string fingerprint(const Module& m, const fs::path& root);
@@ -58,6 +91,8 @@ struct ProgressEntry {
   bool all_passed = false;
   std::string fingerprint;
   std::string checked_at;
+  std::vector<std::string> not_passing;  // the checks that did not pass, by id
+  std::vector<std::string> failure_ids;  // the catalogued failures they reported
 };
 std::map<std::string, ProgressEntry> load_progress(const Workspace& ws);
 void record_progress(const Workspace& ws, const Module& m, const Report& report);

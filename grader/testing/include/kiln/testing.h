@@ -1,30 +1,84 @@
-// Test support for module tests.
+// Test support for module tests: observing student code (kiln/observe.h), inputs no submission
+// can predict, and judging what was observed.
 //
 // Every check reports its failures by the id of a failure catalogued in its module.yaml. The
 // message text lives only there: the test names the id and passes the values that fill the
 // message's {placeholders}; the grader renders message and hint. Include this header in tests
 // only; it pulls in GoogleTest.
+//
+// A check in three steps:
+//   const Tensor x = random_tensor({2, 3}, 1);                    // inputs: trusted code
+//   const auto y = KILN_OBSERVE(x.reshape({3, 2}));                // student code: observed
+//   KILN_EXPECT_CLOSE(y, data_of({3, 2}, x_values), 0, "reshape_wrong_values");  // judged
 #pragma once
 
 #include <gtest/gtest.h>
 
+#include <cstdint>
 #include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
 #include <vector>
 
+#include "kiln/observe.h"
 #include "kiln/tensor.h"
 
 namespace kiln::testing {
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+// The run's seed: fixed for `grader check` (a failure is reproducible), secret and fresh for each
+// `grader grade` (KILN_SEED), so that no submission can know its inputs before it runs.
+std::uint64_t run_seed();
+
+// A trusted generator (SplitMix64), independent of the student's WichmannHill, whose stream is
+// decided by the run's seed and `stream`.
+class Generator {
+ public:
+  explicit Generator(std::uint64_t stream);
+  std::uint64_t next();
+  double uniform();                         // in [0, 1)
+  float uniform(float low, float high);     // in [low, high)
+  std::int64_t below(std::int64_t bound);   // in [0, bound)
+
+ private:
+  std::uint64_t state_;
+};
+
+// Values uniform in [low, high), in row-major order, from Generator(stream).
+Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low = -1.0f, float high = 1.0f);
+// count integers in [0, bound), or in [low, high), from Generator(stream).
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream);
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream);
+
+// ---------------------------------------------------------------------------------------------
+// Trusted references
+
+// Σ y ⊙ weights, accumulated in double.
+double weighted_sum(const TensorData& y, const TensorData& weights);
+
+// The product of (n, k) and (k, m) matrices by three plain loops summed in double.
+TensorData reference_matmul(const TensorData& a, const TensorData& b);
+TensorData reference_matmul(const Tensor& a, const Tensor& b);
+
+// d/d(values[i]) of Σ weights ⊙ f(values), by central differences with step eps, each side summed
+// in double. f is trusted code (never the student's).
+TensorData numeric_gradient(const std::function<TensorData(const std::vector<TensorData>&)>& f,
+                            const std::vector<TensorData>& values, std::size_t i, const TensorData& weights,
+                            float eps = 1e-2f);
+
+// ---------------------------------------------------------------------------------------------
+// Judging
 
 // Values for a catalogued message's {placeholders}, e.g. {{"difference", "0.5"}}.
 using Params = std::vector<std::pair<std::string, std::string>>;
 
 // Records a failure of the running check under the catalogued failure_id. `detail` is shown
 // beneath the catalogued message (what was expected, what came back).
-void report_failure(const char* file, int line, std::string_view failure_id,
-                    const Params& params = {}, std::string_view detail = {});
+void report_failure(const char* file, int line, std::string_view failure_id, const Params& params = {},
+                    std::string_view detail = {});
 
 // Result of comparing two tensors element by element.
 struct Comparison {
@@ -39,59 +93,45 @@ struct Comparison {
 };
 
 // Compares with the tolerance atol + rtol·|expected| per element. NaN never counts as close.
-Comparison compare(const Tensor& actual, const Tensor& expected, double atol, double rtol = 0.0);
+Comparison compare(const TensorData& actual, const TensorData& expected, double atol, double rtol = 0.0);
 
-// Values uniform in [low, high), drawn in row-major order from WichmannHill(seed): test inputs that
-// are the same on every machine.
-Tensor random_tensor(const Shape& shape, std::uint64_t seed, float low = -1.0f, float high = 1.0f);
-
-// Σ y ⊙ weights, accumulated in double: a scalar loss whose gradient with respect to y is `weights`,
-// for checking backward passes against central differences.
-double weighted_sum(const Tensor& y, const Tensor& weights);
-
-// The product of (n, k) and (k, m) tensors by three plain loops summed in double: the trusted
-// result that fast matrix multiplies are checked against.
-Tensor reference_matmul(const Tensor& a, const Tensor& b);
-
-// d/d(values[i]) of Σ weights ⊙ f(values), by central differences with step eps, each side summed in
-// double: the trusted gradient that a backward pass is checked against.
-Tensor numeric_gradient(const std::function<Tensor(const std::vector<Tensor>&)>& f, const std::vector<Tensor>& values,
-                        std::size_t i, const Tensor& weights, float eps = 1e-2f);
-
-// A difference as the catalogue shows it: three significant digits.
+// A number as the catalogue shows it: three significant digits.
 std::string format_number(double value);
+// Two numbers that differ by `difference`, with enough digits that they visibly differ.
+std::pair<std::string, std::string> format_pair(double a, double b);
 
-// Reports failure_id (params: difference, where) when actual is not within tolerance of expected.
-// Returns whether it was close, so a test can stop early.
-bool expect_close(const char* file, int line, const Tensor& actual, const Tensor& expected,
-                  double atol, std::string_view failure_id, double rtol = 0.0);
+// A list of numbers, "[1, 2.5, 3]", at most `limit` of them.
+std::string list(const std::vector<float>& values, std::size_t limit = 12);
 
-// The statement must throw E. An unwritten stub's NotImplemented is passed through untouched
-// (the check then reads "not written yet"), so it can never satisfy this expectation. Every string
-// in must_mention has to appear in the error message (for example both shapes).
-template <class E, class Statement>
-void expect_throws(const char* file, int line, Statement&& statement, std::string_view failure_id,
-                   std::vector<std::string> must_mention = {}) {
-  try {
-    statement();
-  } catch (const NotImplemented&) {
-    throw;
-  } catch (const E& error) {
-    const std::string message = error.what();
-    for (const auto& needle : must_mention) {
-      if (message.find(needle) == std::string::npos) {
-        report_failure(file, line, failure_id, {},
-                       "the error message should mention " + needle + ", but it says: " + message);
-        return;
-      }
-    }
-    return;
-  } catch (const std::exception& error) {
-    report_failure(file, line, failure_id, {},
-                   std::string("threw a different kind of error: ") + error.what());
-    return;
-  }
-  report_failure(file, line, failure_id, {}, "no error was thrown");
+// Reports failure_id (params: difference, where) unless the observation is a tensor within
+// tolerance of expected. An error the call threw is reported under the same id, naming the call.
+// `extra` fills the message's other placeholders ({function}, {spec}, ...).
+bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const TensorData& expected,
+                  double atol, std::string_view failure_id, double rtol = 0.0, const Params& extra = {});
+bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const Tensor& expected,
+                  double atol, std::string_view failure_id, double rtol = 0.0, const Params& extra = {});
+
+// Reports failure_id, naming the call and its error, when the call threw. Returns whether it
+// returned a value.
+template <class T>
+bool expect_ok(const char* file, int line, const Observed<T>& observed, std::string_view failure_id,
+               const Params& params = {}) {
+  if (observed.ok()) return true;
+  report_failure(file, line, failure_id, params, "unexpected error: " + observed.describe_error());
+  return false;
+}
+
+// The call must have thrown E (or a class derived from it). An unwritten stub never gets here:
+// its NotImplemented ends the check as "not written yet". Every string in must_mention has to
+// appear in the error message (for example both shapes).
+void expect_error(const char* file, int line, const ErrorData* error, const std::string& call,
+                  const std::string& expected_kind, std::string_view failure_id,
+                  const std::vector<std::string>& must_mention, const Params& extra = {});
+template <class E, class T>
+void expect_throws(const char* file, int line, const Observed<T>& observed, std::string_view failure_id,
+                   const std::vector<std::string>& must_mention = {}, const Params& extra = {}) {
+  expect_error(file, line, observed.ok() ? nullptr : &observed.error(), observed.call(), error_kind_name<E>(),
+               failure_id, must_mention, extra);
 }
 
 }  // namespace kiln::testing
@@ -99,18 +139,25 @@ void expect_throws(const char* file, int line, Statement&& statement, std::strin
 // Records catalogued failure `id`; optional Params, then optional detail text.
 #define KILN_FAIL(id, ...) ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__)
 
-// Records catalogued failure `id` unless cond holds.
-#define KILN_EXPECT(cond, id, ...)                                 \
-  do {                                                             \
+// Records catalogued failure `id` unless cond holds. cond is computed from observations.
+#define KILN_EXPECT(cond, id, ...)                                                     \
+  do {                                                                                 \
     if (!(cond)) ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__); \
   } while (0)
 
-// Records `id` with {difference} and {where} unless actual is within tolerance of expected.
-#define KILN_EXPECT_CLOSE(actual, expected, tolerance, id) \
-  ::kiln::testing::expect_close(__FILE__, __LINE__, (actual), (expected), (tolerance), id)
+// Records `id` with {difference} and {where} unless the observed tensor is within tolerance of
+// expected (a TensorData or a trusted Tensor).
+#define KILN_EXPECT_CLOSE(observed, expected, tolerance, id) \
+  ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (tolerance), id)
+// The same with the tolerance atol + rtol·|expected| per element, and optional Params.
+#define KILN_EXPECT_CLOSE_REL(observed, expected, atol, rtol, id, ...) \
+  ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (atol), id, (rtol), ##__VA_ARGS__)
 
-// Records `id` unless statement throws exception_type; optional list of strings the message must
-// contain. A stub's NotImplemented propagates.
-#define KILN_EXPECT_THROWS(statement, exception_type, id, ...)                          \
-  ::kiln::testing::expect_throws<exception_type>(__FILE__, __LINE__, [&] { (void)(statement); }, \
-                                                 id, ##__VA_ARGS__)
+// Records `id` (naming the call and its error) when the observed call threw; true otherwise.
+#define KILN_EXPECT_OK(observed, id, ...) ::kiln::testing::expect_ok(__FILE__, __LINE__, (observed), id, ##__VA_ARGS__)
+
+// Observes statement, and records `id` unless it threw exception_type; optional list of strings
+// the message must contain. A stub's NotImplemented ends the check as "not written yet".
+#define KILN_EXPECT_THROWS(statement, exception_type, id, ...)                                             \
+  ::kiln::testing::expect_throws<exception_type>(                                                          \
+      __FILE__, __LINE__, ::kiln::testing::observe(#statement, [&] { (void)(statement); }), id, ##__VA_ARGS__)

@@ -34,8 +34,8 @@ std::int64_t numel(const Shape& shape);
 Shape contiguous_strides(const Shape& shape);
 
 // NumPy's broadcasting rule: align the shapes at their last dimension; two sizes are compatible
-// when equal or when one of them is 1; the result takes the larger. Throws ShapeError naming
-// both shapes when they are not compatible.
+// when equal or when one of them is 1, and a 1 takes the other size, whatever it is ((0, 3) with
+// (1, 3) is (0, 3)). Throws ShapeError naming both shapes when they are not compatible.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 
 // Gradient bookkeeping, defined by module 06 (kiln/autograd.h).
@@ -102,6 +102,8 @@ class Tensor {
   // (i0, ..., ik) is storage_data()[offset() + i0·strides()[0] + ... + ik·strides()[k]].
   float* storage_data() { return storage_->data(); }
   const float* storage_data() const { return storage_->data(); }
+  // How many floats the shared storage buffer holds.
+  std::size_t storage_size() const { return storage_ ? storage_->size() : 0; }
 
   // Reductions. A negative dim counts from the end. Without keepdim the reduced dimension is
   // removed; with it, it stays with size 1.

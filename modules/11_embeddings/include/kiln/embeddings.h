@@ -95,8 +95,9 @@ class Embedding {
   Embedding(std::int64_t num_embeddings, std::int64_t embedding_dim, WichmannHill& generator);
 
   // Yours (src/embedding.cpp): the rows of weight for the ids, (n, embedding_dim), through
-  // EmbeddingFunction so that backward() reaches weight. For a (B, T) batch of ids, flatten them
-  // row by row and reshape the result to (B, T, embedding_dim) with autograd::reshape.
+  // EmbeddingFunction so that backward() reaches weight. The ids are one flat list: a caller with
+  // a (B, T) batch flattens it row by row and reshapes the result to (B, T, embedding_dim) with
+  // autograd::reshape.
   Tensor forward(const Indices& indices) const;
 
   std::int64_t num_embeddings = 0;

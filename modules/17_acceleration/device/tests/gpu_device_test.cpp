@@ -1,28 +1,40 @@
 // The kernels of kiln/gpu.h on a CUDA device, compared with plain loops in double. Where there is
 // no device these checks are skipped, saying why; the emulator checks (tests/gpu_test.cpp) run
 // the same kernels everywhere.
+//
+// Whether a device is there is itself observed: the judge that decides may run where the device
+// is not, and must skip exactly when the run it judges skipped.
 #include <cstdint>
-#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "kiln/gpu_device.h"
 #include "kiln/testing.h"
 
+namespace kiln {
 namespace {
 
-using kiln::MatmulKernel;
-using kiln::Tensor;
-using kiln::testing::compare;
-using kiln::testing::format_number;
-using kiln::testing::random_tensor;
-using kiln::testing::reference_matmul;
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::reference_matmul;
+using testing::TensorData;
 
-#define KILN_REQUIRE_DEVICE()                                                           \
-  do {                                                                                  \
-    if (const std::string why = kiln::device::unavailable_reason(); !why.empty()) GTEST_SKIP() << why; \
+// Empty when the kernels can run on a device here, else why not.
+std::string device_unavailable() {
+  const auto why = observe("kiln::device::unavailable_reason()", [] { return device::unavailable_reason(); });
+  if (!why.ok()) return "no CUDA device: " + why.describe_error();
+  return *why;
+}
+
+#define KILN_REQUIRE_DEVICE()                                                  \
+  do {                                                                         \
+    if (const std::string why = device_unavailable(); !why.empty()) GTEST_SKIP() << why; \
   } while (0)
 
 TEST(GpuDevice, Matmul) {
@@ -33,24 +45,27 @@ TEST(GpuDevice, Matmul) {
   const std::pair<MatmulKernel, const char*> kernels[] = {
       {MatmulKernel::naive, "naive"}, {MatmulKernel::coalesced, "coalesced"}, {MatmulKernel::tiled, "tiled"}};
   for (const auto& [kernel, name] : kernels) {
-    std::uint64_t seed = 21;
+    std::uint64_t stream = 21;
     for (const auto& [n, k, m] : sizes) {
-      const Tensor a = random_tensor({n, k}, seed++), b = random_tensor({k, m}, seed++);
-      const std::string shapes = "(" + std::to_string(n) + " × " + std::to_string(k) + ") · (" + std::to_string(k) +
-                                 " × " + std::to_string(m) + ")";
-      kiln::device::Matmul product(a.to_vector(), b.to_vector(), n, k, m);
-      std::vector<float> c;
-      try {
+      const Tensor a = random_tensor({n, k}, stream++), b = random_tensor({k, m}, stream++);
+      const std::vector<float> a_values = data_of(a).values, b_values = data_of(b).values;
+      // The launch and the read-back in one call: the result, or what the launcher found.
+      const auto c = observe(fmt::format("the {} kernel on the device for ({} × {}) · ({} × {})", name, n, k, k, m), [&] {
+        device::Matmul product(a_values, b_values, n, k, m);
         product.run(kernel);
-        c = product.result();
-      } catch (const std::out_of_range& error) {
-        KILN_FAIL("device_writes_out_of_bounds", {{"kernel", name}}, shapes + ": " + error.what());
+        return product.result();
+      });
+      if (!c.ok() && c.error().is("std::out_of_range")) {
+        KILN_FAIL("device_writes_out_of_bounds", {{"kernel", name}}, c.describe_error());
         return;
       }
-      const auto comparison = compare(Tensor({n, m}, c), reference_matmul(a, b), 1e-4);
+      if (!KILN_EXPECT_OK(c, "device_matmul_differs", {{"kernel", name}, {"difference", "-"}})) return;
+      const testing::Comparison comparison = compare(data_of({n, m}, *c), reference_matmul(a, b), 1e-4);
       if (!comparison.close) {
-        KILN_FAIL("device_matmul_differs", {{"kernel", name}, {"difference", format_number(comparison.max_abs_diff)}},
-                  shapes + ": " + comparison.describe());
+        KILN_FAIL("device_matmul_differs",
+                  {{"kernel", name}, {"difference", testing::format_number(comparison.max_abs_diff)}},
+                  c.call() + (comparison.shapes_match ? ": " + comparison.describe()
+                                                      : fmt::format(" gave {} values, expected {}", c->size(), n * m)));
         return;
       }
     }
@@ -63,43 +78,56 @@ TEST(GpuDevice, Embedding) {
   const int rows = 10, dim = 20, count = 4094;
   // Neighbouring ids are equal in pairs: rows i and i + 1 of g share a warp (16 threads wide, two
   // rows of the block), so without atomics two threads add into one element at the same instant.
+  const std::vector<std::int64_t> pair_ids = random_ints(count / 2, rows, 5);
   std::vector<std::int64_t> ids;
-  for (int i = 0; i < count; ++i) ids.push_back((i / 2 * 7) % rows);
-  const Tensor w = random_tensor({rows, dim}, 5), g = random_tensor({count, dim}, 6);
-  kiln::device::Embedding embedding(w.to_vector(), rows, dim, ids, g.to_vector());
+  for (int i = 0; i < count; ++i) ids.push_back(pair_ids[static_cast<std::size_t>(i / 2)]);
+  const TensorData w = data_of(random_tensor({rows, dim}, 6)), g = data_of(random_tensor({count, dim}, 7));
 
-  std::vector<float> gathered_values, grad_values;
-  try {
+  const auto gathered = observe("the embedding gather on the device of 4094 ids into a (10, 20) table", [&] {
+    device::Embedding embedding(w.values, rows, dim, ids);
     embedding.gather();
-    gathered_values = embedding.gathered();
-    embedding.scatter_add();
-    grad_values = embedding.grad_w();
-  } catch (const std::out_of_range& error) {
-    KILN_FAIL("device_embedding_out_of_bounds", {}, error.what());
+    return embedding.gathered();
+  });
+  if (!gathered.ok() && gathered.error().is("std::out_of_range")) {
+    KILN_FAIL("device_embedding_out_of_bounds", {}, gathered.describe_error());
     return;
   }
-
+  if (!KILN_EXPECT_OK(gathered, "device_gather_differs", {{"difference", "-"}})) return;
   std::vector<float> expected;
-  const std::vector<float> table = w.to_vector();
   for (std::int64_t id : ids)
-    for (int j = 0; j < dim; ++j) expected.push_back(table[id * dim + j]);
-  const auto gathered = compare(Tensor({count, dim}, gathered_values), Tensor({count, dim}, expected), 0.0);
-  if (!gathered.close) {
-    KILN_FAIL("device_gather_differs", {{"difference", format_number(gathered.max_abs_diff)}}, gathered.describe());
+    for (int j = 0; j < dim; ++j) expected.push_back(w.values[static_cast<std::size_t>(id * dim + j)]);
+  const testing::Comparison gather = compare(data_of({count, dim}, *gathered), data_of({count, dim}, expected), 0.0);
+  if (!gather.close) {
+    KILN_FAIL("device_gather_differs", {{"difference", testing::format_number(gather.max_abs_diff)}},
+              gathered.call() + (gather.shapes_match ? ": " + gather.describe()
+                                                     : fmt::format(" gave {} values", gathered->size())));
     return;
   }
 
-  const std::vector<float> gv = g.to_vector();
+  const auto scattered = observe("the embedding scatter-add on the device of 4094 ids into a (10, 20) table", [&] {
+    device::Embedding embedding(w.values, rows, dim, ids, g.values);
+    embedding.scatter_add();
+    return embedding.grad_w();
+  });
+  if (!scattered.ok() && scattered.error().is("std::out_of_range")) {
+    KILN_FAIL("device_embedding_out_of_bounds", {}, scattered.describe_error());
+    return;
+  }
+  if (!KILN_EXPECT_OK(scattered, "device_scatter_lost_updates", {{"difference", "-"}})) return;
   std::vector<double> sums(std::size_t(rows) * dim, 0.0);
   for (int i = 0; i < count; ++i)
-    for (int j = 0; j < dim; ++j) sums[ids[i] * dim + j] += gv[std::size_t(i) * dim + j];
+    for (int j = 0; j < dim; ++j)
+      sums[static_cast<std::size_t>(ids[static_cast<std::size_t>(i)] * dim + j)] +=
+          g.values[std::size_t(i) * dim + j];
   // Each element sums about 410 values in float, in whatever order the threads arrive.
-  const auto scattered = compare(Tensor({rows, dim}, grad_values),
-                                 Tensor({rows, dim}, std::vector<float>(sums.begin(), sums.end())), 1e-3);
-  if (!scattered.close) {
-    KILN_FAIL("device_scatter_lost_updates", {{"difference", format_number(scattered.max_abs_diff)}},
-              scattered.describe());
+  const testing::Comparison scatter = compare(data_of({rows, dim}, *scattered),
+                                              data_of({rows, dim}, std::vector<float>(sums.begin(), sums.end())), 1e-3);
+  if (!scatter.close) {
+    KILN_FAIL("device_scatter_lost_updates", {{"difference", testing::format_number(scatter.max_abs_diff)}},
+              scattered.call() + (scatter.shapes_match ? ": " + scatter.describe()
+                                                       : fmt::format(" gave {} values", scattered->size())));
   }
 }
 
 }  // namespace
+}  // namespace kiln

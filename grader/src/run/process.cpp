@@ -32,6 +32,7 @@ struct Stream {
   std::size_t cap = 0;
   std::string pending;  // a partial event line
   bool events = false;
+  std::string* tail = nullptr;  // the last bytes, however much came before
 };
 
 }  // namespace
@@ -69,10 +70,11 @@ std::string shell_quote(const std::vector<std::string>& argv) {
 
 ProcessResult run_process(const ProcessSpec& spec) {
   ProcessResult result;
-  int out_pipe[2], err_pipe[2], event_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1};
+  int out_pipe[2], err_pipe[2], event_pipe[2] = {-1, -1}, in_pipe[2] = {-1, -1}, status_pipe[2] = {-1, -1};
   if (pipe2(out_pipe, O_CLOEXEC) != 0 || pipe2(err_pipe, O_CLOEXEC) != 0 ||
       (!spec.stdin_data.empty() && pipe2(in_pipe, O_CLOEXEC) != 0) ||
-      (spec.event_fd >= 0 && pipe2(event_pipe, O_CLOEXEC) != 0)) {
+      (spec.event_fd >= 0 && pipe2(event_pipe, O_CLOEXEC) != 0) ||
+      (spec.status_fd >= 0 && pipe2(status_pipe, O_CLOEXEC) != 0)) {
     result.start_error = fmt::format("cannot create a pipe: {}", std::strerror(errno));
     return result;
   }
@@ -93,6 +95,12 @@ ProcessResult run_process(const ProcessSpec& spec) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string cwd = spec.cwd.string();
+  const std::string cgroup = spec.join_cgroup.string();
+  // The descriptors the child keeps besides 0, 1 and 2, in increasing order.
+  std::vector<int> kept;
+  for (int fd : {spec.event_fd, spec.status_fd})
+    if (fd >= 3) kept.push_back(fd);
+  std::sort(kept.begin(), kept.end());
 
   const auto start = std::chrono::steady_clock::now();
   const pid_t pid = fork();
@@ -105,16 +113,26 @@ ProcessResult run_process(const ProcessSpec& spec) {
     dup2(out_pipe[1], STDOUT_FILENO);
     dup2(err_pipe[1], STDERR_FILENO);
     if (spec.event_fd >= 0) dup2(event_pipe[1], spec.event_fd);
+    if (spec.status_fd >= 0) dup2(status_pipe[1], spec.status_fd);
     if (in_pipe[0] >= 0) {
       dup2(in_pipe[0], STDIN_FILENO);
     } else {
       int devnull = open("/dev/null", O_RDONLY);
       if (devnull >= 0) dup2(devnull, STDIN_FILENO);
     }
-    // Nothing else the grader holds open reaches the child: only 0, 1, 2 and the event pipe.
-    if (spec.event_fd > 3) close_range(3, static_cast<unsigned>(spec.event_fd) - 1, 0);
-    close_range(spec.event_fd >= 3 ? static_cast<unsigned>(spec.event_fd) + 1 : 3, ~0U, 0);
+    // Nothing else the grader holds open reaches the child: only 0, 1, 2 and its pipes.
+    unsigned from = 3;
+    for (int fd : kept) {
+      if (static_cast<unsigned>(fd) > from) close_range(from, static_cast<unsigned>(fd) - 1, 0);
+      from = static_cast<unsigned>(fd) + 1;
+    }
+    close_range(from, ~0U, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
+    if (!cgroup.empty()) {
+      const int fd = open(cgroup.c_str(), O_WRONLY);
+      if (fd < 0 || write(fd, "0", 1) != 1) _exit(126);  // never run unbounded when a bound was asked for
+      close(fd);
+    }
     const Limits& l = spec.limits;
     if (l.cpu_s > 0) set_limit(RLIMIT_CPU, static_cast<rlim_t>(l.cpu_s + 0.999));
     if (l.memory_bytes > 0) set_limit(RLIMIT_AS, l.memory_bytes);
@@ -130,6 +148,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
   close(out_pipe[1]);
   close(err_pipe[1]);
   if (spec.event_fd >= 0) close(event_pipe[1]);
+  if (spec.status_fd >= 0) close(status_pipe[1]);
   if (in_pipe[0] >= 0) {
     close(in_pipe[0]);
     // Small enough for the pipe's buffer, so this never blocks.
@@ -140,9 +159,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
 
   std::vector<Stream> streams;
   streams.push_back({out_pipe[0], &result.out, &result.out_bytes, spec.output_cap, {}, false});
-  streams.push_back({err_pipe[0], &result.err, &result.err_bytes, spec.output_cap, {}, false});
+  streams.push_back({err_pipe[0], &result.err, &result.err_bytes, spec.output_cap, {}, false, &result.err_tail});
   std::size_t event_total = 0;
   std::string event_keep;
+  std::size_t status_total = 0;
+  if (spec.status_fd >= 0) streams.push_back({status_pipe[0], &result.status_report, &status_total, 4096, {}, false});
   if (spec.event_fd >= 0) streams.push_back({event_pipe[0], &event_keep, &event_total, 0, {}, true});
 
   auto elapsed = [&] {
@@ -173,6 +194,11 @@ ProcessResult run_process(const ProcessSpec& spec) {
         continue;
       }
       *s.total += static_cast<std::size_t>(n);
+      if (s.tail) {
+        constexpr std::size_t kTail = 64 * 1024;
+        s.tail->append(buffer, static_cast<std::size_t>(n));
+        if (s.tail->size() > 2 * kTail) s.tail->erase(0, s.tail->size() - kTail);
+      }
       if (s.events) {
         s.pending.append(buffer, static_cast<std::size_t>(n));
         std::size_t nl;
@@ -180,7 +206,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
           if (spec.on_event) spec.on_event(std::string_view(s.pending).substr(0, nl));
           s.pending.erase(0, nl + 1);
         }
-        if (s.pending.size() > (1u << 20)) s.pending.clear();  // no line is that long
+        if (s.pending.size() > spec.event_line_cap) s.pending.clear();  // no line is that long
       } else if (s.keep->size() < s.cap) {
         s.keep->append(buffer, std::min(static_cast<std::size_t>(n), s.cap - s.keep->size()));
       }

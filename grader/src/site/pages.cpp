@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "site_internal.h"
+#include "internal.h"
 
 namespace kiln::grader::site {
 

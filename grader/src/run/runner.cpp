@@ -1,7 +1,9 @@
 #include "kiln/grader/runner.h"
 
+#include "kiln/grader/diagnose.h"
+
+#include <cstdio>
 #include <optional>
-#include <random>
 #include <set>
 
 #include <fmt/format.h>
@@ -20,6 +22,8 @@ std::string status_name(Status s) {
     case Status::skipped: return "skipped";
     case Status::did_not_compile: return "did_not_compile";
     case Status::missing: return "missing";
+    case Status::no_result: return "no_result";
+    case Status::memory_error: return "memory_error";
   }
   return "missing";
 }
@@ -71,6 +75,10 @@ struct Live {
   std::string running;                        // started, not ended
   double running_since = 0;
   bool any_started = false;
+  // The running check's observations so far.
+  std::vector<std::string> observations;
+  std::size_t observation_bytes = 0;
+  bool overflow = false;
 };
 
 // From "not written yet: Tensor::reshape (/path/tensor.cpp:42)" the function and its location.
@@ -86,18 +94,50 @@ std::optional<std::pair<std::string, std::string>> stub_of(const std::string& te
 CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
   CheckResult r;
   r.check = check;
-  r.ms = event.value("ms", 0.0);
-  if (event.value("skipped", false)) {
-    r.status = Status::skipped;
-    for (const auto& f : event["failures"]) r.reason = f.value("message", "");
+  r.ended = true;
+  const auto ms = event.find("ms");
+  r.ms = ms != event.end() && ms->is_number() ? ms->get<double>() : 0.0;
+  auto text = [&](const char* key) {
+    const auto it = event.find(key);
+    return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  auto flag = [&](const char* key) {
+    const auto it = event.find(key);
+    return it != event.end() && it->is_boolean() && it->get<bool>();
+  };
+  if (const std::string why = text("judge_error"); !why.empty()) {
+    r.status = Status::no_result;
+    r.reason = "the judge could not judge this check: " + why;
     return r;
   }
-  if (event.value("passed", false)) {
+  if (const std::string why = text("unobserved"); !why.empty()) {
+    r.status = Status::no_result;
+    r.reason = "did not produce its result: " + why;
+    return r;
+  }
+  if (auto stub = stub_of(text("not_written"))) {
+    r.status = Status::not_written;
+    r.stub = stub->first;
+    r.stub_location = stub->second;
+    return r;
+  }
+  const auto failures = event.find("failures");
+  const bool listed = failures != event.end() && failures->is_array();
+  if (flag("skipped")) {
+    r.status = Status::skipped;
+    if (listed)
+      for (const auto& f : *failures)
+        if (f.is_object()) r.reason = f.value("message", "");
+    return r;
+  }
+  if (flag("passed")) {
     r.status = Status::passed;
     return r;
   }
   r.status = Status::failed;
-  for (const auto& f : event["failures"]) {
+  if (!listed) return r;
+  for (const auto& f : *failures) {
+    if (!f.is_object()) continue;
     const std::string message = f.value("message", "");
     if (auto stub = stub_of(message)) {
       r.status = Status::not_written;
@@ -121,10 +161,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
   std::map<std::string, CheckResult> results;
 
   constexpr int kEventFd = 3;
-  // A fresh secret per run: only the test main, which reads it first, can sign its events.
-  std::random_device entropy;
-  const std::string token = fmt::format("{:08x}{:08x}{:08x}{:08x}", entropy(), entropy(), entropy(), entropy());
-  int forged = 0;
+  constexpr int kStatusFd = 4;  // the sandbox wrapper's report (RunOptions::launcher)
   while (!remaining.empty()) {
     std::string filter;
     for (const Check* c : remaining) filter += (filter.empty() ? "" : ":") + c->test;
@@ -132,33 +169,72 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     argv.push_back(binary.string());
     argv.push_back("--gtest_filter=" + filter);
     argv.push_back("--gtest_color=no");
-    run.commands.push_back(fmt::format("KILN_RESULTS_FD={} {}", kEventFd, shell_quote(argv)));
+    std::string env_text = fmt::format("KILN_RESULTS_FD={}", kEventFd);
+    for (const auto& [k, v] : options.env) env_text += fmt::format(" {}={}", k, shell_quote({v}));
+    run.commands.push_back(env_text + " " + shell_quote(argv));
 
     Live live;
     ProcessSpec spec;
     spec.argv = argv;
-    spec.env = {{"KILN_RESULTS_FD", std::to_string(kEventFd)}, {"GTEST_COLOR", "no"}};
+    std::string timeouts;
+    for (const Check* c : remaining) timeouts += fmt::format("{}{}={:g}", timeouts.empty() ? "" : ";", c->test, c->timeout_s);
+    spec.env = {{"KILN_RESULTS_FD", std::to_string(kEventFd)}, {"GTEST_COLOR", "no"}, {"KILN_CHECK_TIMEOUTS", timeouts}};
+    spec.env.insert(spec.env.end(), options.env.begin(), options.env.end());
     spec.limits = options.limits;
+    spec.join_cgroup = options.cgroup;
+    if (options.sanitized) {
+      spec.limits.memory_bytes = 0;
+      spec.env.insert(spec.env.end(), {{"KILN_SANITIZED", "1"},
+                                       {"ASAN_OPTIONS", "detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86:"
+                                                        "allocator_may_return_null=1:max_allocation_size_mb=2048:"
+                                                        "hard_rss_limit_mb=3072:detect_odr_violation=0:symbolize=1"},
+                                       {"UBSAN_OPTIONS", "halt_on_error=1:exitcode=86:print_stacktrace=1:symbolize=1"}});
+    }
     spec.output_cap = 64 * 1024;
     spec.event_fd = kEventFd;
-    spec.stdin_data = token + "\n";
+    spec.event_line_cap = options.observation_cap + (1 << 20);
+    if (!options.launcher.empty()) spec.status_fd = kStatusFd;
     double now = 0;
+    // Whatever the program writes here is a claim. Lines that are not events are ignored; a
+    // check's record is what lies between its start and its end, the last one if it repeats.
     spec.on_event = [&](std::string_view line) {
-      const auto event = nlohmann::json::parse(line, nullptr, false);
-      if (!event.is_object() || !event.contains("test")) return;
-      if (event.value("token", "") != token) {
-        ++forged;
+      // An observation is kept as it came, checked only for being JSON: the judge reads it.
+      constexpr std::string_view kObservation = "{\"event\":\"observe\",";
+      if (line.substr(0, kObservation.size()) == kObservation) {
+        if (live.running.empty()) return;
+        live.observation_bytes += line.size();
+        if (live.observation_bytes > options.observation_cap) {
+          live.overflow = true;
+          live.observations.clear();
+          return;
+        }
+        std::string record = "{" + std::string(line.substr(kObservation.size()));
+        if (!live.overflow && nlohmann::json::accept(record)) live.observations.push_back(std::move(record));
+        else if (!live.overflow) live.observations.push_back("{\"malformed\":true}");  // the judge refuses it
         return;
       }
-      const std::string test = event.value("test", "");
+      auto event = nlohmann::json::parse(line, nullptr, false);
+      if (!event.is_object()) return;
+      const auto kind = event.find("event");
+      if (kind == event.end() || !kind->is_string()) return;
+      const auto test_field = event.find("test");
+      if (test_field == event.end() || !test_field->is_string()) return;
+      const std::string test = *test_field;
       const auto check = by_test.find(test);
       if (check == by_test.end()) return;
-      if (event.value("event", "") == "start") {
+      if (*kind == "start") {
         live.running = test;
         live.running_since = now;
         live.any_started = true;
-      } else if (event.value("event", "") == "end" && test == live.running) {
-        live.ended[test] = result_from_end(event, check->second);
+        live.observations.clear();
+        live.observation_bytes = 0;
+        live.overflow = false;
+      } else if (*kind == "end" && test == live.running) {
+        CheckResult r = result_from_end(event, check->second);
+        r.observations = std::move(live.observations);
+        r.observations_overflow = live.overflow;
+        live.observations.clear();
+        live.ended[test] = std::move(r);
         live.running.clear();
       }
     };
@@ -166,7 +242,9 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     spec.should_stop = [&](double elapsed) {
       now = elapsed;
       if (live.running.empty()) return !live.any_started && elapsed > startup_limit;
-      return elapsed - live.running_since > by_test[live.running]->timeout_s;
+      // The test program reports where a check is stuck at its timeout; the grader's own deadline
+      // comes a little later, and holds whatever the program does.
+      return elapsed - live.running_since > by_test[live.running]->timeout_s + 2.0;
     };
     const ProcessResult p = run_process(spec);
     if (!p.started) {
@@ -175,35 +253,49 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       break;
     }
     if (run.output.size() < 64 * 1024) run.output += p.out + p.err;
-    // A launcher (the sandbox) reports its child's death by signal N as exit code 128 + N.
     int signal = p.signal;
-    if (signal == 0 && !options.launcher.empty() && p.exit_code > 128 && p.exit_code < 128 + 65)
-      signal = p.exit_code - 128;
+    int exit_code = p.exit_code;
+    // Inside the sandbox, the wrapper around the test program reports how it ended: its exit
+    // code, or the signal that ended it (a launcher's own exit code cannot tell 139 from SIGSEGV).
+    if (!options.launcher.empty() && signal == 0) {
+      int n = 0;
+      if (std::sscanf(p.status_report.c_str(), "signal %d", &n) == 1) signal = n;
+      else if (std::sscanf(p.status_report.c_str(), "exit %d", &n) == 1) exit_code = n;
+    }
 
     for (auto& [test, r] : live.ended) results[test] = std::move(r);
     if (!live.running.empty()) {
       CheckResult r{.check = by_test[live.running]};
-      if (p.stopped) {
+      const std::string err = p.err_tail.empty() ? p.err : p.err_tail;
+      constexpr int kStuckExit = 85;  // the test main: a check that overran its time
+      if (p.stopped || (signal == 0 && exit_code == kStuckExit && err.find("[kiln-stuck]") != std::string::npos)) {
         r.status = Status::timed_out;
         r.reason = fmt::format("still running after {:g} s: an endless loop, or far too much work",
                                r.check->timeout_s);
+        const std::string where = student_frames(frames_after(err, "[kiln-stuck]", binary), options.student_files);
+        if (!where.empty()) r.reason += "; it was " + where;
+      } else if (const auto report = options.sanitized ? sanitizer_report(err, options.student_files) : std::nullopt) {
+        r.status = report->crash ? Status::crashed : Status::memory_error;
+        r.reason = report->text;
       } else if (signal != 0) {
         r.status = Status::crashed;
         r.reason = describe_signal(signal);
+        const std::string where = student_frames(frames_after(err, "[kiln-frames]", binary), options.student_files);
+        if (!where.empty()) r.reason += ", " + where;
       } else {
         r.status = Status::exited_early;
         r.reason = fmt::format("the program ended in the middle of this check with exit code {} "
                                "(exit(), quick_exit() or _exit() called from the code under test)",
-                               p.exit_code);
+                               exit_code);
       }
       results[live.running] = std::move(r);
     } else if (!live.any_started && live.ended.empty()) {
       // Nothing ran at all: a crash or exit before the first check (static initialisation).
       std::string why = p.stopped ? "the test program hung before its first check"
                         : signal ? "the test program crashed before its first check: " + describe_signal(signal)
-                                   : fmt::format("the test program ended (exit code {}) without running this check", p.exit_code);
+                                   : fmt::format("the test program ended (exit code {}) without running this check", exit_code);
       for (const Check* c : remaining) {
-        results[c->test] = CheckResult{.check = c, .status = signal || p.stopped || p.exit_code != 0
+        results[c->test] = CheckResult{.check = c, .status = signal || p.stopped || exit_code != 0
                                                                  ? Status::crashed : Status::missing,
                                        .reason = why};
       }
@@ -221,15 +313,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     // A check ended the process early when no test was running (after its end event): go on.
     remaining = std::move(next);
   }
-  for (const Check* c : checks) {
-    CheckResult r = results[c->test];
-    if (forged > 0 && r.status != Status::passed) {
-      r.reason += fmt::format("{}{} report line{} without the grader's token were ignored: the code under test "
-                              "wrote to the grader's channel",
-                              r.reason.empty() ? "" : "; ", forged, forged == 1 ? "" : "s");
-    }
-    run.checks.push_back(std::move(r));
-  }
+  for (const Check* c : checks) run.checks.push_back(results[c->test]);
   return run;
 }
 

@@ -1,5 +1,7 @@
 #include "kiln/grader/build.h"
 
+#include <algorithm>
+#include <cstring>
 #include <fstream>
 #include <set>
 #include <sstream>
@@ -12,6 +14,7 @@
 namespace kiln::grader {
 
 std::string TestTarget::target_name() const { return fmt::format("t_{}__{}", module->name(), own.name); }
+std::string TestTarget::sanitized_name() const { return fmt::format("s_{}__{}", module->name(), own.name); }
 std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", module->name(), own.name); }
 std::string TestTarget::device_name() const { return fmt::format("d_{}__{}", module->name(), own.name); }
 std::string TestTarget::gpu_bench_name() const { return fmt::format("g_{}__{}", module->name(), own.name); }
@@ -195,40 +198,43 @@ BuildResult CourseBuild::build(const std::vector<TestTarget>& all_targets, const
   return build_many(all_targets, {wanted}).front();
 }
 
+
 std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& all_targets,
-                                                 const std::vector<TestTarget>& wanted,
-                                                 const std::vector<std::string>& launcher) {
+                                                 const std::vector<TestTarget>& wanted) {
   BuildResult shared;
   if (!prepare(all_targets, shared)) return std::vector<BuildResult>(wanted.size(), shared);
 
-  std::vector<std::string> ninja = launcher;
-  ninja.insert(ninja.end(), {"ninja", "-C", dir_.string()});
-  if (wanted.size() > 1) ninja.insert(ninja.end(), {"-k", "0"});
-  for (const auto& t : wanted) {
-    ninja.push_back(t.target_name());
-    // Whether a binary exists afterwards must say whether this run built it.
-    if (!launcher.empty() || wanted.size() > 1) fs::remove(dir_ / t.target_name());
-  }
-  shared.commands.push_back(shell_quote(ninja));
-  const ProcessResult r = run_process({.argv = ninja, .output_cap = 8 << 20});
-  shared.log += r.out + r.err;
-
-  // The device checks' binaries, in a run of their own: a kernel that compiles for the CPU but not
-  // for the device must cost only the device checks.
+  std::vector<std::string> names;
+  for (const auto& t : wanted) names.push_back(t.target_name());
+  for (const auto& t : wanted)
+    if (t.with_sanitized) names.push_back(t.sanitized_name());
+  // The device checks' binaries too, in the same run: a kernel that compiles for the CPU but not
+  // for the device costs only the device checks (-k 0 keeps going past it).
   std::vector<std::string> devices;
   for (const auto& t : wanted)
     if (!nvcc_.empty() && device_builds_ && t.with_device && t.module->has_device_checks())
       devices.push_back(t.device_name());
-  ProcessResult device_run;
-  if (!devices.empty()) {
-    std::vector<std::string> device_ninja = launcher;
-    device_ninja.insert(device_ninja.end(), {"ninja", "-C", dir_.string(), "-k", "0"});
-    for (const auto& name : devices) {
-      device_ninja.push_back(name);
-      if (!launcher.empty() || devices.size() > 1) fs::remove(dir_ / name);
-    }
-    shared.commands.push_back(shell_quote(device_ninja));
-    device_run = run_process({.argv = device_ninja, .output_cap = 8 << 20});
+  names.insert(names.end(), devices.begin(), devices.end());
+
+  std::vector<std::string> ninja = {"ninja", "-C", dir_.string()};
+  if (names.size() > 1) ninja.insert(ninja.end(), {"-k", "0"});
+  ninja.insert(ninja.end(), names.begin(), names.end());
+  shared.commands.push_back(shell_quote(ninja));
+  const ProcessResult r = run_process({.argv = ninja, .output_cap = 8 << 20});
+  shared.log += r.out + r.err;
+
+  // A target whose build failed keeps its old binary, if any: ask ninja which are still not up
+  // to date rather than trusting that a binary exists.
+  std::set<std::string> stale;
+  if (!r.ok()) {
+    std::vector<std::string> dry = {"ninja", "-C", dir_.string(), "-n", "-k", "0"};
+    dry.insert(dry.end(), names.begin(), names.end());
+    const ProcessResult d = run_process({.argv = dry, .output_cap = 8 << 20});
+    for (const auto& name : names)
+      if ((d.out + d.err).find(" " + name + "\n") != std::string::npos ||
+          (d.out + d.err).find(" " + name + " ") != std::string::npos ||
+          (d.out + d.err).find("/" + name + "\n") != std::string::npos)
+        stale.insert(name);
   }
 
   std::vector<BuildResult> results;
@@ -242,19 +248,20 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
                                   "were not built (the emulator checks cover the same kernels)";
     } else if (t.with_device && t.module->has_device_checks()) {
       const fs::path device = dir_ / t.device_name();
-      if ((device_run.ok() || devices.size() > 1) && fs::exists(device)) {
+      if (!stale.count(t.device_name()) && fs::exists(device)) {
         result.device_binary = device;
       } else {
         std::vector<fs::path> student;
         for (const auto& f : t.module->device_files) student.push_back(t.own.root / f);
-        result.device_error = first_error(device_run.out + device_run.err, student);
-        if (!result.device_error || (devices.size() > 1 && !result.device_error->in_student_file))
+        result.device_error = first_error(shared.log, student);
+        if (!result.device_error || (names.size() > 1 && !result.device_error->in_student_file))
           result.device_error = Diagnostic{.message = "the device build failed"};
-        result.log += device_run.out + device_run.err;
       }
     }
     result.binary = dir_ / t.target_name();
-    result.ok = (r.ok() || wanted.size() > 1) && fs::exists(result.binary);
+    result.ok = !stale.count(t.target_name()) && fs::exists(result.binary);
+    if (t.with_sanitized && !stale.count(t.sanitized_name()) && fs::exists(dir_ / t.sanitized_name()))
+      result.sanitized_binary = dir_ / t.sanitized_name();
     if (!result.ok) {
       std::vector<fs::path> student;
       for (const auto& f : t.module->student_files) student.push_back(t.own.root / f);
@@ -274,8 +281,31 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
 
 namespace {
 
-// What a compiler error usually means, in plain words.
-std::string explain(const std::string& message) {
+// GCC quotes with typographic quotes; the patterns below are written with plain ones.
+std::string plain_quotes(std::string text) {
+  for (const char* q : {"\u2018", "\u2019"})
+    for (std::size_t at; (at = text.find(q)) != std::string::npos;) text.replace(at, std::strlen(q), "'");
+  return text;
+}
+
+// What a compiler error usually means, in plain words; the notes may say more than the error.
+std::string explain(const std::string& raw, const std::vector<std::string>& notes = {}) {
+  const std::string message = plain_quotes(raw);
+  for (const auto& n : notes) {
+    const std::string note = plain_quotes(n);
+    const auto at = note.find("deduced conflicting types for parameter");
+    if (at == std::string::npos) continue;
+    // "... ('long int' and 'int')": name the two types.
+    const auto open = note.find("('", at);
+    const auto mid = note.find("' and '", at);
+    const auto close = note.find("')", mid == std::string::npos ? at : mid);
+    std::string types;
+    if (open != std::string::npos && mid != std::string::npos && close != std::string::npos)
+      types = fmt::format(" ({} and {})", note.substr(open + 2, mid - open - 2), note.substr(mid + 7, close - mid - 7));
+    return "the arguments have different types" + types +
+           ", and a template such as std::max or std::min needs both the same: convert one, for example "
+           "std::max<std::int64_t>(n, 0) or std::max(n, std::int64_t{0})";
+  }
   struct Pattern {
     const char* needle;
     const char* meaning;
@@ -284,7 +314,12 @@ std::string explain(const std::string& message) {
       {"was not declared in this scope", "a name is used that the compiler does not know here: a typo, a "
                                          "missing #include, or a variable declared in another block"},
       {"expected ';'", "a statement is missing its semicolon, usually at the end of the line before"},
+      {"expected ',' or ';'", "a statement is missing its semicolon, usually at the end of the line before"},
       {"expected '}'", "a brace is not closed: count the { and } above this line"},
+      {"no return statement in function returning non-void", "the function must return a value on every path: "
+                                                             "add the missing return"},
+      {"control reaches end of non-void function", "the function must return a value on every path: the end of "
+                                                   "the function is reached without a return"},
       {"no matching function for call", "no version of this function takes arguments of these types: "
                                         "compare the call with the declaration in the header"},
       {"no match for 'operator", "this operator is not defined for these operand types"},
@@ -364,23 +399,41 @@ std::optional<Diagnostic> first_error(const std::string& log, const std::vector<
   for (const auto& f : student_files) student.insert(fs::weakly_canonical(f).string());
 
   std::optional<Diagnostic> first, first_student;
+  Diagnostic* collecting = nullptr;  // the error whose notes follow
   std::istringstream lines(log);
   std::string line;
   while (std::getline(lines, line)) {
     if (auto d = parse_error_line(line)) {
-      d->explanation = explain(d->message);
       d->source_line = line_of(d->file, d->line);
       d->in_student_file = student.count(fs::weakly_canonical(d->file).string()) > 0;
-      if (!first) first = d;
-      if (d->in_student_file && !first_student) first_student = d;
+      collecting = nullptr;
+      if (!first) collecting = &first.emplace(*d);
+      if (d->in_student_file && !first_student) collecting = &first_student.emplace(*d);
     } else if (const auto at = line.find("undefined reference to `"); !first && at != std::string::npos) {
       const auto begin = at + 24;
       Diagnostic link;
       link.message = "undefined reference to " + line.substr(begin, line.find('\'', begin) - begin);
-      link.explanation = explain("undefined reference to");
       first = link;
+      collecting = nullptr;
+    } else if (const auto note = line.find(": note: "); collecting && note != std::string::npos) {
+      // Only the notes that explain: conflicting or mismatched types, wrong argument counts.
+      std::string text = line.substr(note + 8);
+      while (!text.empty() && text.front() == ' ') text.erase(0, 1);
+      const std::string p = plain_quotes(text);
+      const bool telling = p.find("deduced conflicting types") != std::string::npos ||
+                           p.find("mismatched types") != std::string::npos ||
+                           p.find("candidate expects") != std::string::npos ||
+                           p.find("cannot convert") != std::string::npos ||
+                           p.find("suggested alternative") != std::string::npos;
+      if (telling && collecting->notes.size() < 3 &&
+          std::find(collecting->notes.begin(), collecting->notes.end(), text) == collecting->notes.end())
+        collecting->notes.push_back(text);
+    } else if (line.rfind("ninja: ", 0) == 0 || line.rfind("FAILED: ", 0) == 0) {
+      collecting = nullptr;
     }
   }
+  for (auto* d : {&first, &first_student})
+    if (*d && (*d)->explanation.empty()) (*d)->explanation = explain((*d)->message, (*d)->notes);
   return first_student ? first_student : first;
 }
 

@@ -1,6 +1,10 @@
 #include "kiln/grader/report.h"
 
+#include <sys/ioctl.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
 #include <sstream>
 
 #include <fmt/color.h>
@@ -48,6 +52,40 @@ std::string relative_to(const fs::path& root, const std::string& path) {
   return out;
 }
 
+namespace {
+
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t above = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = above;
+    }
+  }
+  return row[b.size()];
+}
+
+// A failure id the test reported that module.yaml does not catalogue: a slip in the test, named
+// as such, with the nearest id it may have meant.
+std::string unknown_failure(const std::string& id, const Check& check, const Module& module) {
+  std::string nearest;
+  std::size_t best = std::string::npos;
+  for (const auto& c : module.checks)
+    for (const auto& f : c.failures) {
+      const std::size_t d = edit_distance(id, f.id) + (&c == &check ? 0 : 1);  // this check's first
+      if (d < best) best = d, nearest = f.id;
+    }
+  std::string text = fmt::format("the test reported the failure '{}', which is not in {}'s module.yaml", id, module.name());
+  if (!nearest.empty() && best <= std::max<std::size_t>(3, id.size() / 3)) text += fmt::format(" (did you mean '{}'?)", nearest);
+  return text;
+}
+
+}  // namespace
+
 Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
                    const BuildResult& build, const RunResult* run, const std::string& variant) {
   Report report;
@@ -82,6 +120,8 @@ Report make_report(const Course& course, const Module& module, const std::vector
       if (build.error && !build.error->file.empty()) {
         c.summary = fmt::format("did not compile: {}:{}", relative_to(course.root, build.error->file.string()),
                                 build.error->line);
+      } else if (build.error && !build.error->message.empty()) {
+        c.summary = "did not compile: " + build.error->message;
       } else {
         c.summary = "did not compile";
       }
@@ -108,7 +148,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
             c.messages.push_back(render_message(known->message, f.params));
             c.hints.push_back(known->hint);
           } else {
-            c.messages.push_back(fmt::format("failure '{}' (not in the catalogue of {})", f.id, module.name()));
+            c.messages.push_back(unknown_failure(f.id, check, module));
           }
           if (!f.detail.empty()) c.details.push_back(f.detail);
         }
@@ -164,6 +204,8 @@ Mark mark_for(Status s) {
     case Status::skipped: return {"-", fmt::terminal_color::cyan, "skipped"};
     case Status::did_not_compile: return {"✗", fmt::terminal_color::red, "did not compile"};
     case Status::missing: return {"?", fmt::terminal_color::magenta, "missing"};
+    case Status::no_result: return {"✗", fmt::terminal_color::red, "no result"};
+    case Status::memory_error: return {"✗", fmt::terminal_color::red, "memory error"};
   }
   return {"?", fmt::terminal_color::white, "?"};
 }
@@ -179,22 +221,40 @@ std::string dim(const TextStyle& style, const std::string& text) {
   return style.color ? fmt::format(fmt::emphasis::faint, "{}", text) : text;
 }
 
-// Wraps text at `width` columns, every line after the first indented by `indent`.
+}  // namespace
+
+std::size_t terminal_width() {
+  std::size_t width = 0;
+  if (const char* columns = std::getenv("COLUMNS"); columns && *columns) width = std::strtoul(columns, nullptr, 10);
+  winsize size{};
+  if (width == 0 && isatty(STDOUT_FILENO) && ioctl(STDOUT_FILENO, TIOCGWINSZ, &size) == 0) width = size.ws_col;
+  if (width == 0) return 100;
+  return std::clamp<std::size_t>(width, 60, 120);
+}
+
 std::string wrap(const std::string& text, std::size_t width, const std::string& indent) {
+  const std::size_t room = width > indent.size() + 20 ? width - indent.size() : 20;
   std::string out, line;
   std::istringstream words(text);
   std::string word;
+  auto length = [](const std::string& s) {  // columns, not bytes: UTF-8 continuation bytes take none
+    std::size_t n = 0;
+    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+    return n;
+  };
   while (words >> word) {
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
+    if (!line.empty() && length(line) + 1 + length(word) > room) {
       out += line + "\n" + indent;
       line.clear();
+    }
+    while (length(word) > room) {  // a path or a number longer than the line
+      out += word.substr(0, room) + "\n" + indent;
+      word.erase(0, room);
     }
     line += (line.empty() ? "" : " ") + word;
   }
   return out + line;
 }
-
-}  // namespace
 
 std::string render_text(const Report& report, const TextStyle& style) {
   std::string out;
@@ -216,35 +276,41 @@ std::string render_text(const Report& report, const TextStyle& style) {
       out += fmt::format("    {:>5} | {}\n", d.line, d.source_line);
       if (d.column > 0) out += fmt::format("          | {}^\n", std::string(d.column - 1, ' '));
     }
-    if (!d.explanation.empty()) out += "    " + wrap("What it usually means: " + d.explanation, 88, "    ") + "\n";
+    for (const auto& note : d.notes) out += "    note: " + note + "\n";
+    if (!d.explanation.empty())
+      out += "    " + wrap("What it usually means: " + d.explanation, style.width, "    ") + "\n";
     if (style.verbose) out += "\n" + report.build_log + "\n";
+    else out += dim(style, fmt::format("    (grader check {} -v shows the compiler's whole output)", report.number)) + "\n";
     out += "\n";
   }
 
   std::size_t id_width = 0;
   for (const auto& c : report.checks) id_width = std::max(id_width, c.id.size());
+  const std::string pad(id_width + 12, ' ');
   for (const auto& c : report.checks) {
     const Mark m = mark_for(c.status);
     out += fmt::format("  {} {:<{}}  {:>2}/{:<2} ", paint(style, m.color, m.symbol), c.id, id_width, c.points,
                        c.max_points);
+    // A check worth no points is an optional challenge (or a device check): say so where it fails.
+    const std::string optional = c.max_points == 0 && !c.device && c.status != Status::passed ? "(optional challenge, no points) " : "";
+    if (!optional.empty()) out += dim(style, optional);
     if (c.status == Status::passed) {
-      out += dim(style, c.description) + "\n";
+      out += dim(style, wrap(c.description, style.width, pad)) + "\n";
       continue;
     }
     if (c.status == Status::failed) {
-      out += paint(style, m.color, c.summary, true) + "\n";
-      const std::string pad(id_width + 12, ' ');
+      out += paint(style, m.color, wrap(c.summary, style.width, pad), true) + "\n";
       for (std::size_t i = 1; i < c.messages.size(); ++i)
-        out += pad + paint(style, m.color, c.messages[i], true) + "\n";
-      for (const auto& d : c.details) out += pad + dim(style, d) + "\n";
-      for (const auto& h : c.hints) out += pad + wrap("hint: " + h, 96 - pad.size(), pad) + "\n";
+        out += pad + paint(style, m.color, wrap(c.messages[i], style.width, pad), true) + "\n";
+      for (const auto& d : c.details) out += pad + dim(style, wrap(d, style.width, pad)) + "\n";
+      for (const auto& h : c.hints) out += pad + wrap("hint: " + h, style.width, pad) + "\n";
       continue;
     }
     if (c.status == Status::did_not_compile || c.status == Status::not_written) {
-      out += paint(style, m.color, c.summary) + "\n";
+      out += paint(style, m.color, wrap(c.summary, style.width, pad)) + "\n";
       continue;
     }
-    out += paint(style, m.color, std::string(m.word) + ": " + c.summary) + "\n";
+    out += paint(style, m.color, wrap(std::string(m.word) + ": " + c.summary, style.width, pad)) + "\n";
   }
 
   out += "\n";
@@ -252,8 +318,9 @@ std::string render_text(const Report& report, const TextStyle& style) {
   // Skipped checks (device checks without a device) count as neither passed nor failed.
   const auto skipped = std::count_if(report.checks.begin(), report.checks.end(),
                                      [](const CheckReport& c) { return c.status == Status::skipped; });
+  // Every check is counted; the skipped ones (device checks without a device) are named as such.
   std::string tally = fmt::format("{}/{} points · {} of {} checks pass", report.score, report.max_score, passed,
-                                  report.checks.size() - static_cast<std::size_t>(skipped));
+                                  report.checks.size());
   if (skipped > 0) tally += fmt::format(" · {} skipped", skipped);
   out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
   if (!report.next_step.empty()) out += "  Next: " + report.next_step + "\n";
@@ -299,7 +366,8 @@ nlohmann::json to_json(const Report& report) {
   if (report.build_error) {
     const auto& d = *report.build_error;
     j["build_error"] = {{"file", d.file.generic_string()}, {"line", d.line},       {"column", d.column},
-                        {"message", d.message},             {"explanation", d.explanation}};
+                        {"message", d.message},             {"explanation", d.explanation},
+                        {"notes", d.notes}};
     // The build's output, cut to what matters: it can be long, and only its start explains.
     j["build_log"] = report.build_log.substr(0, 8192);
   }
@@ -324,6 +392,33 @@ std::string xml_escape(const std::string& text) {
     }
   }
   return out;
+}
+
+namespace {
+
+std::string clipped(const std::string& text, std::size_t limit) {
+  if (text.size() <= limit) return text;
+  std::size_t cut = limit;
+  while (cut > 0 && (static_cast<unsigned char>(text[cut]) & 0xc0) == 0x80) --cut;  // whole UTF-8 characters
+  return text.substr(0, cut) + fmt::format(" [... {} more bytes]", text.size() - cut);
+}
+
+}  // namespace
+
+void bound_report(Report& report, std::size_t per_text) {
+  for (auto& c : report.checks) {
+    c.summary = clipped(c.summary, per_text);
+    for (auto& m : c.messages) m = clipped(m, per_text);
+    for (auto& d : c.details) d = clipped(d, per_text);
+    if (c.details.size() > 8) c.details.resize(8);
+  }
+  report.build_log = clipped(report.build_log, 4 * per_text);
+  report.output = clipped(report.output, 4 * per_text);
+  if (report.build_error) {
+    report.build_error->message = clipped(report.build_error->message, per_text);
+    report.build_error->source_line = clipped(report.build_error->source_line, 200);
+  }
+  for (auto& n : report.notes) n = clipped(n, per_text);
 }
 
 std::string render_json(const Report& report) { return to_json(report).dump(2) + "\n"; }

@@ -8,7 +8,7 @@
 #include <set>
 
 #include "kiln/grader/site.h"
-#include "site_internal.h"
+#include "internal.h"
 
 namespace kiln::grader {
 

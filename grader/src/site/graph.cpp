@@ -11,7 +11,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/site.h"
-#include "site_internal.h"
+#include "internal.h"
 
 namespace kiln::grader {
 

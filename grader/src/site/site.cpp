@@ -9,7 +9,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "site_internal.h"
+#include "internal.h"
 
 namespace kiln::grader {
 

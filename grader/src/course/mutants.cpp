@@ -34,7 +34,7 @@ std::vector<Mutant> load_mutants(const Course& course, const Module& m) {
               text("replace"), text("with"), file};
     const Check* check = m.check(mu.check);
     if (!check) throw CourseError(fmt::format("{}: module {} has no check '{}'", file.string(), m.name(), mu.check));
-    if (!check->failure(mu.failure))
+    if (mu.failure != kMemoryError && !check->failure(mu.failure))
       throw CourseError(fmt::format("{}: check '{}' has no catalogued failure '{}'", file.string(), mu.check, mu.failure));
     if (std::find(m.student_files.begin(), m.student_files.end(), mu.file) == m.student_files.end())
       throw CourseError(fmt::format("{}: '{}' is not one of the module's student files", file.string(), mu.file));

@@ -1,0 +1,300 @@
+#include "kiln/grader/workspace.h"
+
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <ctime>
+#include <functional>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/grader/cuda.h"
+#include "kiln/grader/judge.h"
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+
+Workspace open_workspace(const fs::path& start) {
+  Workspace ws;
+  ws.course = load_course(find_course_root(start));
+  const char* home = std::getenv("KILN_HOME");
+  ws.kiln_home = home && *home ? fs::absolute(home) : ws.course.root;
+  if (!fs::exists(ws.kiln_home / "cmake" / "KilnCourse.cmake")) {
+    throw CourseError(fmt::format("{} does not hold the Kiln framework (cmake/KilnCourse.cmake): set KILN_HOME to "
+                                  "the folder that holds it",
+                                  ws.kiln_home.string()));
+  }
+  return ws;
+}
+
+void require_solutions(const Workspace& ws, const std::string& command) {
+  if (!ws.course.has_solutions()) {
+    throw CourseError(fmt::format("`grader {}` is for instructors: it needs the instructor repository, which holds "
+                                  "solutions/. This is a student release.",
+                                  command));
+  }
+}
+
+TestTarget student_target(const Course& course, const Module& m) {
+  return {.module = &m, .own = {"student", m.dir}, .base_name = "student", .base_root = course.root / "modules"};
+}
+
+TestTarget solution_target(const Course& course, const Module& m) {
+  return {.module = &m,
+          .own = {"solution", course.solution_dir(m)},
+          .base_name = "solution",
+          .base_root = course.root / "solutions"};
+}
+
+std::vector<TestTarget> standard_targets(const Course& course) {
+  std::vector<TestTarget> out;
+  for (const auto& m : course.modules) {
+    out.push_back(student_target(course, m));
+    if (course.has_solutions() && fs::is_directory(course.solution_dir(m))) out.push_back(solution_target(course, m));
+  }
+  return out;
+}
+
+namespace {
+
+// An exclusive lock on a build directory, so that `watch` and `check` never build at once.
+class DirectoryLock {
+ public:
+  explicit DirectoryLock(const fs::path& dir) {
+    fs::create_directories(dir);
+    fd_ = ::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+  }
+  ~DirectoryLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  DirectoryLock(const DirectoryLock&) = delete;
+  DirectoryLock& operator=(const DirectoryLock&) = delete;
+
+ private:
+  int fd_ = -1;
+};
+
+}  // namespace
+
+std::shared_ptr<void> lock_build_dir(const fs::path& dir) { return std::make_shared<DirectoryLock>(dir); }
+
+namespace {
+
+std::vector<const Check*> chosen_checks(const Module& m, const GradeOptions& options) {
+  std::vector<const Check*> checks;
+  for (const auto& c : m.checks) {
+    if (options.only_checks.empty() ||
+        std::find(options.only_checks.begin(), options.only_checks.end(), c.id) != options.only_checks.end())
+      checks.push_back(&c);
+  }
+  for (const auto& id : options.only_checks) {
+    if (!m.check(id)) {
+      std::string known;
+      for (const auto& c : m.checks) known += " " + c.id;
+      throw CourseError(fmt::format("module {} has no check '{}'. Its checks are:{}", m.number_text(), id, known));
+    }
+  }
+  return checks;
+}
+
+}  // namespace
+
+namespace {
+
+// The student files of a target and of its prerequisites in the same variant: where a crash is
+// the student's own.
+std::vector<fs::path> student_files_of(const Workspace& ws, const TestTarget& target) {
+  std::vector<fs::path> files;
+  for (const auto& f : target.module->student_files) files.push_back(target.own.root / f);
+  if (target.base_name == target.own.name)
+    for (const Module* dep : ws.course.prerequisites(*target.module))
+      for (const auto& f : dep->student_files) files.push_back(target.base_root / dep->name() / f);
+  return files;
+}
+
+// The checks that passed or crashed, again on the sanitized twin; what the sanitizers report
+// replaces their result.
+void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>& checks, RunResult& run,
+                       const RunOptions& options) {
+  std::vector<const Check*> again;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i]->device) continue;
+    const Status s = run.checks[i].status;
+    if (s == Status::passed || s == Status::crashed) {
+      again.push_back(checks[i]);
+      at.push_back(i);
+    }
+  }
+  if (again.empty() || built.sanitized_binary.empty()) return;
+  RunOptions sanitized = options;
+  sanitized.sanitized = true;
+  const RunResult second = run_checks(built.sanitized_binary, again, sanitized);
+  run.commands.insert(run.commands.end(), second.commands.begin(), second.commands.end());
+  for (std::size_t k = 0; k < again.size(); ++k) {
+    const CheckResult& s = second.checks[k];
+    if (s.status != Status::memory_error && s.status != Status::crashed) continue;
+    CheckResult& r = run.checks[at[k]];
+    if (r.status == Status::crashed) {
+      r.reason = s.reason;  // the same crash, described by the sanitizers
+    } else {
+      r.status = s.status;
+      r.reason = "the values are right, but the program " + s.reason;
+      r.failures.clear();
+    }
+  }
+}
+
+}  // namespace
+
+Report run_built_target(const Workspace& ws, const fs::path& build_dir, const BuildResult& built,
+                        const TestTarget& target, const GradeOptions& options, const std::string& variant) {
+  const Module& m = *target.module;
+  const std::vector<const Check*> checks = chosen_checks(m, options);
+  if (!built.ok) {
+    Report failed = make_report(ws.course, m, checks, built, nullptr, variant);
+    if (options.in_process) *options.in_process = failed;
+    return failed;
+  }
+  RunOptions run_options = options.run;
+  if (run_options.student_files.empty()) run_options.student_files = student_files_of(ws, target);
+  BuildResult as_run = built;
+  if (options.sanitized_only) {
+    if (built.sanitized_binary.empty()) {
+      BuildResult missing = built;
+      missing.ok = false;
+      missing.error = Diagnostic{.message = "the sanitized test program was not built"};
+      return make_report(ws.course, m, checks, missing, nullptr, variant);
+    }
+    as_run.binary = built.sanitized_binary;
+    run_options.sanitized = true;
+  }
+  RunResult run = run_built_checks(as_run, checks, run_options);
+  if (!options.judge) {
+    if (options.sanitize) confirm_sanitized(built, checks, run, run_options);
+    return make_report(ws.course, m, checks, built, &run, variant);
+  }
+  if (options.in_process) *options.in_process = make_report(ws.course, m, checks, built, &run, variant);
+  RunResult judged =
+      judge_built_checks(*options.judge, run, checks, run_options, build_dir / "judge" / (target.own.name + ".json"));
+  if (options.sanitize) confirm_sanitized(built, checks, judged, run_options);
+  return make_report(ws.course, m, checks, built, &judged, variant);
+}
+
+Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::vector<TestTarget>& all_targets,
+                    const TestTarget& target, const GradeOptions& options, const std::string& variant) {
+  const std::vector<const Check*> checks = chosen_checks(*target.module, options);
+  DirectoryLock lock(build_dir);
+  CourseBuild build(ws.course, build_dir, ws.kiln_home);
+  if (options.device_builds_need_a_device && cuda_device_nodes().empty()) build.set_device_builds(false);
+  TestTarget wanted = target;
+  wanted.with_device = std::any_of(checks.begin(), checks.end(), [](const Check* c) { return c->device; });
+  wanted.with_sanitized = options.sanitize || options.sanitized_only;
+  const BuildResult built = build.build(all_targets, wanted);
+  return run_built_target(ws, build_dir, built, target, options, variant);
+}
+
+PristineStubs pristine_stubs(const Workspace& ws, const Module& m) {
+  PristineStubs out;
+  out.root = ws.state_dir() / "pristine" / m.name();
+  const ProcessResult inside = run_process({.argv = {"git", "-C", ws.course.root.string(), "rev-parse", "--is-inside-work-tree"}});
+  out.from_git = inside.ok() && inside.out.rfind("true", 0) == 0;
+  for (const auto& f : m.student_files) {
+    const fs::path working = m.dir / f;
+    std::string content;
+    bool committed = false;
+    if (out.from_git) {
+      const std::string rel = fs::relative(working, ws.course.root).generic_string();
+      const ProcessResult show =
+          run_process({.argv = {"git", "-C", ws.course.root.string(), "show", "HEAD:./" + rel}, .output_cap = 16 << 20});
+      if (show.ok()) {
+        content = show.out;
+        committed = true;
+      }
+    }
+    if (!committed) content = read_file(working);
+    if (committed && (!fs::exists(working) || read_file(working) != content)) out.edited.push_back(f);
+    write_if_changed(out.root / f, content);
+  }
+  return out;
+}
+
+TestTarget pristine_target(const Workspace& ws, const Module& m, const PristineStubs& stubs) {
+  return {.module = &m, .own = {"stub", stubs.root}, .base_name = "solution", .base_root = ws.course.root / "solutions"};
+}
+
+std::string edited_stubs_note(const Module& m, const PristineStubs& stubs, const std::string& what) {
+  if (!stubs.from_git) return what + " uses the stubs as they are in the working tree (not a git checkout)";
+  if (stubs.edited.empty()) return "";
+  std::string files;
+  for (const auto& f : stubs.edited) files += (files.empty() ? "" : ", ") + (fs::path("modules") / m.name() / f).generic_string();
+  return fmt::format("{} differ{} from the committed stub{}: {} uses the committed version (`grader reset {}` puts "
+                     "the stubs back in the working tree, keeping a backup)",
+                     files, stubs.edited.size() == 1 ? "s" : "", stubs.edited.size() == 1 ? "" : "s", what,
+                     m.number_text());
+}
+
+std::string fingerprint(const Module& m, const fs::path& root) {
+  std::size_t h = 0;
+  for (const auto& f : m.student_files) {
+    h ^= std::hash<std::string>{}(f + "\n" + read_file(root / f)) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2);
+  }
+  return fmt::format("{:016x}", h);
+}
+
+std::map<std::string, ProgressEntry> load_progress(const Workspace& ws) {
+  std::map<std::string, ProgressEntry> out;
+  const fs::path file = ws.state_dir() / "progress.json";
+  if (!fs::exists(file)) return out;
+  const auto j = nlohmann::json::parse(read_file(file), nullptr, false);
+  if (!j.is_object() || !j.contains("modules") || !j["modules"].is_object()) return out;
+  for (const auto& [name, e] : j["modules"].items()) {
+    if (!e.is_object()) continue;
+    ProgressEntry entry{e.value("score", 0),          e.value("max_score", 0),
+                        e.value("passed", 0),         e.value("total", 0),
+                        e.value("all_passed", false), e.value("fingerprint", ""),
+                        e.value("checked_at", "")};
+    auto strings = [&](const char* key) {
+      std::vector<std::string> out;
+      if (e.contains(key) && e[key].is_array())
+        for (const auto& v : e[key])
+          if (v.is_string()) out.push_back(v.get<std::string>());
+      return out;
+    };
+    entry.not_passing = strings("not_passing");
+    entry.failure_ids = strings("failure_ids");
+    out[name] = std::move(entry);
+  }
+  return out;
+}
+
+void record_progress(const Workspace& ws, const Module& m, const Report& report) {
+  auto progress = load_progress(ws);
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%dT%H:%M:%SZ", std::gmtime(&now));
+  ProgressEntry entry{report.score,      report.max_score,      report.passed_count(),
+                      static_cast<int>(report.checks.size()), report.all_passed(),
+                      fingerprint(m, m.dir), stamp};
+  for (const auto& c : report.checks) {
+    if (c.status == Status::passed || c.status == Status::skipped) continue;
+    entry.not_passing.push_back(c.id);
+    entry.failure_ids.insert(entry.failure_ids.end(), c.failure_ids.begin(), c.failure_ids.end());
+  }
+  progress[m.name()] = std::move(entry);
+  nlohmann::json j = {{"modules", nlohmann::json::object()}};
+  for (const auto& [name, e] : progress) {
+    j["modules"][name] = {{"score", e.score},           {"max_score", e.max_score},   {"passed", e.passed},
+                          {"total", e.total},           {"all_passed", e.all_passed}, {"fingerprint", e.fingerprint},
+                          {"checked_at", e.checked_at}, {"not_passing", e.not_passing},
+                          {"failure_ids", e.failure_ids}};
+  }
+  write_if_changed(ws.state_dir() / "progress.json", j.dump(2) + "\n");
+}
+
+}  // namespace kiln::grader

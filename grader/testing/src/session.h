@@ -1,0 +1,33 @@
+// The test program's side of a run, shared by the test main and observe(): where observations go
+// (the grader's channel), where they come from (the judge's file), and what each check ended with.
+#pragma once
+
+#include <optional>
+#include <string>
+
+#include <nlohmann/json.hpp>
+
+namespace kiln::testing::session {
+
+// Observations and events are written, one JSON line each, to this descriptor.
+void open_channel(int fd);
+bool channel_open();
+void emit(nlohmann::json event);
+// An observation: {"event":"observe", ...the record's fields}.
+inline constexpr const char* kObservationPrefix = "{\"event\":\"observe\",";
+void emit_observation(const nlohmann::json& record);
+
+// The judge: the observations of every check, from the file the grader wrote. Returns an error
+// message when the file cannot be used.
+std::optional<std::string> load_observations(const std::string& path);
+
+// What the grader needs to know about a check, besides GoogleTest's own result.
+struct CheckEnd {
+  std::string unobserved;  // judge: why the observations did not fit the check ("" when they did)
+  std::string stub;        // "not written yet: F (file:line)" when a stub ended the check
+  bool stub_replayed = false;  // judge: that stub came from an observation
+};
+void begin_check(const std::string& test);
+CheckEnd end_check();
+
+}  // namespace kiln::testing::session

@@ -1,0 +1,1 @@
+../../course/solutions/01_probe/src/probe.cpp

@@ -1,0 +1,122 @@
+// The boundary (kiln/observe.h): what a test program records is exactly what the judge replays,
+// and anything that does not fit the check ends it as "did not produce its result".
+#include <unistd.h>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <string>
+
+#include <gtest/gtest.h>
+#include <nlohmann/json.hpp>
+
+#include "../../grader/testing/src/session.h"
+#include "kiln/testing.h"
+
+namespace kiln::testing {
+namespace {
+
+// Everything recorded through the channel, one JSON object per observation.
+std::vector<nlohmann::json> drain(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  std::vector<nlohmann::json> out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    auto j = nlohmann::json::parse(text.substr(start, nl - start));
+    if (j.value("event", "") == "observe") {
+      j.erase("event");
+      out.push_back(j);
+    }
+  }
+  return out;
+}
+
+// One process records, then judges: session state is global, so the order is fixed.
+TEST(Observe, WhatIsRecordedIsWhatTheJudgeReplaysAndNothingElseIsAccepted) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  session::open_channel(pipe_fds[1]);
+  session::begin_check("T.Recorded");
+
+  const Tensor storage({2, 3}, {1, std::numeric_limits<float>::quiet_NaN(), 3, -0.0f, 5, 6});
+  const auto view = observe("transpose", [&] { return make_view(storage, {3, 2}, {1, 3}, 0); });
+  const auto number = observe("inf", [] { return -std::numeric_limits<double>::infinity(); });
+  const auto count = observe("count", [] { return std::int64_t{-7}; });
+  const auto words = observe("words", [] { return std::string("a \"quoted\"\nline"); });
+  const auto many = observe("pair", [&] { return std::make_tuple(storage, std::vector<float>{0.1f}, true); });
+  const auto thrown = observe("throws", []() -> int { throw ShapeError("shapes (2) and (3)"); });
+  const auto outside = observe("outside", [&] { return make_view(storage, {4}, {2}, 0); });
+  session::end_check();
+  close(pipe_fds[1]);
+
+  ASSERT_TRUE(view.ok());
+  EXPECT_EQ(view->shape, Shape({3, 2}));
+  EXPECT_EQ(view->strides, Shape({1, 3}));
+  EXPECT_EQ(view->values[0], 1.0f);
+  EXPECT_TRUE(std::isnan(view->values[2]));
+  ASSERT_FALSE(thrown.ok());
+  EXPECT_EQ(thrown.error().kinds,
+            (std::vector<std::string>{"kiln::ShapeError", "std::invalid_argument", "std::logic_error", "std::exception"}));
+  ASSERT_FALSE(outside.ok()) << "a view past its storage is not plain data";
+  EXPECT_TRUE(outside.error().is("kiln::testing::InvalidResult")) << outside.error().message;
+
+  const auto records = drain(pipe_fds[0]);
+  ASSERT_EQ(records.size(), 7u);
+  const std::string file = ::testing::TempDir() + "observations.json";
+  nlohmann::json tests = {{"T.Replayed", records}, {"T.Short", {records[0]}},
+                          {"T.Renamed", {records[0]}}, {"T.Broken", {records[0]}}};
+  tests["T.Broken"][0]["value"]["f32"] = "AAAA";  // 3 bytes for 6 floats
+  std::ofstream(file) << nlohmann::json{{"tests", tests}}.dump();
+  ASSERT_FALSE(session::load_observations(file).has_value());
+
+  // Replayed: the same values, bit for bit, and no lambda runs.
+  session::begin_check("T.Replayed");
+  auto never = [] {
+    ADD_FAILURE() << "the judge must not call anything";
+    return 0;
+  };
+  const auto v2 = observe("transpose", [&] { return never(), Tensor(); });
+  const auto n2 = observe("inf", [&] { return never(), 0.0; });
+  const auto c2 = observe("count", [&] { return never(), std::int64_t{0}; });
+  const auto w2 = observe("words", [&] { return never(), std::string(); });
+  const auto m2 = observe("pair", [&] { return never(), std::make_tuple(Tensor(), std::vector<float>{}, false); });
+  const auto t2 = observe("throws", [&] { return never(); });
+  const auto o2 = observe("outside", [&] { return never(), Tensor(); });
+  EXPECT_TRUE(session::end_check().unobserved.empty());
+  ASSERT_TRUE(v2.ok());
+  EXPECT_EQ(v2->shape, view->shape);
+  EXPECT_EQ(v2->strides, view->strides);
+  EXPECT_EQ(std::memcmp(v2->values.data(), view->values.data(), 6 * sizeof(float)), 0);
+  EXPECT_EQ(*n2, *number);
+  EXPECT_EQ(*c2, *count);
+  EXPECT_EQ(*w2, *words);
+  EXPECT_EQ(std::get<1>(*m2), std::vector<float>{0.1f});
+  EXPECT_TRUE(std::get<2>(*m2));
+  EXPECT_EQ(t2.error().kinds, thrown.error().kinds);
+  EXPECT_EQ(t2.error().message, "shapes (2) and (3)");
+  EXPECT_FALSE(o2.ok());
+
+  // Fewer observations than the check needs, a different call, a malformed value, one too many.
+  for (const char* test : {"T.Short", "T.Renamed", "T.Broken"}) {
+    session::begin_check(test);
+    bool ended = false;
+    try {
+      if (std::string(test) == "T.Renamed") observe("something else", [] { return 0; });
+      else observe("transpose", [] { return Tensor(); }), observe("transpose", [] { return Tensor(); });
+    } catch (...) {
+      ended = true;  // not a std::exception: no check's catch holds it
+    }
+    EXPECT_TRUE(ended) << test;
+    EXPECT_FALSE(session::end_check().unobserved.empty()) << test;
+  }
+  session::begin_check("T.Replayed");
+  observe("transpose", [] { return Tensor(); });
+  const auto extra = session::end_check();
+  EXPECT_NE(extra.unobserved.find("6 more results"), std::string::npos) << extra.unobserved;
+}
+
+}  // namespace
+}  // namespace kiln::testing
