@@ -143,14 +143,25 @@ int run_release(const Workspace& ws, const std::string& out_name) {
     if (e.is_regular_file() && e.file_size() < (4u << 20)) files.push_back(e.path());
   const auto leaks = find_leaks(bodies, files);
   if (!leaks.empty()) {
+    bool in_stub = false, elsewhere = false;
     for (const auto& leak : leaks) {
-      std::fprintf(stderr, "grader: solution code in the release: the body of %s (%s:%d) appears in %s\n",
+      const std::string where = fs::relative(leak.found_in, out).generic_string();
+      const bool stub = stubs.count(where) > 0;
+      (stub ? in_stub : elsewhere) = true;
+      std::fprintf(stderr, "grader: solution code in the release: the body of %s (%s:%d) appears in %s%s\n",
                    leak.body.signature.c_str(), fs::relative(leak.body.file, ws.course.root).c_str(), leak.body.line,
-                   fs::relative(leak.found_in, out).c_str());
+                   where.c_str(), stub ? ", a student file as committed" : "");
     }
     fs::remove_all(out);
-    std::fprintf(stderr, "grader: no release written: the files named above hold the reference solution's code "
-                         "(a chapter or a given file that quotes it); take it out of them and release again\n");
+    if (in_stub) {
+      std::fprintf(stderr, "grader: no release written: a stub committed to the course holds the reference "
+                           "solution's code (a module was written and committed). Commit the stub again (`git log -- FILE` "
+                           "finds the last commit that had it) and release again\n");
+    }
+    if (elsewhere) {
+      std::fprintf(stderr, "grader: no release written: the other files named above hold the reference solution's "
+                           "code (a chapter or a given file that quotes it); take it out of them and release again\n");
+    }
     return 1;
   }
   // A repository of its own, so that `grader reset` finds the original stubs.

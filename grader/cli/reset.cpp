@@ -16,27 +16,6 @@ namespace kiln::grader {
 
 namespace {
 
-// The file as the course first shipped it: its content in the commit that added it.
-std::string original_content(const fs::path& root, const fs::path& relative) {
-  const std::string path = relative.generic_string();
-  const ProcessResult added = run_process({.argv = {"git", "-C", root.string(), "log", "--diff-filter=A", "--reverse",
-                                                     "--format=%H", "--", path}});
-  const std::string commit = added.out.substr(0, added.out.find('\n'));
-  if (!added.ok() || commit.empty()) {
-    throw CourseError(fmt::format("cannot find the original {} in the course's git history; reset needs the "
-                                  "course as a git clone",
-                                  path));
-  }
-  const ProcessResult shown =
-      run_process({.argv = {"git", "-C", root.string(), "show", commit + ":" + path}, .output_cap = 64 << 20});
-  if (!shown.ok()) throw CourseError(fmt::format("cannot read {} from commit {}", path, commit));
-  return shown.out;
-}
-
-}  // namespace
-
-namespace {
-
 // Copies the module's student files into a new backup folder; returns it.
 fs::path back_up(const Workspace& ws, const Module& m) {
   const std::time_t now = std::time(nullptr);
@@ -112,7 +91,13 @@ int run_reset(const Workspace& ws, const std::string& module, bool yes, const st
   std::vector<std::pair<fs::path, std::string>> originals;
   for (const auto& f : m.student_files) {
     const fs::path relative = fs::relative(m.dir / f, ws.course.root);
-    originals.emplace_back(relative, original_content(ws.course.root, relative));
+    const std::optional<std::string> stub = committed_stub(ws, relative);
+    if (!stub) {
+      throw CourseError(fmt::format("cannot find the stub of {} in the course's git history; reset needs the "
+                                    "course as a git clone",
+                                    relative.generic_string()));
+    }
+    originals.emplace_back(relative, *stub);
   }
   if (!yes && !confirm(fmt::format("Reset module {} ({} file{}) to its original stubs? Your files are backed up first.",
                                    m.number_text(), originals.size(), originals.size() == 1 ? "" : "s"),

@@ -172,7 +172,7 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
     const Job& solution_job = jobs[at++];
     const Job& stub_job = jobs[at++];
     const Report& solution = solution_job.judged;
-    if (solution.all_passed() && solution_job.in_process.all_passed()) {
+    if (solution.every_check_passed() && solution_job.in_process.every_check_passed()) {
       v.pass(fmt::format("reference solution passes all {} checks, judged{}", solution.passed_count(),
                          skipped_note(solution)));
     } else if (solution.build_error) {

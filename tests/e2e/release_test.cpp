@@ -1,5 +1,6 @@
 // grader release on the real course: the release holds no solution code and grader check works
 // inside it; a solution body planted in the course is caught and no release is written.
+#include <cstdlib>
 #include <fstream>
 
 #include <gtest/gtest.h>
@@ -46,6 +47,11 @@ TEST(Release, HoldsNoSolutionAndGraderCheckWorksInsideIt) {
   EXPECT_FALSE(fs::exists(out / "tests"));
   EXPECT_TRUE(fs::exists(out / ".github" / "workflows" / "kiln.yml"));
   EXPECT_TRUE(fs::exists(out / "modules" / "17_acceleration" / "module.yaml"));
+  // Its README is for students: the commands they run, nothing of the instructors' tools.
+  const std::string readme = read_file(out / "README.md");
+  EXPECT_NE(readme.find("grader check"), std::string::npos);
+  for (const char* instructor_only : {"bin/test", "grader verify", "--solution", "solutions/"})
+    EXPECT_EQ(readme.find(instructor_only), std::string::npos) << instructor_only << " in the student README";
 
   // Instructor commands say what they need.
   const ProcessResult verify = grader(out, out, {"verify", "17"});
@@ -87,6 +93,29 @@ TEST(Release, APlantedSolutionBodyIsCaughtAndNothingIsWritten) {
   EXPECT_NE(r.err.find("fused_gelu"), std::string::npos) << r.err;
   EXPECT_NE(r.err.find("docs/17_acceleration.md"), std::string::npos) << r.err;
   EXPECT_FALSE(fs::exists(out)) << "no release is left behind";
+  fs::remove_all(course);
+}
+
+// A module written and committed in the instructors' repository: the committed stub is the
+// solution, and the refusal says that this is the cause.
+TEST(Release, ACommittedWrittenStubIsNamedAsTheCause) {
+  const fs::path course = temp("committed");
+  fs::create_directories(course);
+  for (const char* dir : {"modules", "solutions", "docs"})
+    fs::copy(kHome / dir, course / dir, fs::copy_options::recursive);
+  fs::copy_file(kHome / "solutions" / "01_tensor" / "src" / "tensor.cpp",
+                course / "modules" / "01_tensor" / "src" / "tensor.cpp", fs::copy_options::overwrite_existing);
+  const std::string git = "git -C " + course.string();
+  ASSERT_EQ(std::system((git + " init -q && " + git + " add -A && " + git +
+                         " -c user.name=k -c user.email=k@k commit -qm course").c_str()),
+            0);
+  const fs::path out = temp("committed-out");
+  const ProcessResult r = grader(kHome, course, {"release", out.string()});
+  EXPECT_EQ(r.exit_code, 1) << r.out << r.err;
+  EXPECT_NE(r.err.find("modules/01_tensor/src/tensor.cpp, a student file as committed"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("a stub committed to the course holds the reference solution's code"), std::string::npos)
+      << r.err;
+  EXPECT_FALSE(fs::exists(out));
   fs::remove_all(course);
 }
 

@@ -199,6 +199,21 @@ Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::v
   return run_built_target(ws, build_dir, built, target, options, variant);
 }
 
+std::optional<std::string> committed_stub(const Workspace& ws, const fs::path& relative) {
+  const std::string root = ws.course.root.string(), path = relative.generic_string();
+  std::string commit = "HEAD";
+  if (!fs::is_directory(ws.course.root / "solutions")) {
+    const ProcessResult added = run_process(
+        {.argv = {"git", "-C", root, "log", "--diff-filter=A", "--reverse", "--format=%H", "--", path}});
+    commit = added.ok() ? added.out.substr(0, added.out.find('\n')) : "";
+    if (commit.empty()) return std::nullopt;
+  }
+  const ProcessResult show =
+      run_process({.argv = {"git", "-C", root, "show", commit + ":./" + path}, .output_cap = 16 << 20});
+  if (!show.ok()) return std::nullopt;
+  return show.out;
+}
+
 PristineStubs pristine_stubs(const Workspace& ws, const Module& m) {
   PristineStubs out;
   out.root = ws.state_dir() / "pristine" / m.name();
@@ -206,18 +221,9 @@ PristineStubs pristine_stubs(const Workspace& ws, const Module& m) {
   out.from_git = inside.ok() && inside.out.rfind("true", 0) == 0;
   for (const auto& f : m.student_files) {
     const fs::path working = m.dir / f;
-    std::string content;
-    bool committed = false;
-    if (out.from_git) {
-      const std::string rel = fs::relative(working, ws.course.root).generic_string();
-      const ProcessResult show =
-          run_process({.argv = {"git", "-C", ws.course.root.string(), "show", "HEAD:./" + rel}, .output_cap = 16 << 20});
-      if (show.ok()) {
-        content = show.out;
-        committed = true;
-      }
-    }
-    if (!committed) content = read_file(working);
+    std::optional<std::string> committed;
+    if (out.from_git) committed = committed_stub(ws, fs::relative(working, ws.course.root));
+    const std::string content = committed ? *committed : read_file(working);
     if (committed && (!fs::exists(working) || read_file(working) != content)) out.edited.push_back(f);
     write_if_changed(out.root / f, content);
   }

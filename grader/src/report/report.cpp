@@ -16,6 +16,13 @@ namespace kiln::grader {
 bool Report::all_passed() const {
   if (build_error) return false;
   for (const auto& c : checks)
+    if (c.status != Status::passed && c.status != Status::skipped && !c.optional()) return false;
+  return !checks.empty();
+}
+
+bool Report::every_check_passed() const {
+  if (build_error) return false;
+  for (const auto& c : checks)
     if (c.status != Status::passed && c.status != Status::skipped) return false;
   return !checks.empty();
 }
@@ -167,19 +174,30 @@ Report make_report(const Course& course, const Module& module, const std::vector
   const std::string check_cmd = fmt::format("grader check {}", module.number_text());
   if (report.build_error) {
     report.next_step = fmt::format("fix the compile error above, then run {}", check_cmd);
-  } else if (report.all_passed()) {
-    report.next_step = fmt::format("all checks pass. `grader list` shows what comes next; module {} is done",
-                                   module.number_text());
   } else {
-    for (const auto& c : report.checks) {
-      if (c.status == Status::passed || c.status == Status::skipped) continue;
-      if (c.status == Status::not_written) {
-        report.next_step = fmt::format("write {}, then run {}", c.summary.substr(std::string_view("not written yet: ").size()), check_cmd);
-      } else {
-        report.next_step = fmt::format("fix '{}' first; `grader hint {} {}` explains the usual cause", c.id,
-                                       module.number_text(), c.id);
+    // The first required check that does not pass; the optional challenges after every other.
+    const CheckReport* first = nullptr;
+    for (const bool optional : {false, true}) {
+      for (const auto& c : report.checks) {
+        if (c.status == Status::passed || c.status == Status::skipped || c.optional() != optional) continue;
+        first = &c;
+        break;
       }
-      break;
+      if (first) break;
+    }
+    const std::string done = fmt::format("`grader list` shows what comes next; module {} is done", module.number_text());
+    if (!first) {
+      report.next_step = "all checks pass. " + done;
+    } else if (first->optional()) {
+      report.next_step = fmt::format("every check with points passes: {}. The optional challenge '{}' (no points) is "
+                                     "still open, if you want it",
+                                     done, first->id);
+    } else if (first->status == Status::not_written) {
+      report.next_step = fmt::format("write {}, then run {}",
+                                     first->summary.substr(std::string_view("not written yet: ").size()), check_cmd);
+    } else {
+      report.next_step = fmt::format("fix '{}' first; `grader hint {} {}` explains the usual cause", first->id,
+                                     module.number_text(), first->id);
     }
   }
   return report;
@@ -292,7 +310,7 @@ std::string render_text(const Report& report, const TextStyle& style) {
     out += fmt::format("  {} {:<{}}  {:>2}/{:<2} ", paint(style, m.color, m.symbol), c.id, id_width, c.points,
                        c.max_points);
     // A check worth no points is an optional challenge (or a device check): say so where it fails.
-    const std::string optional = c.max_points == 0 && !c.device && c.status != Status::passed ? "(optional challenge, no points) " : "";
+    const std::string optional = c.optional() && c.status != Status::passed ? "(optional challenge, no points) " : "";
     if (!optional.empty()) out += dim(style, optional);
     if (c.status == Status::passed) {
       out += dim(style, wrap(c.description, style.width, pad)) + "\n";
@@ -318,9 +336,9 @@ std::string render_text(const Report& report, const TextStyle& style) {
   // Skipped checks (device checks without a device) count as neither passed nor failed.
   const auto skipped = std::count_if(report.checks.begin(), report.checks.end(),
                                      [](const CheckReport& c) { return c.status == Status::skipped; });
-  // Every check is counted; the skipped ones (device checks without a device) are named as such.
+  // A skipped check is neither passed nor failed: it is counted apart, not among the checks that ran.
   std::string tally = fmt::format("{}/{} points · {} of {} checks pass", report.score, report.max_score, passed,
-                                  report.checks.size());
+                                  report.checks.size() - static_cast<std::size_t>(skipped));
   if (skipped > 0) tally += fmt::format(" · {} skipped", skipped);
   out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
   if (!report.next_step.empty()) out += "  Next: " + report.next_step + "\n";

@@ -26,6 +26,10 @@ struct CheckReport {
   std::vector<std::string> hints;
   std::vector<std::string> details;   // what was expected and what came back
   double ms = 0;
+
+  // An optional challenge: a check worth no points that is not a device check. It never stands
+  // between a module and "done".
+  bool optional() const { return max_points == 0 && !device; }
 };
 
 struct Report {
@@ -43,7 +47,10 @@ struct Report {
   std::string output;                  // what the checks printed
   std::string next_step;
 
+  // Every check that counts passed: skipped device checks and optional challenges aside.
   bool all_passed() const;
+  // Every check that ran passed, optional challenges included (what verify asks of a reference).
+  bool every_check_passed() const;
   int passed_count() const;
 };
 

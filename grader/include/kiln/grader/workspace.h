@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,12 @@ TestTarget student_target(const Course& course, const Module& m);
 TestTarget solution_target(const Course& course, const Module& m);
 // Both for every module (solutions only where the course has them): the set a check build knows.
 std::vector<TestTarget> standard_targets(const Course& course);
+
+// A student file's stub as committed, read from git (std::nullopt outside a git checkout or when
+// the file was never committed). In the instructors' repository (it has solutions/) that is HEAD's
+// version, since stubs change with the course; in a student's repository, where students commit
+// their own work, it is the version of the commit that added the file (the release).
+std::optional<std::string> committed_stub(const Workspace& ws, const fs::path& relative);
 
 // The module's stubs as committed: instructors' commands (verify, release, the judge of grade)
 // must not depend on what a working tree holds.

@@ -117,7 +117,15 @@ template <class T>
 bool expect_ok(const char* file, int line, const Observed<T>& observed, std::string_view failure_id,
                const Params& params = {}) {
   if (observed.ok()) return true;
-  report_failure(file, line, failure_id, params, "unexpected error: " + observed.describe_error());
+  // A message that quotes a difference has none to quote: the call threw instead.
+  Params filled = params;
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"difference", "an unknown amount (the call threw)"},
+                                   {"where", "-"}}) {
+    bool given = false;
+    for (const auto& p : params) given = given || p.first == key;
+    if (!given) filled.emplace_back(key, value);
+  }
+  report_failure(file, line, failure_id, filled, "unexpected error: " + observed.describe_error());
   return false;
 }
 
