@@ -117,7 +117,7 @@ Compiled run_commands(const std::vector<std::string>& commands, const std::vecto
   for (const auto& command : commands) {
     std::vector<std::string> argv = launcher;
     argv.insert(argv.end(), {"/bin/sh", "-c", command});
-    ProcessSpec spec{.argv = argv, .cwd = cwd, .limits = limits, .output_cap = 1 << 20};
+    ProcessSpec spec{.argv = argv, .cwd = cwd, .clean_env = !launcher.empty(), .limits = limits, .output_cap = 1 << 20};
     spec.should_stop = [&](double elapsed) { return used + elapsed > budget_s; };
     const ProcessResult r = run_process(spec);
     used += r.wall_s;

@@ -1,5 +1,8 @@
 #include "kiln/grader/bench.h"
 
+#include <sys/resource.h>
+#include <sys/time.h>
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -39,6 +42,32 @@ fs::path own_directory() {
 
 }  // namespace
 
+namespace {
+
+// Runs the roofline probe once: its figures, and the share of a core it got.
+Machine probe_machine(const fs::path& probe) {
+  rusage before{}, after{};
+  getrusage(RUSAGE_CHILDREN, &before);
+  const ProcessResult r = run_process({.argv = {probe.string()}});
+  getrusage(RUSAGE_CHILDREN, &after);
+  const auto j = nlohmann::json::parse(r.out, nullptr, false);
+  if (!r.ok() || !j.is_object())
+    throw CourseError(fmt::format("measuring the machine failed ({}): {}", probe.string(), r.err));
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) / 1e6; };
+  const double cpu = seconds(after.ru_utime) - seconds(before.ru_utime) + seconds(after.ru_stime) - seconds(before.ru_stime);
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M", std::localtime(&now));
+  Machine m{cpu_model(), j["peak_gflops"], j["bandwidth_gbs"], j["llc_bytes"], stamp};
+  m.core_share = r.wall_s > 0 ? std::min(1.0, cpu / r.wall_s) : 1.0;
+  return m;
+}
+
+// Below this share of a core, the probe shared its core with another program.
+constexpr double kBusyShare = 0.9;
+
+}  // namespace
+
 Machine machine_roofline(const Workspace& ws, bool remeasure) {
   const fs::path cache = ws.state_dir() / "machine.json";
   // A rebuilt probe measures afresh: its code, or the flags it was built with, may have changed.
@@ -48,27 +77,61 @@ Machine machine_roofline(const Workspace& ws, bool remeasure) {
   const std::string key = fmt::format("{} @ {} / probe {}", cpu_model(), host_name(), built);
   if (!remeasure && fs::exists(cache)) {
     const auto j = nlohmann::json::parse(read_file(cache), nullptr, false);
-    if (j.is_object() && j.value("key", "") == key) {
-      return {j.value("cpu", ""), j.value("peak_gflops", 0.0), j.value("bandwidth_gbs", 0.0), j.value("llc_bytes", 0L),
-              j.value("measured_at", "")};
+    // Figures measured under load, or contradicted by a later run, are never reused.
+    if (j.is_object() && j.value("key", "") == key && !j.value("stale", false)) {
+      Machine m{j.value("cpu", ""), j.value("peak_gflops", 0.0), j.value("bandwidth_gbs", 0.0), j.value("llc_bytes", 0L),
+                j.value("measured_at", "")};
+      m.core_share = j.value("core_share", 1.0);
+      return m;
     }
   }
-  const ProcessResult r = run_process({.argv = {probe.string()}});
-  const auto j = nlohmann::json::parse(r.out, nullptr, false);
-  if (!r.ok() || !j.is_object())
-    throw CourseError(fmt::format("measuring the machine failed ({}): {}", probe.string(), r.err));
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y-%m-%d %H:%M", std::localtime(&now));
-  Machine m{cpu_model(), j["peak_gflops"], j["bandwidth_gbs"], j["llc_bytes"], stamp};
+  Machine m = probe_machine(probe);
+  if (m.core_share < kBusyShare) {
+    const double first = m.core_share;
+    m = probe_machine(probe);  // once more: the other program may have finished
+    if (m.core_share < kBusyShare) {
+      m.warnings.push_back(fmt::format(
+          "the machine was busy while it was measured (the probe got {:.0f}% and then {:.0f}% of a core): the peak "
+          "and bandwidth, and so the roofline percentages, are too low. Close what else runs and use --remeasure",
+          100 * first, 100 * m.core_share));
+    }
+  }
   write_if_changed(cache, nlohmann::json{{"key", key},
                                          {"cpu", m.cpu},
                                          {"peak_gflops", m.peak_gflops},
                                          {"bandwidth_gbs", m.bandwidth_gbs},
                                          {"llc_bytes", m.llc_bytes},
-                                         {"measured_at", m.measured_at}}
+                                         {"measured_at", m.measured_at},
+                                         {"core_share", m.core_share},
+                                         {"stale", m.core_share < kBusyShare}}
                                   .dump(2));
   return m;
+}
+
+std::string implausible_machine(const std::vector<BenchKernel>& kernels, const Machine& machine) {
+  for (const auto& k : kernels) {
+    if (k.error.empty() && machine.peak_gflops > 0 && k.gflops > 1.05 * machine.peak_gflops) {
+      return fmt::format("{} ran at {:.1f} GFLOP/s, above the measured peak of {:.1f}: the peak was measured while the "
+                         "machine was busy. It is measured again on the next run",
+                         k.name, k.gflops, machine.peak_gflops);
+    }
+  }
+  return "";
+}
+
+std::string format_duration(double ms) {
+  struct Unit {
+    double ms;
+    const char* name;
+  };
+  for (const Unit u : {Unit{1e3, "s"}, Unit{1, "ms"}, Unit{1e-3, "µs"}}) {
+    if (ms >= u.ms) {
+      const double v = ms / u.ms;
+      return fmt::format("{:.{}f} {}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2, u.name);
+    }
+  }
+  const double ns = ms * 1e6;
+  return fmt::format("{:.{}f} ns", ns, ns >= 100 ? 0 : ns >= 10 ? 1 : 2);
 }
 
 std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine) {
@@ -215,6 +278,12 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   if (cmd.gpu) report.machine = device_machine(r.out);
   report.kernels = parse_benchmark_json(r.out, report.machine);
   if (report.kernels.empty()) throw CourseError("the bench reported nothing:\n" + r.err.substr(0, 2000));
+  if (const std::string w = implausible_machine(report.kernels, report.machine); !cmd.gpu && !w.empty()) {
+    report.machine.warnings.push_back(w);
+    const fs::path cache = ws.state_dir() / "machine.json";
+    auto j = nlohmann::json::parse(read_file(cache), nullptr, false);
+    if (j.is_object()) write_if_changed(cache, (j["stale"] = true, j).dump(2));
+  }
 
   const fs::path dir = ws.state_dir() / "bench";
   const std::string stem = m.number_text() + (cmd.gpu ? "-gpu" : "");
@@ -245,6 +314,7 @@ std::string render_bench_text(const BenchReport& r) {
                      r.machine.cpu, r.machine.peak_gflops, r.machine.bandwidth_gbs,
                      r.machine.bandwidth_gbs > 0 ? r.machine.peak_gflops / r.machine.bandwidth_gbs : 0.0,
                      r.machine.measured_at);
+  for (const auto& w : r.machine.warnings) out += "Warning: " + w + ".\n";
   std::string group;
   for (const auto& k : r.kernels) {
     if (k.group != group) {
@@ -259,7 +329,7 @@ std::string render_bench_text(const BenchReport& r) {
     }
     const std::string vs_library =
         r.gpu ? (k.vs_library > 0 ? fmt::format("{:.1f}%", 100 * k.vs_library) : "-") : ratio(k.vs_library);
-    out += fmt::format("  {:<26} {:>7.3f} ms {:>9.2f} {:>8.2f} {:>8.2f} {:>8.0f}% {:>9} {:>9}", label, k.ms, k.gflops,
+    out += fmt::format("  {:<26} {:>10} {:>9.2f} {:>8.2f} {:>8.2f} {:>8.0f}% {:>9} {:>9}", label, format_duration(k.ms), k.gflops,
                        k.gbs, k.intensity, k.roof_pct, ratio(k.vs_naive), vs_library);
     if (k.extra_bytes > 0) out += fmt::format("  +{:.1f} MiB temporary", k.extra_bytes / (1 << 20));
     out += "\n";
@@ -295,15 +365,39 @@ std::string render_bench_json(const BenchReport& r) {
 
 namespace {
 
-const char* kPalette[] = {"#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f", "#2c7a7b", "#97266d"};
+const char* kPalette[] = {"#2b6cb0", "#c05621", "#2f855a", "#9b2c2c", "#6b46c1", "#b7791f",
+                          "#2c7a7b", "#97266d", "#1a202c", "#d53f8c", "#718096", "#38a169"};
+constexpr int kColors = sizeof kPalette / sizeof kPalette[0];
+
+}  // namespace
+
+namespace {
+
+// The legend beside a plot: a swatch and a line of text per entry, from (x, y) down.
+std::string legend(double x, double y, const std::vector<std::pair<std::string, std::string>>& entries, bool circles) {
+  std::string out;
+  for (const auto& [color, text] : entries) {
+    out += circles ? fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>", x + 5, y - 4, color)
+                   : fmt::format("<rect x=\"{:.1f}\" y=\"{:.1f}\" width=\"12\" height=\"10\" fill=\"{}\"/>", x, y - 9, color);
+    out += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", x + 18, y, xml_escape(text));
+    y += 18;
+  }
+  return out;
+}
 
 }  // namespace
 
 std::string roofline_svg(const BenchReport& r) {
-  const double w = 720, h = 480, left = 70, right = 20, top = 40, bottom = 60;
+  // The plot on the left, and a legend on the right naming each point: labels beside points
+  // overlap as soon as two kernels land close together.
+  const double plot_w = 720, legend_w = 330, w = plot_w + legend_w, left = 70, right = 20, top = 40, bottom = 60;
   const double x0 = 0.01, x1 = 1000, y0 = 0.01;
   const double y1 = std::max(1.0, r.machine.peak_gflops * 3);
-  auto px = [&](double x) { return left + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (w - left - right); };
+  std::vector<const BenchKernel*> points;
+  for (const auto& k : r.kernels)
+    if (k.error.empty() && k.flops > 0 && k.intensity > 0) points.push_back(&k);
+  const double h = std::max(480.0, top + 60 + 18.0 * static_cast<double>(2 * points.size()));
+  auto px = [&](double x) { return left + (std::log10(x) - std::log10(x0)) / (std::log10(x1) - std::log10(x0)) * (plot_w - left - right); };
   auto py = [&](double y) { return h - bottom - (std::log10(y) - std::log10(y0)) / (std::log10(y1) - std::log10(y0)) * (h - top - bottom); };
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                               "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
@@ -315,71 +409,96 @@ std::string roofline_svg(const BenchReport& r) {
   }
   for (double y = y0; y <= y1 * 1.001; y *= 10) {
     s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{3}\" y=\"{4:.1f}\" text-anchor=\"end\">{5:g}</text>\n",
-                     left, py(y), w - right, left - 6, py(y) + 4, y);
+                     left, py(y), plot_w - right, left - 6, py(y) + 4, y);
   }
-  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (left + w - right) / 2, h - 18);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">arithmetic intensity (FLOP/byte)</text>\n", (left + plot_w - right) / 2, h - 18);
   s += fmt::format("<text x=\"16\" y=\"{}\" transform=\"rotate(-90 16 {})\" text-anchor=\"middle\">GFLOP/s</text>\n", (top + h - bottom) / 2, (top + h - bottom) / 2);
   // The roof: bandwidth times intensity, up to the peak.
   const double ridge = r.machine.peak_gflops / std::max(r.machine.bandwidth_gbs, 1e-9);
   const double xa = std::max(x0, y0 / std::max(r.machine.bandwidth_gbs, 1e-9));
   s += fmt::format("<polyline fill=\"none\" stroke=\"#1a202c\" stroke-width=\"2\" points=\"{:.1f},{:.1f} {:.1f},{:.1f} {:.1f},{:.1f}\"/>\n",
                    px(xa), py(xa * r.machine.bandwidth_gbs), px(ridge), py(r.machine.peak_gflops), px(x1), py(r.machine.peak_gflops));
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">peak {:.1f} GFLOP/s · {:.1f} GB/s</text>\n", px(ridge) + 6,
-                   py(r.machine.peak_gflops) - 6, r.machine.peak_gflops, r.machine.bandwidth_gbs);
+  // The roof's label sits above its flat part, left-aligned at the ridge or right-aligned at the
+  // edge, whichever keeps it inside the plot.
+  const bool fits_right = px(ridge) + 230 < plot_w - right;
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"{}\">peak {:.1f} GFLOP/s · {:.1f} GB/s</text>\n",
+                   fits_right ? px(ridge) + 6 : plot_w - right - 4, py(r.machine.peak_gflops) - 8,
+                   fits_right ? "start" : "end", r.machine.peak_gflops, r.machine.bandwidth_gbs);
+  // The legend, one heading per group and one line per kernel under it.
   int i = 0;
-  for (const auto& k : r.kernels) {
-    if (!k.error.empty() || k.flops <= 0 || k.intensity <= 0) continue;
-    const double x = std::clamp(k.intensity, x0, x1), y = std::clamp(k.gflops, y0, y1);
-    const char* color = kPalette[i++ % 8];
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"><title>{} / {}: {:.2f} GFLOP/s</title></circle>\n"
-                     "<text x=\"{:.1f}\" y=\"{:.1f}\" fill=\"{}\">{}</text>\n",
-                     px(x), py(y), color, xml_escape(k.group), xml_escape(k.name), k.gflops, px(x) + 8, py(y) + 4, color,
-                     xml_escape(k.name));
+  double legend_y = top + 10;
+  std::string group;
+  for (const BenchKernel* k : points) {
+    if (k->group != group) {
+      group = k->group;
+      s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" font-weight=\"bold\">{}</text>\n", plot_w + 10,
+                       legend_y + (i ? 8 : 0), xml_escape(group));
+      legend_y += i ? 26 : 18;
+    }
+    const double x = std::clamp(k->intensity, x0, x1), y = std::clamp(k->gflops, y0, y1);
+    const char* color = kPalette[i++ % kColors];
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\" fill-opacity=\"0.85\"><title>{} / {}: {:.2f} GFLOP/s</title></circle>\n",
+                     px(x), py(y), color, xml_escape(k->group), xml_escape(k->name), k->gflops);
+    s += legend(plot_w + 10, legend_y, {{color, fmt::format("{}{}: {:.1f} GFLOP/s", k->name, role_label(k->role), k->gflops)}}, true);
+    legend_y += 18;
   }
   return s + "</svg>\n";
 }
 
 std::string bars_svg(const BenchReport& r) {
-  const double w = 720, row = 22, left = 230, right = 90;
-  std::vector<const BenchKernel*> rows;
+  // One logarithmic scale for every group, so that a 1.4× bar is shorter than a 94× one wherever
+  // they are, and the bars of different groups can be compared.
+  const double w = 920, row = 22, left = 230, right = 170, top = 70;
   std::map<std::string, double> slowest;
-  for (const auto& k : r.kernels) {
-    rows.push_back(&k);
+  for (const auto& k : r.kernels)
     if (k.error.empty()) slowest[k.group] = std::max(slowest[k.group], k.ms);
-  }
-  std::string groups_seen;
-  double y = 50;
+  double top_speed = 10;
+  for (const auto& k : r.kernels)
+    if (k.error.empty() && k.ms > 0) top_speed = std::max(top_speed, slowest[k.group] / k.ms);
+  const double decades = std::ceil(std::log10(top_speed) - 1e-9);
+  const double span = w - left - right;
+  auto bar = [&](double speed) { return span * std::log10(std::max(speed, 1.0)) / decades; };
+
+  const char* kColors[] = {"#2b6cb0", "#a0aec0", "#4a5568"};  // your kernel, naive, library
   std::string body;
   std::string group;
-  for (const auto* k : rows) {
-    if (k->group != group) {
-      group = k->group;
-      y += 10;
+  double y = top;
+  for (const auto& k : r.kernels) {
+    if (k.group != group) {
+      group = k.group;
+      y += 12;
       body += fmt::format("<text x=\"10\" y=\"{:.0f}\" font-weight=\"bold\">{}</text>\n", y, xml_escape(group));
-      y += 8;
+      y += 6;
     }
     y += row;
     body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" text-anchor=\"end\">{}{}</text>\n", left - 8, y - 6,
-                        xml_escape(k->name), role_label(k->role));
-    if (!k->error.empty()) {
+                        xml_escape(k.name), role_label(k.role));
+    if (!k.error.empty()) {
       body += fmt::format("<text x=\"{}\" y=\"{:.0f}\" fill=\"#9b2c2c\">not timed</text>\n", left, y - 6);
       continue;
     }
-    // Bar length: speed relative to the slowest kernel of the group.
-    const double speed = slowest[group] / k->ms;
-    double best = 1;
-    for (const auto* o : rows)
-      if (o->group == group && o->error.empty()) best = std::max(best, slowest[group] / o->ms);
-    const double len = (w - left - right) * speed / best;
-    const char* color = k->role == 1 ? "#a0aec0" : k->role == 2 ? "#4a5568" : "#2b6cb0";
+    const double speed = slowest[group] / k.ms, len = bar(speed);
     body += fmt::format("<rect x=\"{}\" y=\"{:.0f}\" width=\"{:.1f}\" height=\"{}\" fill=\"{}\"/>"
-                        "<text x=\"{:.1f}\" y=\"{:.0f}\">{:.2f}× · {:.3g} ms</text>\n",
-                        left, y - row + 4, std::max(len, 1.0), row - 8, color, left + len + 6, y - 6, speed, k->ms);
+                        "<text x=\"{:.1f}\" y=\"{:.0f}\">{:.2f}× · {}</text>\n",
+                        left, y - row + 4, std::max(len, 2.0), row - 8, kColors[std::clamp(k.role, 0, 2)],
+                        left + std::max(len, 2.0) + 6, y - 6, speed, format_duration(k.ms));
   }
+  // The axis: 1×, 10×, 100× ... with grid lines under the bars.
+  std::string axis;
+  for (int d = 0; d <= static_cast<int>(decades); ++d) {
+    const double x = left + span * d / decades;
+    axis += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2:.0f}\" stroke=\"#e2e8f0\"/>"
+                        "<text x=\"{0:.1f}\" y=\"{3:.0f}\" text-anchor=\"middle\" fill=\"#4a5568\">{4:g}×</text>\n",
+                        x, top - 4, y + 4, y + 20, std::pow(10.0, d));
+  }
+  const std::string key = legend(left, 48, {{kColors[0], "your kernel"}}, false) +
+                          legend(left + 130, 48, {{kColors[1], "naive baseline"}}, false) +
+                          legend(left + 280, 48, {{kColors[2], "library baseline (Eigen)"}}, false);
   return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
-                     "<text x=\"10\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): speed-up over the slowest kernel of each group</text>\n{}</svg>\n",
-                     w + 200, y + 20, r.number, xml_escape(r.title), r.variant, body);
+                     "<text x=\"10\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): speed-up over the slowest kernel of each group (log scale)</text>\n"
+                     "{}{}{}<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\" fill=\"#4a5568\">speed-up, the same scale for every group</text>\n</svg>\n",
+                     w, y + 48, r.number, xml_escape(r.title), r.variant, key, axis, body, left + span / 2, y + 38);
 }
 
 }  // namespace kiln::grader

@@ -81,7 +81,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
 
   // Everything the child needs is prepared before fork: after it, only async-signal-safe calls.
   std::vector<std::string> env_strings;
-  for (char** e = environ; *e; ++e) {
+  if (spec.clean_env) env_strings = {"PATH=/usr/bin:/bin", "LANG=C.UTF-8"};
+  for (char** e = spec.clean_env ? nullptr : environ; e && *e; ++e) {
     std::string entry = *e;
     bool replaced = false;
     for (const auto& [key, value] : spec.env) replaced |= entry.rfind(key + "=", 0) == 0;

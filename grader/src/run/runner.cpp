@@ -193,7 +193,10 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     spec.output_cap = 64 * 1024;
     spec.event_fd = kEventFd;
     spec.event_line_cap = options.observation_cap + (1 << 20);
-    if (!options.launcher.empty()) spec.status_fd = kStatusFd;
+    if (!options.launcher.empty()) {
+      spec.status_fd = kStatusFd;
+      spec.clean_env = true;  // sandboxed: only what the checks need, none of the grader's environment
+    }
     double now = 0;
     // Whatever the program writes here is a claim. Lines that are not events are ignored; a
     // check's record is what lies between its start and its end, the last one if it repeats.

@@ -13,6 +13,7 @@
 //
 // Images are never square and outputs never square, except in the hand-worked cases, so that a
 // height and width mixed up fails the check of the loop that mixed them.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -308,6 +309,15 @@ TEST(Convolutions, NoBias) {
       });
   if (!KILN_EXPECT_OK(run, "no_bias_wrong")) return;
   const auto& [weight, y, grads] = *run;
+  // The expected output is computed from the observed weight: its shape is checked first, and a
+  // weight of zeros (which any output of zeros would match) does not count as a layer.
+  const bool weight_drawn = std::any_of(weight.values.begin(), weight.values.end(), [](float v) { return v != 0.0f; });
+  if (weight.shape != Shape{3, 2, 3, 3} || !weight_drawn) {
+    KILN_FAIL("no_bias_wrong", {},
+              "Conv2d(2, 3, 3, stride 1, padding 1, no bias) has a weight of shape " + to_string(weight.shape) +
+                  (weight_drawn ? "" : " holding only zeros") + ", expected (3, 2, 3, 3) drawn from the generator");
+    return;
+  }
   const Observed<TensorData> output("layer.forward(x) with x (1, 2, 5, 4)", y);
   if (!KILN_EXPECT_CLOSE(output, reference_conv({x, weight}, 1, 1), 1e-4, "no_bias_wrong")) return;
   if (grads.size() != 2) {

@@ -99,11 +99,24 @@ Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size) {
       const std::int64_t j_end = std::min(j0 + tile, m);
       for (std::int64_t k0 = 0; k0 < inner; k0 += tile) {
         const std::int64_t k_end = std::min(k0 + tile, inner);
-        // Inside the tiles, i-k-j order: the innermost loop walks a row of b and a row of c.
+        // Inside the tiles, i-k-j order: the innermost loop walks rows of b and a row of c. It
+        // takes four rows of b at a time, so that each element of c is loaded and stored once per
+        // four products instead of once per product; a tile's inner loop is short (t values), and
+        // without this its loads and stores of c cost more than the tiling saves at small sizes.
         for (std::int64_t i = i0; i < i_end; ++i) {
           float* c_row = c_data + i * m;
-          for (std::int64_t k = k0; k < k_end; ++k) {
-            const float a_ik = a_data[i * inner + k];
+          const float* a_row = a_data + i * inner;
+          std::int64_t k = k0;
+          for (; k + 4 <= k_end; k += 4) {
+            const float a0 = a_row[k], a1 = a_row[k + 1], a2 = a_row[k + 2], a3 = a_row[k + 3];
+            const float* b0 = b_data + k * m;
+            const float* b1 = b0 + m;
+            const float* b2 = b1 + m;
+            const float* b3 = b2 + m;
+            for (std::int64_t j = j0; j < j_end; ++j) c_row[j] += a0 * b0[j] + a1 * b1[j] + a2 * b2[j] + a3 * b3[j];
+          }
+          for (; k < k_end; ++k) {
+            const float a_ik = a_row[k];
             const float* b_row = b_data + k * m;
             for (std::int64_t j = j0; j < j_end; ++j) c_row[j] += a_ik * b_row[j];
           }
@@ -119,18 +132,25 @@ Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size) {
 
 namespace {
 
-// Eight floats that the compiler keeps in one vector register: one AVX register when built with
-// -march=native on a recent x86-64, a pair of SSE registers on a plain x86-64 build, and generic
-// code elsewhere. Arithmetic works element by element; a float operand is broadcast to all eight.
-typedef float v8f __attribute__((vector_size(32)));
+// One vector register of floats, as wide as the machine the bench builds for (-march=native):
+// 16 floats with AVX-512, 8 otherwise (one AVX register, a pair of SSE registers on a plain x86-64
+// build, generic code elsewhere). Arithmetic works element by element; a float operand is
+// broadcast to every lane.
+#ifdef __AVX512F__
+constexpr std::int64_t kLanes = 16;
+#else
+constexpr std::int64_t kLanes = 8;
+#endif
+typedef float vf __attribute__((vector_size(kLanes * sizeof(float))));
 
-// The register block: the micro-kernel keeps kMR × kNR floats of C in kMR · kNR / 8 = 12 vector
-// registers, leaving 4 of AVX2's 16 for two vectors of B and one broadcast value of A.
+// The register block: the micro-kernel keeps kMR × kNR floats of C, two vectors per row, in
+// 2·kMR = 12 vector registers, leaving 4 of AVX2's 16 for two vectors of B and one broadcast value
+// of A (AVX-512 has 32 registers and twice the lanes: the same 12 registers hold twice the block).
 constexpr std::int64_t kMR = 6;
-constexpr std::int64_t kNR = 16;
+constexpr std::int64_t kNR = 2 * kLanes;
 // The cache blocks. One pass covers kKC values of the inner index: a packed panel of B,
-// kKC × kNR floats (16 KiB), stays in L1 while the micro-kernel runs down a packed block of A,
-// kMC × kKC floats (96 KiB), that stays in L2. B is packed kNC columns at a time (2 MiB, L3).
+// kKC × kNR floats (16 KiB, or 32 KiB with AVX-512), stays in L1 while the micro-kernel runs down
+// a packed block of A, kMC × kKC floats (96 KiB), that stays in L2. B is packed kNC columns at a time (2 MiB, L3).
 constexpr std::int64_t kKC = 256;
 constexpr std::int64_t kMC = 96;    // a multiple of kMR
 constexpr std::int64_t kNC = 2048;  // a multiple of kNR
@@ -168,16 +188,16 @@ void pack_a(const float* a, std::int64_t inner, std::int64_t i0, std::int64_t mc
 
 // C[0 : rows, 0 : cols] += (one packed panel of A, kMR × kc) · (one packed panel of B, kc × kNR),
 // where c points at the block's top-left element and ldc is C's row length. The whole kMR × kNR
-// block of C stays in registers for the loop over p: each step loads 16 floats of B (two
-// vectors), broadcasts 6 floats of A, and does 12 vector multiply-adds, 192 flops for 22 floats.
+// block of C stays in registers for the loop over p: each step loads two vectors of B, broadcasts
+// 6 floats of A, and does 12 vector multiply-adds (192 flops for 22 floats with 8 lanes).
 void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, float* c, std::int64_t ldc,
                   std::int64_t rows, std::int64_t cols) {
-  v8f sum[kMR][2] = {};
+  vf sum[kMR][2] = {};
   for (std::int64_t p = 0; p < kc; ++p) {
-    v8f b_left;
-    v8f b_right;
-    std::memcpy(&b_left, b_panel + p * kNR, sizeof(v8f));
-    std::memcpy(&b_right, b_panel + p * kNR + 8, sizeof(v8f));
+    vf b_left;
+    vf b_right;
+    std::memcpy(&b_left, b_panel + p * kNR, sizeof(vf));
+    std::memcpy(&b_right, b_panel + p * kNR + kLanes, sizeof(vf));
     const float* a_column = a_panel + p * kMR;
     for (std::int64_t row = 0; row < kMR; ++row) {
       sum[row][0] += a_column[row] * b_left;
@@ -189,10 +209,10 @@ void micro_kernel(std::int64_t kc, const float* a_panel, const float* b_panel, f
     for (std::int64_t row = 0; row < kMR; ++row) {
       float* c_row = c + row * ldc;
       for (int half = 0; half < 2; ++half) {
-        v8f c_part;
-        std::memcpy(&c_part, c_row + 8 * half, sizeof(v8f));
+        vf c_part;
+        std::memcpy(&c_part, c_row + kLanes * half, sizeof(vf));
         c_part += sum[row][half];
-        std::memcpy(c_row + 8 * half, &c_part, sizeof(v8f));
+        std::memcpy(c_row + kLanes * half, &c_part, sizeof(vf));
       }
     }
   } else {

@@ -15,11 +15,22 @@ struct Machine {
   double bandwidth_gbs = 0;  // single thread, STREAM-style triad
   long llc_bytes = 0;
   std::string measured_at;
+  // The share of one core the probe got while it measured (its CPU time over its wall time):
+  // well under 1 means another program ran at the same time and the figures are too low.
+  double core_share = 1;
+  std::vector<std::string> warnings;  // for the report: figures measured under load, and the like
 };
 
 // The roofline of this machine, measured once and kept in .grader/machine.json (per processor and
 // host); `remeasure` measures again.
 Machine machine_roofline(const Workspace& ws, bool remeasure);
+
+// "1.68 s", "16.7 ms", "420 µs", "85 ns": three significant digits in the unit that fits.
+std::string format_duration(double ms);
+
+// Whether the bench's own kernels contradict the machine's figures: a kernel above the peak means
+// the peak was measured while the machine was busy. Returns the warning, or "".
+std::string implausible_machine(const std::vector<struct BenchKernel>& kernels, const Machine& machine);
 
 struct BenchKernel {
   std::string group, name;

@@ -23,6 +23,9 @@ struct ProcessSpec {
   std::vector<std::string> argv;
   std::filesystem::path cwd;
   std::vector<std::pair<std::string, std::string>> env;  // added to (or replacing in) the environment
+  // When set, the child's environment is only `env`, a plain PATH and LANG: nothing of the
+  // grader's own environment (a CI job's secrets, say) reaches code that runs in the sandbox.
+  bool clean_env = false;
   Limits limits;
   std::string stdin_data;  // written to the child's standard input, which is then closed
   std::size_t output_cap = 256 * 1024;  // bytes kept of stdout and of stderr; the rest is counted
