@@ -62,8 +62,27 @@ TEST(BenchPlots, AreWellFormedSvgWithEveryTimedKernel) {
     EXPECT_EQ(svg.rfind("<svg", 0), 0u);
     EXPECT_NE(svg.find("</svg>"), std::string::npos);
   }
-  EXPECT_NE(roof.find(">tiled<"), std::string::npos);
+  EXPECT_NE(roof.find(">tiled: "), std::string::npos) << "the legend names every plotted kernel";
   EXPECT_NE(bars.find("not timed"), std::string::npos) << "the unwritten kernel shows as not timed";
+  EXPECT_NE(bars.find("naive baseline"), std::string::npos) << "the bars have a legend";
+  EXPECT_NE(bars.find(">10×<"), std::string::npos) << "and one axis for every group";
+}
+
+TEST(BenchDurations, ReadInTheUnitThatFits) {
+  EXPECT_EQ(format_duration(1680.0), "1.68 s");
+  EXPECT_EQ(format_duration(16.7), "16.7 ms");
+  EXPECT_EQ(format_duration(0.42), "420 µs");
+  EXPECT_EQ(format_duration(0.000085), "85.0 ns");
+}
+
+TEST(BenchMachine, AKernelAboveThePeakMeansThePeakWasMeasuredUnderLoad) {
+  Machine machine{"cpu", 100.0, 10.0, 0, ""};
+  std::vector<BenchKernel> kernels(1);
+  kernels[0].name = "blocked";
+  kernels[0].gflops = 90;
+  EXPECT_EQ(implausible_machine(kernels, machine), "");
+  kernels[0].gflops = 130;
+  EXPECT_NE(implausible_machine(kernels, machine).find("measured while the machine was busy"), std::string::npos);
 }
 
 }  // namespace
