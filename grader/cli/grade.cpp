@@ -200,7 +200,6 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
   }
 
   const auto started = std::chrono::steady_clock::now();
-  const fs::path reference_dir = ws.build_dir("grade-reference");
   const fs::path work_root = ws.state_dir() / "grade";
   std::vector<std::vector<Report>> reports(submissions.size());
   std::vector<std::vector<std::string>> notes(submissions.size());
@@ -218,6 +217,10 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
     //    the prerequisites' reference solutions). Its build is also every submission's: shared
     //    objects, archives and the commands that compiled the stubs. This module's own solution
     //    is never built here, so nothing a submission can read holds it.
+    // One trusted build per graded module, so that a compile, which sees this build, finds only
+    // the references of this module's prerequisites: never a module's own, built for grading a
+    // later module that requires it.
+    const fs::path reference_dir = ws.build_dir("grade-reference") / m->name();
     const PristineStubs stubs = pristine_stubs(ws, *m);
     TestTarget judge_target = pristine_target(ws, *m, stubs);
     judge_target.with_sanitized = true;  // the submissions' builds follow its sanitized twin

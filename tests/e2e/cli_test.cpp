@@ -161,24 +161,53 @@ TEST_F(Cli, StatusShowsProgressRecordedByCheck) {
   EXPECT_NE(r.out.find("2/6"), std::string::npos) << r.out;
 }
 
+// In a student's repository (a release: no solutions/), students commit their own work, so the
+// stub is the version of the commit that added the file.
 TEST_F(Cli, ResetBacksUpTheStudentFileAndRestoresTheStub) {
+  const fs::path release = root_.string() + "-release";
+  fs::remove_all(release);
+  fs::copy(root_, release, fs::copy_options::recursive);
+  fs::remove_all(release / "solutions");
+  fs::remove_all(release / ".grader");
+  const fs::path file = release / "modules" / "01_probe" / "src" / "probe.cpp";
+  const auto git = [&](std::vector<std::string> args) {
+    args.insert(args.begin(), {"git", "-C", release.string(), "-c", "user.name=k", "-c", "user.email=k@k"});
+    return run_process({.argv = args});
+  };
+  ASSERT_TRUE(git({"init", "-q"}).ok());
+  std::ofstream(file) << stub_;
+  ASSERT_TRUE(git({"add", "-A"}).ok());
+  ASSERT_TRUE(git({"commit", "-q", "-m", "course"}).ok());
+  std::ofstream(file) << kHostile;
+  ASSERT_TRUE(git({"commit", "-q", "-am", "my work"}).ok());
+  const ProcessResult r = run_process({.argv = {KILN_GRADER, "--root", release.string(), "reset", "1", "--yes"},
+                                       .env = {{"KILN_HOME", KILN_HOME_DIR}, {"NO_COLOR", "1"}}});
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
+  EXPECT_EQ(read_file(file), stub_);
+  bool backed_up = false;
+  for (const auto& e : fs::recursive_directory_iterator(release / ".grader" / "backups"))
+    backed_up |= e.is_regular_file() && read_file(e.path()) == kHostile;
+  EXPECT_TRUE(backed_up) << "the student's version is kept in .grader/backups";
+  fs::remove_all(release);
+}
+
+// In the instructors' repository (it has solutions/) stubs change with the course: reset puts back
+// the stub as committed now, the one verify and release use, not the first one ever committed.
+TEST_F(Cli, ResetInTheInstructorsRepositoryRestoresTheCurrentStub) {
   const auto git = [&](std::vector<std::string> args) {
     args.insert(args.begin(), {"git", "-C", root_.string(), "-c", "user.name=k", "-c", "user.email=k@k"});
     return run_process({.argv = args});
   };
   ASSERT_TRUE(git({"init", "-q"}).ok());
-  write_student(stub_);
-  ASSERT_TRUE(git({"add", "modules"}).ok());
+  write_student("// an old stub\n" + stub_);
+  ASSERT_TRUE(git({"add", "-A"}).ok());
   ASSERT_TRUE(git({"commit", "-q", "-m", "course"}).ok());
+  write_student(stub_);
+  ASSERT_TRUE(git({"commit", "-q", "-am", "the stub, revised"}).ok());
   write_student(kHostile);
-  ASSERT_TRUE(git({"commit", "-q", "-am", "my work"}).ok());
   const ProcessResult r = grader({"reset", "1", "--yes"});
   EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
   EXPECT_EQ(read_file(student_file()), stub_);
-  bool backed_up = false;
-  for (const auto& e : fs::recursive_directory_iterator(root_ / ".grader" / "backups"))
-    backed_up |= e.is_regular_file() && read_file(e.path()) == kHostile;
-  EXPECT_TRUE(backed_up) << "the student's version is kept in .grader/backups";
   fs::remove_all(root_ / ".git");
 }
 
