@@ -1,0 +1,24 @@
+// Adam and AdamW: one update with bias-corrected running averages of the gradient and its square.
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/optimizers.h"
+
+namespace kiln::optim {
+
+void Adam::update(bool decoupled_weight_decay) {
+  // For each parameter k with a gradient (skip it, state and all, when !autograd::has_grad):
+  //   t = ++steps_[k] (this parameter's steps, this one included: 1 on its first)
+  //   g = parameter.grad().contiguous(), p = parameter.data(), m = exp_avg_[k], v = exp_avg_sq_[k]
+  //   For each element i, with lr = learning_rate():
+  //     AdamW (decoupled_weight_decay):  p[i] -= lr·weight_decay_·p[i], and use g[i] as it is
+  //     Adam:                            use g[i] + weight_decay_·p[i]
+  //     m[i] = beta1_·m[i] + (1 - beta1_)·g;   v[i] = beta2_·v[i] + (1 - beta2_)·g²
+  //     m̂ = m[i] / (1 - beta1_^t);  v̂ = v[i] / (1 - beta2_^t)   (in double: std::pow)
+  //     p[i] -= lr·m̂ / (√v̂ + eps_)
+  // On the first step m̂ = g and v̂ = g², so every element moves by about lr·sign(g).
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln::optim

@@ -1,0 +1,656 @@
+// Module 07 checks: one TEST per check in module.yaml.
+//
+// Every value taken from the student's code passes through observe() (kiln/observe.h): a check
+// builds the parameters, the optimizer and the gradients inside one lambda, runs the steps, and
+// returns each parameter's trajectory as plain data, a (steps + 1, numel) tensor whose row s holds
+// the parameter's values after step s (row 0: before the first step). The values are read through
+// the caller's own handles, so an update that does not reach the shared storage shows.
+//
+// The expected trajectories come from three places, none of them the student's code:
+//   * hand-worked numbers (f(x) = x² from x = 3, worked in docs/07_optimizers.md);
+//   * PyTorch 1.13 (torch.optim.SGD, Adam, AdamW), run once while this file was written on
+//     f(x) = Σ c·(x - 1)² with c = (1, 4, 0.25) from x = (3, -2, 0.5), lr 0.1, 8 steps:
+//       x = torch.tensor([3.0, -2.0, 0.5], requires_grad=True); opt = torch.optim.SGD([x], lr=0.1, ...)
+//       each step: opt.zero_grad(); (c * (x - 1) * (x - 1)).sum().backward(); opt.step()
+//     the values after every step, printed with 9 significant digits, are held below;
+//   * the update rules replayed here in double precision (reference_trajectories) for random
+//     parameters of shapes (3, 7), (1,), (33,), (2, 5) and (7,), with random gradients of the run,
+//     some of them missing on some steps.
+// Gradients are set directly on each step (as backward() would leave them), except in the
+// zero_grad check, which also runs module 06's backward() on a small loss.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/autograd.h"
+#include "kiln/optimizers.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+namespace ag = autograd;
+
+using testing::data_of;
+using testing::observe;
+using testing::Observed;
+using testing::random_tensor;
+using testing::TensorData;
+
+// ---------------------------------------------------------------------------------------------
+// The optimizer a case runs, with its settings (float, as the optimizer receives them)
+
+struct Settings {
+  enum class Kind { sgd, adam, adamw, adamw_default_decay } kind = Kind::sgd;
+  float lr = 0.1f;
+  float momentum = 0.0f;
+  bool nesterov = false;
+  float weight_decay = 0.0f;  // ignored for adamw_default_decay, which uses AdamW's default 0.01
+  float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+};
+
+Settings sgd(float lr, float momentum = 0.0f, bool nesterov = false, float weight_decay = 0.0f) {
+  return {.kind = Settings::Kind::sgd, .lr = lr, .momentum = momentum, .nesterov = nesterov, .weight_decay = weight_decay};
+}
+Settings adam(float lr, float weight_decay = 0.0f) {
+  return {.kind = Settings::Kind::adam, .lr = lr, .weight_decay = weight_decay};
+}
+Settings adamw(float lr, float weight_decay) {
+  return {.kind = Settings::Kind::adamw, .lr = lr, .weight_decay = weight_decay};
+}
+Settings adamw_default_decay(float lr) {
+  return {.kind = Settings::Kind::adamw_default_decay, .lr = lr, .weight_decay = 0.01f};
+}
+
+// "SGD(lr 0.1, momentum 0.9)" for reports.
+std::string describe(const Settings& s) {
+  switch (s.kind) {
+    case Settings::Kind::sgd:
+      return fmt::format("SGD(lr {}, momentum {}, nesterov {}, weight_decay {})", s.lr, s.momentum, s.nesterov,
+                         s.weight_decay);
+    case Settings::Kind::adam:
+      return fmt::format("Adam(lr {}, weight_decay {})", s.lr, s.weight_decay);
+    case Settings::Kind::adamw:
+      return fmt::format("AdamW(lr {}, weight_decay {})", s.lr, s.weight_decay);
+    case Settings::Kind::adamw_default_decay:
+      return fmt::format("AdamW(lr {}) with its default weight_decay", s.lr);
+  }
+  return "?";
+}
+
+// Builds the optimizer (inside an observation: it is the student's object).
+std::unique_ptr<optim::Optimizer> make_optimizer(const Settings& s, const std::vector<Tensor>& parameters) {
+  switch (s.kind) {
+    case Settings::Kind::sgd:
+      return std::make_unique<optim::SGD>(parameters, s.lr, s.momentum, s.nesterov, s.weight_decay);
+    case Settings::Kind::adam:
+      return std::make_unique<optim::Adam>(parameters, s.lr, s.beta1, s.beta2, s.eps, s.weight_decay);
+    case Settings::Kind::adamw:
+      return std::make_unique<optim::AdamW>(parameters, s.lr, s.beta1, s.beta2, s.eps, s.weight_decay);
+    case Settings::Kind::adamw_default_decay:
+      return std::make_unique<optim::AdamW>(parameters, s.lr);
+  }
+  return nullptr;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs with given gradients
+
+// The parameters' initial values, and the gradient of every parameter at every step:
+// gradients[s][k] is parameter k's gradient at step s + 1, or nothing (no gradient that step).
+struct GradientRun {
+  std::vector<TensorData> initial;
+  std::vector<std::vector<std::optional<TensorData>>> gradients;
+};
+
+// Parameters of the given shapes, values uniform in [-2, 2), and a gradient uniform in [-1, 1)
+// for every parameter at every step, all drawn from the run's seed (streams stream, stream + 1, ...).
+GradientRun random_run(const std::vector<Shape>& shapes, int steps, std::uint64_t stream) {
+  GradientRun run;
+  for (const Shape& shape : shapes) run.initial.push_back(data_of(random_tensor(shape, stream++, -2.0f, 2.0f)));
+  for (int s = 0; s < steps; ++s) {
+    std::vector<std::optional<TensorData>> step;
+    for (const Shape& shape : shapes) step.emplace_back(data_of(random_tensor(shape, stream++)));
+    run.gradients.push_back(std::move(step));
+  }
+  return run;
+}
+
+// Row-major values of a (rows.size(), width) trajectory.
+TensorData trajectory_data(const std::vector<std::vector<double>>& rows) {
+  std::vector<float> values;
+  for (const auto& row : rows)
+    for (const double v : row) values.push_back(static_cast<float>(v));
+  return data_of({static_cast<std::int64_t>(rows.size()), static_cast<std::int64_t>(rows.front().size())}, values);
+}
+
+// The update rules of kiln/optimizers.h (PyTorch's), replayed in double with per-parameter state.
+std::vector<TensorData> reference_trajectories(const GradientRun& run, const Settings& s) {
+  const std::size_t count = run.initial.size();
+  const double lr = s.lr, momentum = s.momentum, beta1 = s.beta1, beta2 = s.beta2, eps = s.eps;
+  const double weight_decay = s.kind == Settings::Kind::adamw_default_decay ? 0.01f : s.weight_decay;
+  const bool decoupled = s.kind == Settings::Kind::adamw || s.kind == Settings::Kind::adamw_default_decay;
+  std::vector<std::vector<double>> p(count), buffer(count), m(count), v(count);
+  std::vector<int> t(count, 0);
+  std::vector<std::vector<std::vector<double>>> rows(count);
+  for (std::size_t k = 0; k < count; ++k) {
+    p[k].assign(run.initial[k].values.begin(), run.initial[k].values.end());
+    m[k].assign(p[k].size(), 0.0);
+    v[k].assign(p[k].size(), 0.0);
+    rows[k].push_back(p[k]);
+  }
+  for (const auto& step : run.gradients) {
+    for (std::size_t k = 0; k < count; ++k) {
+      if (step[k]) {
+        const std::vector<float>& g = step[k]->values;
+        if (s.kind == Settings::Kind::sgd) {
+          const bool first = buffer[k].empty();
+          buffer[k].resize(p[k].size());
+          for (std::size_t i = 0; i < p[k].size(); ++i) {
+            double d = g[i] + weight_decay * p[k][i];
+            if (momentum != 0.0) {
+              buffer[k][i] = first ? d : momentum * buffer[k][i] + d;
+              d = s.nesterov ? d + momentum * buffer[k][i] : buffer[k][i];
+            }
+            p[k][i] -= lr * d;
+          }
+        } else {
+          ++t[k];
+          const double correction1 = 1.0 - std::pow(beta1, t[k]), correction2 = 1.0 - std::pow(beta2, t[k]);
+          for (std::size_t i = 0; i < p[k].size(); ++i) {
+            double gi = g[i];
+            if (decoupled) p[k][i] -= lr * weight_decay * p[k][i];
+            else gi += weight_decay * p[k][i];
+            m[k][i] = beta1 * m[k][i] + (1.0 - beta1) * gi;
+            v[k][i] = beta2 * v[k][i] + (1.0 - beta2) * gi * gi;
+            p[k][i] -= lr * (m[k][i] / correction1) / (std::sqrt(v[k][i] / correction2) + eps);
+          }
+        }
+      }
+      rows[k].push_back(p[k]);
+    }
+  }
+  std::vector<TensorData> out;
+  for (const auto& r : rows) out.push_back(trajectory_data(r));
+  return out;
+}
+
+// Inside an observation: builds the parameters and the optimizer, runs every step with the run's
+// gradients, and returns each parameter's trajectory read through the caller's handles.
+std::vector<Tensor> run_optimizer(const GradientRun& run, const Settings& s) {
+  std::vector<Tensor> parameters;
+  for (const TensorData& initial : run.initial) {
+    Tensor parameter = initial.tensor();
+    parameter.set_requires_grad();  // before the optimizer copies the handle
+    parameters.push_back(parameter);
+  }
+  const auto optimizer = make_optimizer(s, parameters);
+  std::vector<std::vector<float>> rows(parameters.size());
+  auto record = [&] {
+    for (std::size_t k = 0; k < parameters.size(); ++k) {
+      const std::vector<float> values = parameters[k].to_vector();
+      rows[k].insert(rows[k].end(), values.begin(), values.end());
+    }
+  };
+  record();
+  for (const auto& step : run.gradients) {
+    for (std::size_t k = 0; k < parameters.size(); ++k) {
+      parameters[k].zero_grad();
+      if (step[k]) parameters[k].autograd()->grad = step[k]->tensor();
+    }
+    optimizer->step();
+    record();
+  }
+  std::vector<Tensor> trajectories;
+  for (std::size_t k = 0; k < parameters.size(); ++k) {
+    trajectories.emplace_back(Shape{static_cast<std::int64_t>(run.gradients.size() + 1), parameters[k].numel()},
+                              rows[k]);
+  }
+  return trajectories;
+}
+
+std::string shapes_of(const GradientRun& run) {
+  std::string out;
+  for (const TensorData& t : run.initial) out += (out.empty() ? "" : ", ") + to_string(t.shape);
+  return out;
+}
+
+Observed<std::vector<TensorData>> observe_run(const GradientRun& run, const Settings& s) {
+  return observe(fmt::format("{} for {} steps on parameters {}", describe(s), run.gradients.size(), shapes_of(run)),
+                 [&] { return run_optimizer(run, s); });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Runs on f(x) = Σ c·(x - target)², whose gradient 2c·(x - target) depends on the current x
+
+struct Quadratic {
+  std::vector<float> x0, c, target;
+  bool zero_gradient = false;  // a gradient of zeros instead (weight decay alone)
+};
+
+Tensor run_quadratic(const Quadratic& q, const Settings& s, int steps) {
+  const auto n = static_cast<std::int64_t>(q.x0.size());
+  Tensor x(Shape{n}, q.x0);
+  x.set_requires_grad();
+  const auto optimizer = make_optimizer(s, {x});
+  std::vector<float> rows = x.to_vector();
+  for (int step = 0; step < steps; ++step) {
+    const std::vector<float> now = x.to_vector();
+    std::vector<float> gradient(now.size(), 0.0f);
+    if (!q.zero_gradient) {
+      for (std::size_t i = 0; i < now.size(); ++i) gradient[i] = 2.0f * q.c[i] * (now[i] - q.target[i]);
+    }
+    x.zero_grad();
+    x.autograd()->grad = Tensor(Shape{n}, gradient);
+    optimizer->step();
+    const std::vector<float> after = x.to_vector();
+    rows.insert(rows.end(), after.begin(), after.end());
+  }
+  return Tensor(Shape{steps + 1, n}, rows);
+}
+
+// f(x) = x² from x = 3, one (1,) parameter.
+const Quadratic square_from_3{.x0 = {3.0f}, .c = {1.0f}, .target = {0.0f}};
+// PyTorch's problem: Σ c·(x - 1)², c = (1, 4, 0.25), from (3, -2, 0.5).
+const Quadratic torch_problem{.x0 = {3.0f, -2.0f, 0.5f}, .c = {1.0f, 4.0f, 0.25f}, .target = {1.0f, 1.0f, 1.0f}};
+
+// A (steps + 1, n) trajectory from rows after steps 1, 2, ..., the first row being x0.
+TensorData expected_trajectory(const std::vector<float>& x0, const std::vector<std::vector<float>>& after) {
+  std::vector<float> values = x0;
+  for (const auto& row : after) values.insert(values.end(), row.begin(), row.end());
+  return data_of({static_cast<std::int64_t>(after.size() + 1), static_cast<std::int64_t>(x0.size())}, values);
+}
+
+// PyTorch 1.13's trajectories on torch_problem (lr 0.1), rows after steps 1 to 8, printed with
+// 9 significant digits by the script described at the top of this file.
+const std::vector<std::vector<float>> torch_sgd = {
+    {2.5999999f, 0.400000036f, 0.524999976f},  {2.27999997f, 0.879999995f, 0.548749983f},
+    {2.02399993f, 0.976000011f, 0.571312487f}, {1.81919992f, 0.995199978f, 0.592746854f},
+    {1.65535998f, 0.999040008f, 0.613109529f}, {1.52428794f, 0.999808013f, 0.632454038f},
+    {1.41943038f, 0.999961615f, 0.650831342f}, {1.33554435f, 0.999992311f, 0.668289781f}};
+// momentum 0.9
+const std::vector<std::vector<float>> torch_momentum = {
+    {2.5999999f, 0.400000036f, 0.524999976f},     {1.91999996f, 3.03999996f, 0.571249962f},
+    {1.12400007f, 3.78399968f, 0.634312451f},     {0.382800132f, 2.22639966f, 0.709353089f},
+    {-0.160839826f, -0.156560123f, 0.791422009f}, {-0.417947799f, -1.37597585f, 0.875712931f},
+    {-0.365755409f, -0.572669268f, 0.957789123f}, {-0.0456311852f, 1.40844214f, 1.03376818f}};
+// momentum 0.9, nesterov
+const std::vector<std::vector<float>> torch_nesterov = {
+    {2.24000001f, 2.55999994f, 0.547500014f},  {1.44480002f, 2.13279986f, 0.610737503f},
+    {0.783296049f, 1.14966393f, 0.684268713f}, {0.350353986f, 0.852968395f, 0.762924433f},
+    {0.168564931f, 0.917188466f, 0.842028856f}, {0.203963846f, 0.994997323f, 0.91756171f},
+    {0.388658285f, 1.01300502f, 0.986264229f}, {0.643906593f, 1.00584245f, 1.04569161f}};
+// momentum 0.9, weight_decay 0.1
+const std::vector<std::vector<float>> torch_momentum_decay = {
+    {2.56999993f, 0.420000106f, 0.519999981f},    {1.84329987f, 3.05780005f, 0.556800008f},
+    {1.00217688f, 3.75500202f, 0.60651201f},      {0.234709039f, 2.14093208f, 0.664862096f},
+    {-0.305300891f, -0.245885879f, 0.727485418f}, {-0.527196646f, -1.39485455f, 0.790197313f},
+    {-0.416191518f, -0.499094009f, 0.849226177f}, {-0.0288866814f, 1.51135671f, 0.901398599f}};
+// Adam(lr 0.1)
+const std::vector<std::vector<float>> torch_adam = {
+    {2.9000001f, -1.89999998f, 0.599999964f}, {2.80016661f, -1.80010271f, 0.698812544f},
+    {2.70062351f, -1.70038152f, 0.795128703f}, {2.60150504f, -1.60091352f, 0.887084544f},
+    {2.50295591f, -1.50177944f, 0.972185493f}, {2.40513182f, -1.40306365f, 1.04743147f},
+    {2.30819964f, -1.3048538f, 1.10978878f},   {2.21233702f, -1.20724118f, 1.15694594f}};
+// Adam(lr 0.1, weight_decay 0.1)
+const std::vector<std::vector<float>> torch_adam_decay = {
+    {2.9000001f, -1.89999998f, 0.600000024f}, {2.80016184f, -1.80010319f, 0.697572052f},
+    {2.70060539f, -1.70038331f, 0.789346099f}, {2.60146046f, -1.60091794f, 0.870064378f},
+    {2.50286674f, -1.50178826f, 0.933404624f}, {2.40497398f, -1.40307903f, 0.974797845f},
+    {2.30794263f, -1.30487859f, 0.993829906f}, {2.21194315f, -1.20727873f, 0.993508458f}};
+// AdamW(lr 0.1, weight_decay 0.1)
+const std::vector<std::vector<float>> torch_adamw = {
+    {2.87000012f, -1.88f, 0.594999969f},       {2.74153161f, -1.76132715f, 0.687959194f},
+    {2.6147542f, -1.64405859f, 0.777756155f},  {2.48984241f, -1.52827454f, 0.862859249f},
+    {2.36698675f, -1.41405833f, 0.941288948f}, {2.2463932f, -1.30149627f, 1.01070857f},
+    {2.12828493f, -1.19067717f, 1.06872761f},  {2.01289964f, -1.08169222f, 1.11339748f}};
+
+// ---------------------------------------------------------------------------------------------
+// Judging
+
+// Trajectories agree when every value is within atol + rtol·|expected|: float32 updates drift
+// from the double replay by a few units in the last place per step.
+constexpr double kAtol = 2e-5;
+constexpr double kRtol = 2e-5;
+
+bool expect_quadratic(const char* file, int line, const Quadratic& q, const Settings& s, int steps,
+                      const TensorData& expected, const std::string& case_name, std::string_view failure_id) {
+  const auto got = observe(fmt::format("{} for {} steps from x = {}", describe(s), steps, testing::list(q.x0)),
+                           [&] { return run_quadratic(q, s, steps); });
+  return testing::expect_close(file, line, got, expected, kAtol, failure_id, kRtol, {{"case", case_name}});
+}
+#define EXPECT_QUADRATIC(q, s, steps, expected, case_name, id) \
+  expect_quadratic(__FILE__, __LINE__, q, s, steps, expected, case_name, id)
+
+bool expect_trajectories(const char* file, int line, const Observed<std::vector<TensorData>>& got,
+                         const std::vector<TensorData>& expected, const std::vector<std::size_t>& which,
+                         const std::string& case_name, std::string_view failure_id, double atol = kAtol,
+                         double rtol = kRtol, const testing::Params& extra = {}) {
+  testing::Params params = extra;
+  params.emplace_back("case", case_name);
+  if (!testing::expect_ok(file, line, got, failure_id, params)) return false;
+  for (const std::size_t k : which) {
+    const Observed<TensorData> parameter(
+        fmt::format("{}: parameter {} of shape {}", got.call(), k, to_string(expected[k].shape)), (*got)[k]);
+    if (!testing::expect_close(file, line, parameter, expected[k], atol, failure_id, rtol, params)) return false;
+  }
+  return true;
+}
+
+std::vector<std::size_t> all_of(const GradientRun& run) {
+  std::vector<std::size_t> which(run.initial.size());
+  for (std::size_t k = 0; k < which.size(); ++k) which[k] = k;
+  return which;
+}
+
+// A random run of `settings` replayed in double, judged under failure_id.
+bool expect_random_run(const char* file, int line, const GradientRun& run, const Settings& s, std::string_view failure_id) {
+  return expect_trajectories(file, line, observe_run(run, s), reference_trajectories(run, s), all_of(run),
+                             fmt::format("random parameters {}, random gradients", shapes_of(run)), failure_id);
+}
+#define EXPECT_RANDOM_RUN(run, s, id) expect_random_run(__FILE__, __LINE__, run, s, id)
+
+}  // namespace
+
+// ---------------------------------------------------------------------------------------------
+
+TEST(Optimizers, ZeroGrad) {
+  // Three parameters, (3, 7) and (1,) with gradients of the run and (2, 5) without one.
+  const TensorData a = data_of(random_tensor({3, 7}, 1)), b = data_of(random_tensor({1}, 2));
+  const TensorData c = data_of(random_tensor({2, 5}, 3));
+  const TensorData grad_a = data_of(random_tensor({3, 7}, 4)), grad_b = data_of(random_tensor({1}, 5));
+  const auto flags = observe("has_grad(p) for p (3, 7), (1,) with gradients and (2, 5) without, after zero_grad()", [&] {
+    std::vector<Tensor> parameters{a.tensor(), b.tensor(), c.tensor()};
+    for (Tensor& p : parameters) p.set_requires_grad();
+    parameters[0].autograd()->grad = grad_a.tensor();
+    parameters[1].autograd()->grad = grad_b.tensor();
+    optim::SGD optimizer(parameters, 0.1f);
+    optimizer.zero_grad();
+    std::vector<std::int64_t> has(parameters.size());
+    for (std::size_t k = 0; k < parameters.size(); ++k) has[k] = ag::has_grad(parameters[k]) ? 1 : 0;
+    return has;
+  });
+  const std::string case_a = "gradients set on (3, 7) and (1,) parameters";
+  if (!KILN_EXPECT_OK(flags, "zero_grad_stale", {{"case", case_a}})) return;
+  for (std::size_t k = 0; k < flags->size(); ++k) {
+    if ((*flags)[k] != 0) {
+      KILN_FAIL("zero_grad_stale", {{"case", case_a}},
+                fmt::format("{}: parameter {} still has a gradient", flags.call(), k));
+      return;
+    }
+  }
+
+  // A training loop through module 06: backward() of Σ p² + Σ q², zero_grad(), then backward() of
+  // Σ p ⊙ w alone. p's gradient must be w (not w + 2p), and q, absent from the second loss, has none.
+  const TensorData p0 = data_of(random_tensor({3, 7}, 6)), q0 = data_of(random_tensor({1}, 7));
+  const TensorData w = data_of(random_tensor({3, 7}, 8));
+  const auto grads = observe("backward(Σ p² + Σ q²), zero_grad(), backward(Σ p ⊙ w): p.grad() and has_grad(q)", [&] {
+    Tensor p = p0.tensor(), q = q0.tensor();
+    p.set_requires_grad();
+    q.set_requires_grad();
+    optim::SGD optimizer({p, q}, 0.1f);
+    ag::add(ag::sum(ag::mul(p, p)), ag::sum(ag::mul(q, q))).backward();
+    optimizer.zero_grad();
+    ag::sum(ag::mul(p, w.tensor())).backward();
+    return std::pair(p.grad(), ag::has_grad(q));
+  });
+  const std::string case_b = "backward() of Σ p² + Σ q², zero_grad(), backward() of Σ p ⊙ w";
+  if (!KILN_EXPECT_OK(grads, "zero_grad_stale", {{"case", case_b}})) return;
+  if (grads->second) {
+    KILN_FAIL("zero_grad_stale", {{"case", case_b}}, grads.call() + ": q, used only in the first loss, still has a gradient");
+    return;
+  }
+  const testing::Comparison compared = testing::compare(grads->first, w, 1e-5);
+  if (!compared.close) {
+    KILN_FAIL("zero_grad_stale", {{"case", case_b}},
+              grads.call() + ": p.grad() should be w, the second loss's gradient alone; " + compared.describe());
+  }
+}
+
+TEST(Optimizers, SGD) {
+  // By hand: x ← x - 0.1·2x = 0.8·x from 3.
+  const Quadratic& q = square_from_3;
+  const auto hand = observe("SGD(lr 0.1) for 5 steps on f(x) = x² from x = 3", [&] { return run_quadratic(q, sgd(0.1f), 5); });
+  const std::string hand_case = "f(x) = x² from x = 3, lr 0.1";
+  if (!KILN_EXPECT_OK(hand, "sgd_wrong", {{"case", hand_case}})) return;
+  if (hand->values.size() >= 2 && hand->values[1] == hand->values[0]) {
+    KILN_FAIL("not_in_place", {{"case", hand_case}}, hand.call() + ": x is still 3 after the first step");
+    return;
+  }
+  if (!testing::expect_close(__FILE__, __LINE__, hand, expected_trajectory({3.0f}, {{2.4f}, {1.92f}, {1.536f}, {1.2288f}, {0.98304f}}),
+                             kAtol, "sgd_wrong", kRtol, {{"case", hand_case}}))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, sgd(0.1f), 8, expected_trajectory(torch_problem.x0, torch_sgd),
+                        "PyTorch's SGD on Σ c·(x - 1)²", "sgd_wrong"))
+    return;
+  EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}, {33}}, 5, 100), sgd(0.05f), "sgd_wrong");
+}
+
+TEST(Optimizers, Momentum) {
+  // By hand, lr 0.1, momentum 0.9 on x²: buf = 6, x = 2.4; buf = 5.4 + 4.8 = 10.2, x = 1.38;
+  // buf = 9.18 + 2.76 = 11.94, x = 0.186.
+  if (!EXPECT_QUADRATIC(square_from_3, sgd(0.1f, 0.9f), 3, expected_trajectory({3.0f}, {{2.4f}, {1.38f}, {0.186f}}),
+                        "f(x) = x² from x = 3, lr 0.1, momentum 0.9", "momentum_wrong"))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, sgd(0.1f, 0.9f), 8, expected_trajectory(torch_problem.x0, torch_momentum),
+                        "PyTorch's SGD with momentum 0.9 on Σ c·(x - 1)²", "momentum_wrong"))
+    return;
+  if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 200), sgd(0.05f, 0.9f), "momentum_wrong")) return;
+  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 300), sgd(0.1f, 0.5f), "momentum_wrong");
+}
+
+TEST(Optimizers, Nesterov) {
+  // By hand, lr 0.1, momentum 0.9: buf = 6, step 0.1·(6 + 5.4), x = 1.86; g = 3.72,
+  // buf = 5.4 + 3.72 = 9.12, step 0.1·(3.72 + 8.208), x = 0.6672.
+  if (!EXPECT_QUADRATIC(square_from_3, sgd(0.1f, 0.9f, true), 2, expected_trajectory({3.0f}, {{1.86f}, {0.6672f}}),
+                        "f(x) = x² from x = 3, lr 0.1, momentum 0.9, nesterov", "nesterov_wrong"))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, sgd(0.1f, 0.9f, true), 8, expected_trajectory(torch_problem.x0, torch_nesterov),
+                        "PyTorch's SGD with Nesterov momentum 0.9 on Σ c·(x - 1)²", "nesterov_wrong"))
+    return;
+  EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 400), sgd(0.05f, 0.9f, true), "nesterov_wrong");
+}
+
+TEST(Optimizers, WeightDecay) {
+  // By hand, a zero gradient, lr 0.1, weight decay 0.5: x ← x - 0.1·0.5·x = 0.95·x from 3.
+  Quadratic decay_only = square_from_3;
+  decay_only.zero_gradient = true;
+  if (!EXPECT_QUADRATIC(decay_only, sgd(0.1f, 0.0f, false, 0.5f), 2, expected_trajectory({3.0f}, {{2.85f}, {2.7075f}}),
+                        "a zero gradient from x = 3, lr 0.1, weight_decay 0.5", "weight_decay_wrong"))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, sgd(0.1f, 0.9f, false, 0.1f), 8,
+                        expected_trajectory(torch_problem.x0, torch_momentum_decay),
+                        "PyTorch's SGD with momentum 0.9 and weight_decay 0.1 on Σ c·(x - 1)²", "weight_decay_wrong"))
+    return;
+  if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 5, 500), sgd(0.1f, 0.0f, false, 0.2f), "weight_decay_wrong")) return;
+  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 600), sgd(0.05f, 0.9f, true, 0.1f), "weight_decay_wrong");
+}
+
+TEST(Optimizers, Adam) {
+  // The first step: m̂ = g and v̂ = g², so every element moves by lr·g/(|g| + eps), about lr·sign(g).
+  if (!EXPECT_QUADRATIC(square_from_3, adam(0.1f), 1, expected_trajectory({3.0f}, {{2.9f}}),
+                        "f(x) = x² from x = 3, lr 0.1", "adam_first_step"))
+    return;
+  const GradientRun first = random_run({{3, 7}, {1}}, 1, 700);
+  const Settings first_settings = adam(0.01f);
+  if (!expect_trajectories(__FILE__, __LINE__, observe_run(first, first_settings),
+                           reference_trajectories(first, first_settings), all_of(first),
+                           "random (3, 7) and (1,) parameters, lr 0.01", "adam_first_step", 1e-6, 1e-6))
+    return;
+
+  // Step 2 on x², by hand: g = 5.8, m = 0.54 + 0.58 = 1.12, v = 0.035964 + 0.03364 = 0.069604,
+  // m̂ = 1.12/0.19, v̂ = 0.069604/0.001999, x = 2.9 - 0.1·5.8947/5.9008 = 2.8001027.
+  if (!EXPECT_QUADRATIC(square_from_3, adam(0.1f), 2, expected_trajectory({3.0f}, {{2.9f}, {2.8001027f}}),
+                        "f(x) = x² from x = 3, lr 0.1", "adam_wrong"))
+    return;
+  // L2 decay with a zero gradient: g = 0.01·x is all Adam sees, and m̂/√v̂ = 1, so x moves by lr.
+  Quadratic decay_only = square_from_3;
+  decay_only.zero_gradient = true;
+  if (!EXPECT_QUADRATIC(decay_only, adam(0.1f, 0.01f), 2, expected_trajectory({3.0f}, {{2.9f}, {2.80010295f}}),
+                        "a zero gradient from x = 3, lr 0.1, weight_decay 0.01", "adam_wrong"))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, adam(0.1f), 8, expected_trajectory(torch_problem.x0, torch_adam),
+                        "PyTorch's Adam on Σ c·(x - 1)²", "adam_wrong"))
+    return;
+  if (!EXPECT_QUADRATIC(torch_problem, adam(0.1f, 0.1f), 8, expected_trajectory(torch_problem.x0, torch_adam_decay),
+                        "PyTorch's Adam with weight_decay 0.1 on Σ c·(x - 1)²", "adam_wrong"))
+    return;
+  if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 800), adam(0.01f), "adam_wrong")) return;
+  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 900), adam(0.05f, 0.1f), "adam_wrong");
+}
+
+TEST(Optimizers, AdamW) {
+  // A zero gradient: AdamW only shrinks, x ← x·(1 - 0.1·0.01) = 0.999·x, to 2.997 and 2.99400306,
+  // where Adam's L2 decay (the Adam check) moves x by the whole lr, to 2.9.
+  Quadratic decay_only = square_from_3;
+  decay_only.zero_gradient = true;
+  if (!EXPECT_QUADRATIC(decay_only, adamw(0.1f, 0.01f), 2, expected_trajectory({3.0f}, {{2.997f}, {2.99400306f}}),
+                        "x = 3, lr 0.1, weight_decay 0.01", "adamw_decay_wrong"))
+    return;
+  // The same on a random (3, 7) parameter with AdamW's default decay: p·0.999^t exactly.
+  GradientRun zero = random_run({{3, 7}}, 3, 1000);
+  for (auto& step : zero.gradients) step[0] = data_of({3, 7}, std::vector<float>(21, 0.0f));
+  const Settings default_decay = adamw_default_decay(0.1f);
+  if (!expect_trajectories(__FILE__, __LINE__, observe_run(zero, default_decay),
+                           reference_trajectories(zero, default_decay), {0},
+                           "a random (3, 7) parameter, lr 0.1, the default weight_decay 0.01", "adamw_decay_wrong"))
+    return;
+
+  if (!EXPECT_QUADRATIC(torch_problem, adamw(0.1f, 0.1f), 8, expected_trajectory(torch_problem.x0, torch_adamw),
+                        "PyTorch's AdamW with weight_decay 0.1 on Σ c·(x - 1)²", "adamw_wrong"))
+    return;
+  if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 1100), adamw_default_decay(0.05f), "adamw_wrong")) return;
+  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 1200), adamw(0.1f, 0.1f), "adamw_wrong");
+}
+
+TEST(Optimizers, NoGradient) {
+  // Four parameters over 6 steps: (3, 7) with a gradient every step; (1,) without one at steps 3
+  // and 4; (2, 5) never; (7,) from step 3 on. A parameter must not move on a step without a
+  // gradient, and one whose gradient comes late (or comes back) continues its own state.
+  GradientRun run = random_run({{3, 7}, {1}, {2, 5}, {7}}, 6, 1300);
+  for (std::size_t s = 0; s < run.gradients.size(); ++s) {
+    if (s == 2 || s == 3) run.gradients[s][1].reset();
+    run.gradients[s][2].reset();
+    if (s < 2) run.gradients[s][3].reset();
+  }
+  for (const Settings& s : {sgd(0.1f, 0.9f, false, 0.1f), adam(0.05f, 0.1f), adamw(0.05f, 0.1f)}) {
+    const auto got = observe_run(run, s);
+    if (!KILN_EXPECT_OK(got, "no_grad_moved", {{"optimizer", describe(s)}, {"step", "1"}})) return;
+    for (std::size_t k = 0; k < run.initial.size(); ++k) {
+      const TensorData& trajectory = (*got)[k];
+      const auto width = static_cast<std::size_t>(run.initial[k].numel());
+      if (trajectory.values.size() != width * (run.gradients.size() + 1)) continue;  // judged below
+      for (std::size_t step = 1; step <= run.gradients.size(); ++step) {
+        if (run.gradients[step - 1][k]) continue;
+        for (std::size_t i = 0; i < width; ++i) {
+          const float before = trajectory.values[(step - 1) * width + i], after = trajectory.values[step * width + i];
+          if (after != before) {
+            const auto [now, was] = testing::format_pair(after, before);
+            KILN_FAIL("no_grad_moved", {{"optimizer", describe(s)}, {"step", std::to_string(step)}},
+                      fmt::format("{}: parameter {} of shape {}, element {}, went from {} to {} at step {}", got.call(),
+                                  k, to_string(run.initial[k].shape), i, was, now, step));
+            return;
+          }
+        }
+      }
+    }
+    if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, s), {1, 3},
+                             "parameters (1,) and (7,)", "late_state_wrong", kAtol, kRtol, {{"optimizer", describe(s)}}))
+      return;
+  }
+}
+
+TEST(Optimizers, Schedules) {
+  // step_lr: the hand case (PyTorch's StepLR gives the same), then rates, step sizes and gammas of
+  // the run, step size 1 always among them.
+  struct StepCase {
+    float base_lr;
+    int step_size;
+    float gamma;
+    int epochs = 34;
+  };
+  testing::Generator draw(1400);
+  std::vector<StepCase> step_cases{{0.1f, 3, 0.5f, 8}, {draw.uniform(0.01f, 1.0f), 1, draw.uniform(0.1f, 0.9f)}};
+  for (const std::int64_t size : testing::random_ints(2, 2, 8, 1401))
+    step_cases.push_back({draw.uniform(0.01f, 1.0f), static_cast<int>(size), draw.uniform(0.1f, 0.9f)});
+  for (const StepCase& c : step_cases) {
+    const int epochs = c.epochs;
+    const auto got = observe(fmt::format("step_lr({}, epoch, {}, {}) for epoch 0 to {}", c.base_lr, c.step_size, c.gamma, epochs - 1), [&] {
+      std::vector<float> rates;
+      for (int epoch = 0; epoch < epochs; ++epoch) rates.push_back(optim::step_lr(c.base_lr, epoch, c.step_size, c.gamma));
+      return rates;
+    });
+    const testing::Params setting{{"base_lr", fmt::format("{}", c.base_lr)}, {"step_size", std::to_string(c.step_size)},
+                                  {"gamma", fmt::format("{}", c.gamma)}};
+    testing::Params params = setting;
+    params.emplace_back("epoch", "epoch");
+    params.emplace_back("got", "an error");
+    params.emplace_back("expected", "a rate");
+    if (!KILN_EXPECT_OK(got, "step_lr_wrong", params)) return;
+    for (int epoch = 0; epoch < epochs; ++epoch) {
+      const double expected = static_cast<float>(c.base_lr * std::pow(static_cast<double>(c.gamma), epoch / c.step_size));
+      const double actual = epoch < static_cast<int>(got->size()) ? (*got)[epoch] : std::nan("");
+      if (!(std::fabs(actual - expected) <= 1e-6 * std::fabs(expected))) {
+        const auto [a, e] = testing::format_pair(actual, expected);
+        testing::Params failed = setting;
+        failed.insert(failed.end(), {{"epoch", std::to_string(epoch)}, {"got", a}, {"expected", e}});
+        KILN_FAIL("step_lr_wrong", failed, got.call());
+        return;
+      }
+    }
+  }
+
+  // cosine_lr: 0.1 to 0.001 over 10 steps (PyTorch's CosineAnnealingLR gives 0.1, 0.0975773,
+  // 0.0905463, ..., 0.0505 at step 5, ..., 0.001), then a single step, total steps of 7, 31 and 33
+  // with rates of the run, and a schedule down to 0. Steps go two past the end.
+  struct CosineCase {
+    float base_lr, min_lr;
+    int total_steps;
+  };
+  std::vector<CosineCase> cosine_cases{{0.1f, 0.001f, 10}, {draw.uniform(0.01f, 1.0f), draw.uniform(0.0f, 0.01f), 1}};
+  for (const int total : {7, 31, 33}) cosine_cases.push_back({draw.uniform(0.01f, 1.0f), draw.uniform(0.0f, 0.01f), total});
+  cosine_cases.push_back({draw.uniform(0.01f, 1.0f), 0.0f, static_cast<int>(testing::random_ints(1, 2, 40, 1402)[0])});
+  for (const CosineCase& c : cosine_cases) {
+    const int steps = c.total_steps + 3;
+    const auto got = observe(fmt::format("cosine_lr({}, {}, step, {}) for step 0 to {}", c.base_lr, c.min_lr, c.total_steps, steps - 1), [&] {
+      std::vector<float> rates;
+      for (int step = 0; step < steps; ++step) rates.push_back(optim::cosine_lr(c.base_lr, c.min_lr, step, c.total_steps));
+      return rates;
+    });
+    const testing::Params setting{{"base_lr", fmt::format("{}", c.base_lr)}, {"min_lr", fmt::format("{}", c.min_lr)},
+                                  {"total_steps", std::to_string(c.total_steps)}};
+    testing::Params params = setting;
+    params.insert(params.end(), {{"step", "step"}, {"got", "an error"}, {"expected", "a rate"}});
+    if (!KILN_EXPECT_OK(got, "cosine_wrong", params)) return;
+    for (int step = 0; step < steps; ++step) {
+      // Endpoints exactly: base_lr at step 0, min_lr from total_steps on.
+      double expected = c.min_lr;
+      double tolerance = 0.0;
+      if (step == 0) {
+        expected = c.base_lr;
+      } else if (step < c.total_steps) {
+        const double progress = static_cast<double>(step) / c.total_steps;
+        expected = static_cast<float>(c.min_lr + (static_cast<double>(c.base_lr) - c.min_lr) * 0.5 *
+                                                      (1.0 + std::cos(3.14159265358979323846 * progress)));
+        tolerance = 1e-6 * std::fabs(expected);
+      }
+      const double actual = step < static_cast<int>(got->size()) ? (*got)[step] : std::nan("");
+      if (!(std::fabs(actual - expected) <= tolerance)) {
+        const auto [a, e] = testing::format_pair(actual, expected);
+        testing::Params failed = setting;
+        failed.insert(failed.end(), {{"step", std::to_string(step)}, {"got", a}, {"expected", e}});
+        KILN_FAIL("cosine_wrong", failed, got.call());
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace kiln
