@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include "kiln/grader/course.h"
+#include "kiln/grader/report.h"
+#include "kiln/grader/runner.h"
 
 namespace kiln::grader {
 namespace {
@@ -70,6 +72,24 @@ TEST(CourseLoading, FindsModulesByNumberFolderAndSlug) {
   } catch (const CourseError& e) {
     EXPECT_NE(std::string(e.what()).find("01_probe"), std::string::npos) << "the error lists the modules";
   }
+}
+
+// A test that names a failure the catalogue does not have: the slip is the author's, and the
+// report says so, with the nearest catalogued id.
+TEST(ReportUnknownFailure, SaysTheIdIsNotCataloguedAndSuggestsTheNearest) {
+  CourseFolder folder(kValid);
+  const Course course = load_course(folder.root());
+  const Module& m = course.modules[0];
+  CheckResult result{.check = m.check("adds"), .status = Status::failed};
+  result.failures.push_back(ReportedFailure{.id = "wrong_sun"});
+  const RunResult run{.checks = {result}};
+  const Report report = make_report(course, m, {m.check("adds")}, BuildResult{.ok = true}, &run, "student");
+  ASSERT_EQ(report.checks.size(), 1u);
+  ASSERT_FALSE(report.checks[0].messages.empty());
+  EXPECT_NE(report.checks[0].messages[0].find("the test reported the failure 'wrong_sun', which is not in 01_probe's "
+                                              "module.yaml (did you mean 'wrong_sum'?)"),
+            std::string::npos)
+      << report.checks[0].messages[0];
 }
 
 TEST(CourseLoading, ReportsInvalidYamlWithFileAndLine) {

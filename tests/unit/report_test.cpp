@@ -1,3 +1,4 @@
+#include <sstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
@@ -77,6 +78,32 @@ TEST(RenderSkipped, CountsNeitherPassedNorFailedAndSaysWhy) {
   const std::string xml = render_junit({r});
   EXPECT_NE(xml.find("skipped=\"1\""), std::string::npos) << xml;
   EXPECT_EQ(nlohmann::json::parse(render_json(r))["checks"][3]["device"], true);
+}
+
+// Every line of a wrapped text fits the terminal, counted in columns (colour codes and UTF-8
+// take none), and no word is broken.
+TEST(Wrap, FitsEightyColumnsWithoutBreakingWords) {
+  const std::string hint =
+      "Each tile product overwrote the output block instead of adding to it: \x1b[1mc[i, j] += a[i, k]·b[k, j]\x1b[0m "
+      "collects every tile along the inner dimension, and the output starts from zeros once, before the loops.";
+  const std::string indent(14, ' ');
+  const std::string wrapped = wrap(hint, 80, indent);
+  std::istringstream lines(wrapped);
+  int count = 0;
+  for (std::string line; std::getline(lines, line); ++count) {
+    std::size_t columns = 0;
+    for (std::size_t i = 0; i < line.size(); ++i) {
+      if (line[i] == '\x1b') {
+        i = line.find('m', i);
+        continue;
+      }
+      columns += (static_cast<unsigned char>(line[i]) & 0xc0) != 0x80;
+    }
+    EXPECT_LE(columns + (count ? 0 : indent.size()), 80u) << line;
+  }
+  EXPECT_GE(count, 3);
+  for (const char* word : {"overwrote", "dimension,", "c[i,", "loops."})
+    EXPECT_NE(wrapped.find(word), std::string::npos) << word << " was broken";
 }
 
 TEST(RenderOptional, AnOpenChallengeIsNamedAndDoesNotStandBetweenAModuleAndDone) {

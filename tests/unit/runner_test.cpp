@@ -43,6 +43,81 @@ TEST(FirstError, PrefersTheFirstErrorInAStudentFile) {
   EXPECT_NE(d->explanation.find("does not know"), std::string::npos);
 }
 
+// g++ 12's own output, as a student sees it in a log: std::max of an int64_t and an int.
+TEST(FirstError, KeepsTheNoteThatExplainsATemplateCallAndNamesBothTypes) {
+  const std::string log =
+      "/course/modules/01_tensor/src/tensor.cpp: In function ‘int64_t f(int64_t)’:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:3:49: error: no matching function for call to ‘max(int64_t&, int)’\n"
+      "    3 | std::int64_t f(std::int64_t n) { return std::max(n, 0); }\n"
+      "      |                                         ~~~~~~~~^~~~~~\n"
+      "In file included from /usr/include/c++/12/algorithm:60,\n"
+      "                 from /course/modules/01_tensor/src/tensor.cpp:1:\n"
+      "/usr/include/c++/12/bits/stl_algobase.h:254:5: note: candidate: ‘template<class _Tp> constexpr const _Tp& std::max(const _Tp&, const _Tp&)’\n"
+      "  254 |     max(const _Tp& __a, const _Tp& __b)\n"
+      "      |     ^~~\n"
+      "/usr/include/c++/12/bits/stl_algobase.h:254:5: note:   template argument deduction/substitution failed:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:3:49: note:   deduced conflicting types for parameter ‘const _Tp’ (‘long int’ and ‘int’)\n"
+      "    3 | std::int64_t f(std::int64_t n) { return std::max(n, 0); }\n"
+      "      |                                         ~~~~~~~~^~~~~~\n"
+      "/usr/include/c++/12/bits/stl_algobase.h:300:5: note: candidate: ‘template<class _Tp, class _Compare> constexpr const _Tp& std::max(const _Tp&, const _Tp&, _Compare)’\n"
+      "  300 |     max(const _Tp& __a, const _Tp& __b, _Compare __comp)\n"
+      "      |     ^~~\n"
+      "/usr/include/c++/12/bits/stl_algobase.h:300:5: note:   template argument deduction/substitution failed:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:3:49: note:   deduced conflicting types for parameter ‘const _Tp’ (‘long int’ and ‘int’)\n"
+      "    3 | std::int64_t f(std::int64_t n) { return std::max(n, 0); }\n"
+      "      |                                         ~~~~~~~~^~~~~~\n"
+      "In file included from /usr/include/c++/12/algorithm:61:\n"
+      "/usr/include/c++/12/bits/stl_algo.h:5746:5: note: candidate: ‘template<class _Tp> constexpr _Tp std::max(initializer_list<_Tp>)’\n"
+      " 5746 |     max(initializer_list<_Tp> __l)\n"
+      "      |     ^~~\n"
+      "/usr/include/c++/12/bits/stl_algo.h:5746:5: note:   template argument deduction/substitution failed:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:3:49: note:   mismatched types ‘std::initializer_list<_Tp>’ and ‘long int’\n"
+      "    3 | std::int64_t f(std::int64_t n) { return std::max(n, 0); }\n"
+      "      |                                         ~~~~~~~~^~~~~~\n"
+      "/usr/include/c++/12/bits/stl_algo.h:5756:5: note: candidate: ‘template<class _Tp, class _Compare> constexpr _Tp std::max(initializer_list<_Tp>, _Compare)’\n"
+      " 5756 |     max(initializer_list<_Tp> __l, _Compare __comp)\n"
+      "      |     ^~~\n"
+      "/usr/include/c++/12/bits/stl_algo.h:5756:5: note:   template argument deduction/substitution failed:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:3:49: note:   mismatched types ‘std::initializer_list<_Tp>’ and ‘long int’\n"
+      "    3 | std::int64_t f(std::int64_t n) { return std::max(n, 0); }\n"
+      "      |                                         ~~~~~~~~^~~~~~\n";
+  const auto d = first_error(log, {"/course/modules/01_tensor/src/tensor.cpp"});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->line, 3);
+  ASSERT_FALSE(d->notes.empty()) << "the note that explains the error is kept";
+  EXPECT_NE(d->notes[0].find("deduced conflicting types"), std::string::npos) << d->notes[0];
+  EXPECT_NE(d->explanation.find("different types (long int and int)"), std::string::npos) << d->explanation;
+  EXPECT_NE(d->explanation.find("std::max<std::int64_t>(n, 0)"), std::string::npos) << d->explanation;
+}
+
+TEST(FirstError, ExplainsAMissingSemicolon) {
+  const std::string log =
+      "/course/modules/01_tensor/src/tensor.cpp: In function ‘int f(int)’:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:2:2: error: expected ‘,’ or ‘;’ before ‘return’\n"
+      "    2 |  return x; }\n"
+      "      |  ^~~~~~\n"
+      "/course/modules/01_tensor/src/tensor.cpp:2:12: warning: no return statement in function returning non-void [-Wreturn-type]\n"
+      "    2 |  return x; }\n"
+      "      |            ^\n";
+  const auto d = first_error(log, {"/course/modules/01_tensor/src/tensor.cpp"});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->line, 2);
+  EXPECT_NE(d->explanation.find("missing its semicolon"), std::string::npos) << d->explanation;
+}
+
+TEST(FirstError, ExplainsAMissingReturn) {
+  const std::string log =
+      "/course/modules/01_tensor/src/tensor.cpp: In function ‘int f(int)’:\n"
+      "/course/modules/01_tensor/src/tensor.cpp:1:37: error: control reaches end of non-void function [-Werror=return-type]\n"
+      "    1 | int f(int n) { if (n > 0) return 1; }\n"
+      "      |                                     ^\n"
+      "cc1plus: some warnings being treated as errors\n";
+  const auto d = first_error(log, {"/course/modules/01_tensor/src/tensor.cpp"});
+  ASSERT_TRUE(d.has_value());
+  EXPECT_EQ(d->line, 1);
+  EXPECT_NE(d->explanation.find("return a value on every path"), std::string::npos) << d->explanation;
+}
+
 TEST(FirstError, ReadsNvccsOwnForm) {
   const std::string log =
       "/course/modules/17_acceleration/src/gpu_kernels.cpp(14): error: identifier \"sum\" is undefined\n"

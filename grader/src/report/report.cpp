@@ -255,9 +255,17 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
   std::string out, line;
   std::istringstream words(text);
   std::string word;
-  auto length = [](const std::string& s) {  // columns, not bytes: UTF-8 continuation bytes take none
+  auto length = [](const std::string& s) {  // columns, not bytes: colour codes and UTF-8 continuation bytes take none
     std::size_t n = 0;
-    for (unsigned char c : s) n += (c & 0xc0) != 0x80;
+    for (std::size_t i = 0; i < s.size(); ++i) {
+      if (s[i] == '\x1b') {
+        const auto end = s.find('m', i);
+        if (end == std::string::npos) break;
+        i = end;
+        continue;
+      }
+      n += (static_cast<unsigned char>(s[i]) & 0xc0) != 0x80;
+    }
     return n;
   };
   while (words >> word) {
