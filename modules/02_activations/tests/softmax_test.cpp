@@ -1,0 +1,226 @@
+// Module 02 checks for softmax, log_softmax and softmax_backward along any dimension, and for the
+// errors of the whole module.
+//
+// Expected values are hand-worked or computed here in double, row by row along the dimension,
+// by the definition (the row maximum taken out, which changes nothing in exact arithmetic). The
+// gradient is judged against central finite differences in double of L = Σ g ⊙ softmax(x) with
+// fixed random g: every x_k of a row moves every y_j of it, so each difference recomputes the
+// whole softmax. Shapes are non-square ((3, 7) along dim 0 and dim 1), 3-D, or have rows of
+// length 1 and 33. Every value taken from the module's functions passes through observe().
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/activations.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
+
+// ---------------------------------------------------------------------------------------------
+// Trusted softmax, in double
+
+// softmax (or log_softmax) of contiguous values x of `shape` along dimension d (already >= 0).
+std::vector<double> softmax_exact(const std::vector<double>& x, const Shape& shape, std::size_t d, bool take_log) {
+  std::int64_t outer = 1, inner = 1;
+  for (std::size_t k = 0; k < d; ++k) outer *= shape[k];
+  for (std::size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
+  const std::int64_t length = shape[d];
+  std::vector<double> y(x.size());
+  for (std::int64_t o = 0; o < outer; ++o) {
+    for (std::int64_t i = 0; i < inner; ++i) {
+      const auto at = [&](std::int64_t j) { return static_cast<std::size_t>((o * length + j) * inner + i); };
+      double row_max = x[at(0)];
+      for (std::int64_t j = 1; j < length; ++j) row_max = std::max(row_max, x[at(j)]);
+      double total = 0.0;
+      for (std::int64_t j = 0; j < length; ++j) total += std::exp(x[at(j)] - row_max);
+      for (std::int64_t j = 0; j < length; ++j)
+        y[at(j)] = take_log ? x[at(j)] - row_max - std::log(total) : std::exp(x[at(j)] - row_max) / total;
+    }
+  }
+  return y;
+}
+
+std::size_t wrapped(std::int64_t dim, const Shape& shape) {
+  return static_cast<std::size_t>(dim < 0 ? dim + static_cast<std::int64_t>(shape.size()) : dim);
+}
+
+// softmax or log_softmax of x (read through its strides) along dim, as float32.
+TensorData expected_softmax(const Tensor& x, std::int64_t dim, bool take_log) {
+  const TensorData in = data_of(x);
+  const std::vector<double> y =
+      softmax_exact(std::vector<double>(in.values.begin(), in.values.end()), in.shape, wrapped(dim, in.shape), take_log);
+  return data_of(in.shape, std::vector<float>(y.begin(), y.end()));
+}
+
+// dL/dx for L = Σ g ⊙ softmax(x, dim), by central differences in double.
+TensorData finite_difference_gradient(const Tensor& x, const Tensor& grad_output, std::int64_t dim) {
+  constexpr double h = 1e-4;
+  const TensorData in = data_of(x), g = data_of(grad_output);
+  const std::size_t d = wrapped(dim, in.shape);
+  const auto loss = [&](const std::vector<double>& values) {
+    const std::vector<double> y = softmax_exact(values, in.shape, d, false);
+    double total = 0.0;
+    for (std::size_t k = 0; k < y.size(); ++k) total += g.values[k] * y[k];
+    return total;
+  };
+  std::vector<float> out(in.values.size());
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    std::vector<double> plus(in.values.begin(), in.values.end()), minus = plus;
+    plus[i] += h;
+    minus[i] -= h;
+    out[i] = static_cast<float>((loss(plus) - loss(minus)) / (2.0 * h));
+  }
+  return data_of(in.shape, out);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+struct Case {
+  std::string what;
+  Tensor x;
+  std::int64_t dim;
+};
+
+// Hand-worked rows, random tensors of the run along every dimension, rows of length 1, and a
+// transposed view. `stream` keeps each check's draws its own.
+std::vector<Case> cases(std::uint64_t stream) {
+  const Tensor m = random_tensor({3, 7}, stream, -4.0f, 4.0f);
+  const Tensor cube = random_tensor({2, 3, 5}, stream + 1, -4.0f, 4.0f);
+  const Tensor base = random_tensor({3, 7}, stream + 2, -4.0f, 4.0f);
+  const Tensor transposed = make_view(base, {7, 3}, {1, 7}, 0);  // (7, 3), strides (1, 7)
+  return {
+      {"x = [1, 2, 3]", Tensor({3}, {1, 2, 3}), -1},
+      {"x = [[1, 2, 3], [0, 0, 0]]", Tensor({2, 3}, {1, 2, 3, 0, 0, 0}), 1},
+      {"x = [[1, 2, 3], [0, 0, 0]]", Tensor({2, 3}, {1, 2, 3, 0, 0, 0}), 0},
+      {"a random (3, 7) x", m, 1},
+      {"a random (3, 7) x", m, 0},
+      {"a random (3, 7) x", m, -2},
+      {"a random (2, 3, 5) x", cube, 0},
+      {"a random (2, 3, 5) x", cube, 1},
+      {"a random (2, 3, 5) x", cube, 2},
+      {"a random (1, 33) x", random_tensor({1, 33}, stream + 3, -4.0f, 4.0f), 1},
+      {"a random (31) x", random_tensor({31}, stream + 4, -4.0f, 4.0f), 0},
+      {"a random (3, 1) x", random_tensor({3, 1}, stream + 5, -4.0f, 4.0f), 1},
+      {"a random (1, 7) x", random_tensor({1, 7}, stream + 6, -4.0f, 4.0f), 0},
+      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed, 1},
+      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed, 0},
+  };
+}
+
+// Rows whose exponentials overflow float32 (e^89 > 3.4e38) unless the row maximum is taken out.
+std::vector<Case> large_cases(std::uint64_t stream) {
+  return {
+      {"x = [1000, 1000]", Tensor({2}, {1000, 1000}), -1},
+      {"x = [1000, 0]", Tensor({2}, {1000, 0}), -1},
+      {"x = [[1000, 0, -1000]]", Tensor({1, 3}, {1000, 0, -1000}), 1},
+      {"x = [[-1000], [-1000]]", Tensor({2, 1}, {-1000, -1000}), 0},
+      {"x = [89, 90, 88]", Tensor({3}, {89, 90, 88}), 0},
+      {"a random (3, 7) x in [-1000, 1000)", random_tensor({3, 7}, stream, -1000.0f, 1000.0f), 1},
+      {"a random (3, 7) x in [-1000, 1000)", random_tensor({3, 7}, stream, -1000.0f, 1000.0f), 0},
+  };
+}
+
+using Function = std::function<Tensor(const Tensor&, std::int64_t)>;
+
+// Observes name(x, dim) on every case; reports failure_id for the first that is wrong.
+bool check_softmax(const char* file, int line, const std::string& name, const Function& function, bool take_log,
+                   const std::vector<Case>& inputs, double atol, const std::string& failure_id) {
+  for (const Case& c : inputs) {
+    const auto y = observe(fmt::format("{}(x, {}) for {}", name, c.dim, c.what), [&] { return function(c.x, c.dim); });
+    if (!testing::expect_close(file, line, y, expected_softmax(c.x, c.dim, take_log), atol, failure_id, 1e-5))
+      return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+TEST(Activations, Softmax) {
+  // softmax([1, 2, 3]) = [0.0900306, 0.2447285, 0.6652410]; a row of zeros gives thirds; down
+  // the columns of [[1, 2, 3], [0, 0, 0]], [0.7310586, 0.2689414] for the first.
+  const Function function = [](const Tensor& x, std::int64_t dim) { return softmax(x, dim); };
+  if (!check_softmax(__FILE__, __LINE__, "softmax", function, false, cases(600), 1e-6, "softmax_wrong")) return;
+  // softmax([1000, 1000]) = [0.5, 0.5]; [[1000, 0, -1000]] gives [[1, 0, 0]].
+  check_softmax(__FILE__, __LINE__, "softmax", function, false, large_cases(610), 1e-6, "softmax_overflow");
+}
+
+TEST(Activations, LogSoftmax) {
+  // log_softmax([1, 2, 3]) = [-2.4076059, -1.4076059, -0.4076059].
+  const Function function = [](const Tensor& x, std::int64_t dim) { return log_softmax(x, dim); };
+  if (!check_softmax(__FILE__, __LINE__, "log_softmax", function, true, cases(700), 1e-5, "log_softmax_wrong")) return;
+  // log_softmax([1000, 0]) = [0, -1000], finite, although softmax rounds e^-1000 to 0.
+  check_softmax(__FILE__, __LINE__, "log_softmax", function, true, large_cases(710), 1e-5, "log_softmax_overflow");
+}
+
+TEST(Activations, SoftmaxGradient) {
+  // By hand: y = softmax([0, 0]) = [0.5, 0.5] and g = [1, 0] give Σ g·y = 0.5 and
+  // dL/dx = [0.5·(1 - 0.5), 0.5·(0 - 0.5)] = [0.25, -0.25].
+  const Tensor half({2}, {0.5f, 0.5f});
+  const Tensor g({2}, {1.0f, 0.0f});
+  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(softmax_backward(half, g, -1)),
+                             data_of({2}, {0.25f, -0.25f}), 1e-7, "softmax_grad_wrong"))
+    return;
+  std::uint64_t stream = 800;
+  for (const Case& c : cases(820)) {
+    const Tensor y = expected_softmax(c.x, c.dim, false).tensor();
+    // For the (3, 7) matrix, g is a transposed view, so that it is read through its strides.
+    const Tensor grad_output = c.x.shape() == Shape{3, 7} ? make_view(random_tensor({7, 3}, stream++), {3, 7}, {1, 3}, 0)
+                                                          : random_tensor(c.x.shape(), stream++);
+    const auto grad = observe(fmt::format("softmax_backward(y, g, {}) with y = softmax(x) for {}", c.dim, c.what),
+                              [&] { return softmax_backward(y, grad_output, c.dim); });
+    if (!testing::expect_close(__FILE__, __LINE__, grad, finite_difference_gradient(c.x, grad_output, c.dim), 1e-5,
+                               "softmax_grad_wrong", 1e-4))
+      return;
+  }
+}
+
+TEST(Activations, Errors) {
+  // A gradient of another shape: (7, 3) for (3, 7) holds as many elements; (7) would broadcast.
+  // Then a matrix and its transpose of sizes drawn by the run, (n, m) with n != m.
+  testing::Generator sizes(900);
+  const std::int64_t n = 1 + sizes.below(5), m = n + 1 + sizes.below(4);
+  const std::vector<std::pair<Tensor, Tensor>> pairs = {
+      {random_tensor({3, 7}, 901), random_tensor({7, 3}, 902)},
+      {random_tensor({3, 7}, 903), random_tensor({7}, 904)},
+      {random_tensor({n, m}, 905), random_tensor({m, n}, 906)},
+  };
+  using Backward = std::function<Tensor(const Tensor&, const Tensor&)>;
+  const std::vector<std::pair<std::string, Backward>> backwards = {
+      {"relu_backward", [](const Tensor& a, const Tensor& g) { return relu_backward(a, g); }},
+      {"sigmoid_backward", [](const Tensor& a, const Tensor& g) { return sigmoid_backward(a, g); }},
+      {"tanh_backward", [](const Tensor& a, const Tensor& g) { return tanh_backward(a, g); }},
+      {"gelu_backward", [](const Tensor& a, const Tensor& g) { return gelu_backward(a, g); }},
+      {"softmax_backward", [](const Tensor& a, const Tensor& g) { return softmax_backward(a, g, -1); }},
+  };
+  for (const auto& [a, g] : pairs) {
+    const std::vector<std::string> both = {to_string(a.shape()), to_string(g.shape())};
+    for (const auto& [name, backward] : backwards) {
+      testing::expect_throws<ShapeError>(
+          __FILE__, __LINE__,
+          observe(fmt::format("{} of a {} tensor with a {} grad_output", name, both[0], both[1]),
+                  [&] { return backward(a, g); }),
+          "grad_shape_not_reported", both);
+    }
+  }
+  // A dim outside [-2, 2) for a (3, 7) matrix.
+  const Tensor x = random_tensor({3, 7}, 907);
+  KILN_EXPECT_THROWS(softmax(x, 2), IndexError, "dim_not_reported", {"2", "(3, 7)"});
+  KILN_EXPECT_THROWS(log_softmax(x, -3), IndexError, "dim_not_reported", {"-3", "(3, 7)"});
+  KILN_EXPECT_THROWS(softmax_backward(x, x, 2), IndexError, "dim_not_reported", {"2", "(3, 7)"});
+  const Tensor cube = random_tensor({2, 3, 5}, 908);
+  KILN_EXPECT_THROWS(softmax(cube, 3), IndexError, "dim_not_reported", {"3", "(2, 3, 5)"});
+}
+
+}  // namespace kiln

@@ -1,0 +1,67 @@
+// Module 04, Losses: the number training makes small, and its gradient.
+//
+// Every loss here takes a prediction and what it should have been, and returns a scalar tensor
+// (shape (), one value: loss.item()) averaged over the batch: the mean reduction. Every loss has
+// an explicit backward function that returns dL/d(prediction), a tensor of the prediction's
+// shape, for L the loss itself (so an upstream gradient of 1). Module 06's autograd can record
+// these as graph nodes later; here they are plain functions.
+//
+// Layouts, all float32, views accepted everywhere (read them through their strides):
+//   logits, log_probs  (N, C): row n holds the C class scores (or log-probabilities) of example n
+//   targets            std::vector<std::int64_t> of N class ids, targets[n] in [0, C)
+//   mse's prediction and target, bce's logits and targets: any shape, the two shapes equal
+//   bce's targets are floats, 0 or 1, one per logit
+//
+// Errors (checked before anything is computed):
+//   ShapeError  the two tensors of mse or bce differ in shape; logits or log_probs not 2-D; as
+//               many targets as rows. The message names both shapes, a vector of 5 targets as
+//               "(5)", e.g. "cross_entropy: logits (7, 3) and targets (5)".
+//   IndexError  a target id outside [0, C); the message names the id, e.g. "target 7 ...".
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/tensor.h"
+
+namespace kiln {
+
+// ---------------------------------------------------------------------------------------------
+// Elementwise losses (yours: src/losses.cpp)
+
+// Mean squared error: (1/n)·Σ_i (prediction_i - target_i)² over all n elements.
+// mse_loss([1, 2, 3], [1, 2, 5]) = 4/3.
+Tensor mse_loss(const Tensor& prediction, const Tensor& target);
+// dL/d(prediction) = 2·(prediction - target)/n.
+Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target);
+
+// Binary cross-entropy of logits z against targets t in {0, 1}, mean over all n elements:
+//   loss_i = -[t·log σ(z) + (1 - t)·log(1 - σ(z))] = max(z, 0) - z·t + log(1 + e^(-|z|)),
+// the second form finite for every z (for z = 1e4 and t = 0 it is 1e4, not log(0)).
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
+// dL/dz = (σ(z) - t)/n, with module 02's stable sigmoid.
+Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets);
+
+// ---------------------------------------------------------------------------------------------
+// Classification losses (yours: src/cross_entropy.cpp)
+
+// Cross-entropy of logits (N, C) against N class ids, mean over the N rows:
+//   loss = (1/N)·Σ_n [log Σ_c e^(z[n, c]) - z[n, targets[n]]] = nll_loss(log_softmax(logits), targets)
+// through the log-sum-exp with the row maximum taken out, so that logits of ±1e4 or ±1e30 give
+// a finite loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147.
+Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targets);
+// dL/dz = (softmax(logits) - one_hot(targets))/N, shape (N, C): each row sums to 0.
+Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64_t>& targets);
+
+// Negative log-likelihood of log-probabilities (N, C), by indexing:
+//   loss = -(1/N)·Σ_n log_probs[n, targets[n]]   (NumPy: -logp[range(N), targets].mean())
+// It reads N values and adds them.
+Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
+// The same loss through a one-hot matrix Y (N, C), Y[n, c] = 1 where c = targets[n], else 0:
+//   loss = -(1/N)·Σ_n Σ_c Y[n, c]·log_probs[n, c]
+// N·C multiplications and additions to find the same N values: the chapter counts the cost.
+Tensor nll_loss_one_hot(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
+// dL/d(log_probs) = -Y/N: -1/N at (n, targets[n]), 0 elsewhere.
+Tensor nll_loss_backward(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
+
+}  // namespace kiln

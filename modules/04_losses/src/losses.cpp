@@ -1,0 +1,46 @@
+// The elementwise losses: mean squared error and binary cross-entropy with logits.
+//
+// Both take two tensors of the same shape, views included: read each through x.contiguous()
+// (a row-major copy of a view, or x itself) and its data(). Check the shapes first: when
+// a.shape() != b.shape(), throw kiln::ShapeError naming both (to_string(a.shape()) gives
+// "(3, 7)"). Equal element counts are not enough: a (7, 3) target for a (3, 7) prediction pairs
+// the wrong elements, and a (7) target would broadcast without a word.
+//
+// A loss is a scalar tensor, shape (): return Tensor::scalar(value), not a tensor of shape (1).
+// Sum in double and divide by the number of elements n (the mean reduction).
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kiln/activations.h"
+#include "kiln/losses.h"
+
+namespace kiln {
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  // (1/n)·Σ_i (prediction_i - target_i)²: mse_loss([1, 2, 3], [1, 2, 5]) = 4/3 = 1.333333.
+  throw kiln::NotImplemented();
+}
+
+Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target) {
+  // dL/d(prediction_i) = 2·(prediction_i - target_i)/n, a tensor of the prediction's shape:
+  // [0, 0, -4/3] for the example above.
+  throw kiln::NotImplemented();
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets) {
+  // For each logit z with target t (0 or 1): -[t·log σ(z) + (1 - t)·log(1 - σ(z))], which
+  // rearranges to max(z, 0) - z·t + log(1 + e^(-|z|)). Use that form (std::log1p(x) is
+  // log(1 + x), precise for tiny x): it is finite for every z, while log(1 - σ(z)) is log(0) =
+  // -inf once σ(z) rounds to 1 (z = 100 is enough). Mean over all n elements.
+  // For z = [2, -1], t = [1, 0]: (log(1 + e^-2) + log(1 + e^-1))/2 = 0.2200948.
+  throw kiln::NotImplemented();
+}
+
+Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets) {
+  // dL/dz_i = (σ(z_i) - t_i)/n, of the logits' shape. Module 02's sigmoid is stable.
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln

@@ -1,0 +1,220 @@
+// Module 04 checks for cross_entropy, its backward pass and its stability, and for nll_loss by
+// indexing and by a one-hot matrix.
+//
+// Expected values are hand-worked (the chapter's numbers) or computed here in double by plain
+// loops over the rows: log Σ_c e^z with the row maximum taken out, and the target's score.
+// Gradients are judged against central finite differences in double of that loss, h = 1e-4;
+// for logits of ±1e30, where z ± h is z again, against the formula (softmax - one_hot)/N in
+// double. Shapes are non-square: N = 7 rows of C = 3 classes, one row of 33 classes, one class,
+// and a transposed view. Every value taken from the module's functions passes through observe().
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kiln/losses.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::TensorData;
+using Targets = std::vector<std::int64_t>;
+
+// ---------------------------------------------------------------------------------------------
+// Trusted losses, in double, on row-major (N, C) values
+
+double cross_entropy_exact(const std::vector<double>& z, std::int64_t classes, const Targets& targets) {
+  const std::int64_t rows = static_cast<std::int64_t>(targets.size());
+  double total = 0.0;
+  for (std::int64_t n = 0; n < rows; ++n) {
+    const double* row = z.data() + n * classes;
+    const double row_max = *std::max_element(row, row + classes);
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - row_max);
+    total += row_max + std::log(sum) - row[targets[n]];
+  }
+  return total / static_cast<double>(rows);
+}
+
+// (softmax(z) - one_hot)/N, row by row.
+std::vector<double> cross_entropy_gradient_exact(const std::vector<double>& z, std::int64_t classes,
+                                                 const Targets& targets) {
+  const std::int64_t rows = static_cast<std::int64_t>(targets.size());
+  std::vector<double> grad(z.size());
+  for (std::int64_t n = 0; n < rows; ++n) {
+    const double* row = z.data() + n * classes;
+    const double row_max = *std::max_element(row, row + classes);
+    double sum = 0.0;
+    for (std::int64_t c = 0; c < classes; ++c) sum += std::exp(row[c] - row_max);
+    for (std::int64_t c = 0; c < classes; ++c) {
+      const double softmax = std::exp(row[c] - row_max) / sum;
+      grad[n * classes + c] = (softmax - (c == targets[n] ? 1.0 : 0.0)) / static_cast<double>(rows);
+    }
+  }
+  return grad;
+}
+
+double nll_exact(const std::vector<double>& logp, std::int64_t classes, const Targets& targets) {
+  double total = 0.0;
+  for (std::size_t n = 0; n < targets.size(); ++n) total -= logp[n * classes + targets[n]];
+  return total / static_cast<double>(targets.size());
+}
+
+using Loss = std::function<double(const std::vector<double>&, std::int64_t, const Targets&)>;
+
+std::vector<double> doubles(const Tensor& t) {
+  const TensorData d = data_of(t);
+  return std::vector<double>(d.values.begin(), d.values.end());
+}
+
+TensorData scalar(double value) { return data_of({}, {static_cast<float>(value)}); }
+
+// dL/dz by central differences in double, h = 1e-4.
+TensorData finite_difference_gradient(const Loss& loss, const Tensor& scores, const Targets& targets) {
+  constexpr double h = 1e-4;
+  const std::vector<double> z = doubles(scores);
+  const std::int64_t classes = scores.shape()[1];
+  std::vector<float> grad(z.size());
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    std::vector<double> plus = z, minus = z;
+    plus[i] += h;
+    minus[i] -= h;
+    grad[i] = static_cast<float>((loss(plus, classes, targets) - loss(minus, classes, targets)) / (2.0 * h));
+  }
+  return data_of(scores.shape(), grad);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+struct Case {
+  std::string what;
+  Tensor scores;  // logits or log-probabilities, (N, C)
+  Targets targets;
+};
+
+// Hand-worked rows, then scores of the run in [low, high) with targets of the run.
+std::vector<Case> cases(const std::vector<Case>& hand, std::uint64_t stream, float low, float high) {
+  std::vector<Case> out = hand;
+  out.push_back({"random (7, 3) scores", random_tensor({7, 3}, stream, low, high), random_ints(7, 3, stream + 1)});
+  out.push_back({"random (1, 33) scores", random_tensor({1, 33}, stream + 2, low, high), random_ints(1, 33, stream + 3)});
+  out.push_back({"random (5, 1) scores (one class)", random_tensor({5, 1}, stream + 4, low, high), Targets(5, 0)});
+  const Tensor base = random_tensor({3, 7}, stream + 5, low, high);
+  out.push_back({"(7, 3) scores, the transpose of a random (3, 7) matrix (strides (1, 7))",
+                 make_view(base, {7, 3}, {1, 7}, 0), random_ints(7, 3, stream + 6)});
+  return out;
+}
+
+std::vector<Case> logit_cases(std::uint64_t stream) {
+  // ln 2 = 0.6931472; -log softmax([1, 2, 3])[2] = 0.4076059; and [0] = 2.4076059.
+  return cases({{"[[0, 0]]", Tensor({1, 2}, {0, 0}), {0}},
+                {"[[1, 2, 3]]", Tensor({1, 3}, {1, 2, 3}), {2}},
+                {"[[1, 2, 3], [1, 2, 3]]", Tensor({2, 3}, {1, 2, 3, 1, 2, 3}), {0, 2}}},
+               stream, -4.0f, 4.0f);
+}
+
+std::string call_text(const std::string& name, const Case& c) {
+  return fmt::format("{}(scores, targets) for {} and targets {}", name, c.what,
+                     c.targets.size() <= 12 ? fmt::format("{{{}}}", fmt::join(c.targets, ", "))
+                                            : fmt::format("of the run ({} of them)", c.targets.size()));
+}
+
+using Function = std::function<Tensor(const Tensor&, const Targets&)>;
+
+// Observes name(scores, targets) on every case and compares it with `expected`; reports
+// failure_id for the first case that differs.
+bool check_loss(const char* file, int line, const std::string& name, const Function& function,
+                const std::vector<Case>& inputs, const Loss& exact, double rtol, const std::string& failure_id) {
+  for (const Case& c : inputs) {
+    const auto loss = observe(call_text(name, c), [&] { return function(c.scores, c.targets); });
+    const double expected = exact(doubles(c.scores), c.scores.shape()[1], c.targets);
+    if (!testing::expect_close(file, line, loss, scalar(expected), 1e-5, failure_id, rtol)) return false;
+  }
+  return true;
+}
+
+// The same for a backward function, against finite differences of `exact`.
+bool check_gradient(const char* file, int line, const std::string& name, const Function& function,
+                    const std::vector<Case>& inputs, const Loss& exact, const std::string& failure_id) {
+  for (const Case& c : inputs) {
+    const auto grad = observe(call_text(name, c), [&] { return function(c.scores, c.targets); });
+    if (!testing::expect_close(file, line, grad, finite_difference_gradient(exact, c.scores, c.targets), 1e-5,
+                               failure_id, 1e-4))
+      return false;
+  }
+  return true;
+}
+
+#define FUNCTION(name) [](const Tensor& scores, const Targets& targets) { return name(scores, targets); }
+
+}  // namespace
+
+TEST(Losses, CrossEntropy) {
+  check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), logit_cases(100), cross_entropy_exact,
+             1e-5, "ce_wrong");
+}
+
+TEST(Losses, CrossEntropyGradient) {
+  // By hand: softmax([0, 0]) = [0.5, 0.5]; minus the one-hot row [1, 0], over N = 1.
+  const Tensor zeros({1, 2}, {0, 0});
+  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(cross_entropy_backward(zeros, {0})),
+                             data_of({1, 2}, {-0.5f, 0.5f}), 1e-7, "ce_grad_wrong"))
+    return;
+  check_gradient(__FILE__, __LINE__, "cross_entropy_backward", FUNCTION(cross_entropy_backward), logit_cases(200),
+                 cross_entropy_exact, "ce_grad_wrong");
+}
+
+TEST(Losses, CrossEntropyStable) {
+  // Logits whose e^z overflows float32 (anything above 88.7): the loss is the gap between the
+  // row's maximum and the target's logit, plus at most log C.
+  //   [[1e4, -1e4], [-1e4, 1e4]], {0, 0}: (0 + 2e4)/2 = 1e4; gradient [[0, 0], [-0.5, 0.5]]
+  //   [[1e30, -1e30, 0]], {1}: 2e30; gradient [[1, -1, 0]]
+  const std::vector<Case> extreme = {
+      {"[[1e4, -1e4], [-1e4, 1e4]]", Tensor({2, 2}, {1e4f, -1e4f, -1e4f, 1e4f}), {0, 0}},
+      {"[[1e30, -1e30, 0]]", Tensor({1, 3}, {1e30f, -1e30f, 0.0f}), {1}},
+      {"[[-1e30, 0], [0, 1e30]]", Tensor({2, 2}, {-1e30f, 0.0f, 0.0f, 1e30f}), {1, 0}},
+      {"random (7, 3) logits in [-1e4, 1e4)", random_tensor({7, 3}, 300, -1e4f, 1e4f), random_ints(7, 3, 301)},
+  };
+  for (const Case& c : extreme) {
+    const auto loss = observe(call_text("cross_entropy", c), [&] { return cross_entropy(c.scores, c.targets); });
+    if (!testing::expect_close(__FILE__, __LINE__, loss,
+                               scalar(cross_entropy_exact(doubles(c.scores), c.scores.shape()[1], c.targets)), 1e-5,
+                               "ce_not_stable", 1e-5))
+      return;
+    const auto grad =
+        observe(call_text("cross_entropy_backward", c), [&] { return cross_entropy_backward(c.scores, c.targets); });
+    const std::vector<double> expected = cross_entropy_gradient_exact(doubles(c.scores), c.scores.shape()[1], c.targets);
+    if (!testing::expect_close(__FILE__, __LINE__, grad,
+                               data_of(c.scores.shape(), std::vector<float>(expected.begin(), expected.end())), 1e-6,
+                               "ce_not_stable", 1e-5))
+      return;
+  }
+}
+
+TEST(Losses, NllLoss) {
+  // By hand: log_probs [[-0.1, -2.3], [-1.2, -0.4]] with targets {0, 1} pick -0.1 and -0.4:
+  // the loss is (0.1 + 0.4)/2 = 0.25, and the gradient -1/2 at the two picks.
+  const Case hand{"[[-0.1, -2.3], [-1.2, -0.4]]", Tensor({2, 2}, {-0.1f, -2.3f, -1.2f, -0.4f}), {0, 1}};
+  const std::vector<Case> inputs = cases({hand}, 400, -5.0f, 0.0f);
+  if (!check_loss(__FILE__, __LINE__, "nll_loss", FUNCTION(nll_loss), inputs, nll_exact, 1e-5, "nll_wrong")) return;
+  if (!check_loss(__FILE__, __LINE__, "nll_loss_one_hot", FUNCTION(nll_loss_one_hot), inputs, nll_exact, 1e-5,
+                  "nll_one_hot_wrong"))
+    return;
+  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(nll_loss_backward(hand.scores, hand.targets)),
+                             data_of({2, 2}, {-0.5f, 0.0f, 0.0f, -0.5f}), 1e-7, "nll_grad_wrong"))
+    return;
+  check_gradient(__FILE__, __LINE__, "nll_loss_backward", FUNCTION(nll_loss_backward), inputs, nll_exact,
+                 "nll_grad_wrong");
+}
+
+}  // namespace kiln

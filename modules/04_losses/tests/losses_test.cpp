@@ -1,0 +1,243 @@
+// Module 04 checks for the elementwise losses (mean squared error, binary cross-entropy with
+// logits) and for the errors of the whole module.
+//
+// Expected values are hand-worked or computed here in double by plain loops; gradients are judged
+// against central finite differences in double of those loops, h = 1e-4 (exact for mse, which
+// is quadratic). Inputs include zeros and negatives, shapes (7, 3), (33), (1) and a transposed
+// view, and logits of ±100 and ±1e4. Every value taken from the module's functions passes through
+// observe().
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/losses.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::TensorData;
+
+// ---------------------------------------------------------------------------------------------
+// Trusted losses, in double
+
+double mse_exact(const std::vector<double>& p, const std::vector<double>& t) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < p.size(); ++i) total += (p[i] - t[i]) * (p[i] - t[i]);
+  return total / static_cast<double>(p.size());
+}
+
+// -[t·log σ(z) + (1 - t)·log(1 - σ(z))], in its overflow-free form.
+double bce_exact(const std::vector<double>& z, const std::vector<double>& t) {
+  double total = 0.0;
+  for (std::size_t i = 0; i < z.size(); ++i)
+    total += std::max(z[i], 0.0) - z[i] * t[i] + std::log1p(std::exp(-std::fabs(z[i])));
+  return total / static_cast<double>(z.size());
+}
+
+using Loss = double (*)(const std::vector<double>&, const std::vector<double>&);
+
+std::vector<double> doubles(const Tensor& t) {
+  const TensorData d = data_of(t);
+  return std::vector<double>(d.values.begin(), d.values.end());
+}
+
+// dL/d(first) by central differences in double, h = 1e-4.
+TensorData finite_difference_gradient(Loss loss, const Tensor& first, const Tensor& second) {
+  constexpr double h = 1e-4;
+  const std::vector<double> a = doubles(first), b = doubles(second);
+  std::vector<float> grad(a.size());
+  for (std::size_t i = 0; i < a.size(); ++i) {
+    std::vector<double> plus = a, minus = a;
+    plus[i] += h;
+    minus[i] -= h;
+    grad[i] = static_cast<float>((loss(plus, b) - loss(minus, b)) / (2.0 * h));
+  }
+  return data_of(first.shape(), grad);
+}
+
+// ---------------------------------------------------------------------------------------------
+// Inputs
+
+struct Case {
+  std::string what;
+  Tensor first;   // prediction or logits
+  Tensor second;  // target or targets
+};
+
+// Targets 0 or 1 of the run, as floats.
+Tensor binary_targets(const Shape& shape, std::uint64_t stream) {
+  const std::vector<std::int64_t> bits = random_ints(static_cast<std::size_t>(numel(shape)), 2, stream);
+  return Tensor(shape, std::vector<float>(bits.begin(), bits.end()));
+}
+
+// Hand-worked pairs, then pairs of the run: first in [low, high), second from make_second.
+std::vector<Case> cases(const std::vector<Case>& hand, std::uint64_t stream, float low, float high,
+                        const std::function<Tensor(const Shape&, std::uint64_t)>& make_second) {
+  std::vector<Case> out = hand;
+  for (const Shape& shape : {Shape{7, 3}, Shape{33}, Shape{1}}) {
+    out.push_back({"a random " + to_string(shape) + " pair", random_tensor(shape, stream, low, high),
+                   make_second(shape, stream + 1)});
+    stream += 2;
+  }
+  const Tensor base = random_tensor({3, 7}, stream, low, high);
+  out.push_back({"a (7, 3) first argument that is the transpose of a random (3, 7) matrix",
+                 make_view(base, {7, 3}, {1, 7}, 0), make_second({7, 3}, stream + 1)});
+  return out;
+}
+
+using Function = std::function<Tensor(const Tensor&, const Tensor&)>;
+
+// Observes name(first, second) on every case and compares it with the trusted loss; reports
+// failure_id for the first case that differs.
+bool check_loss(const char* file, int line, const std::string& name, const Function& function,
+                const std::vector<Case>& inputs, Loss exact, const std::string& failure_id) {
+  for (const Case& c : inputs) {
+    const auto loss = observe(name + " for " + c.what, [&] { return function(c.first, c.second); });
+    const TensorData expected = data_of({}, {static_cast<float>(exact(doubles(c.first), doubles(c.second)))});
+    if (!testing::expect_close(file, line, loss, expected, 1e-5, failure_id, 1e-5)) return false;
+  }
+  return true;
+}
+
+// The same for a backward function, against finite differences of the trusted loss.
+bool check_gradient(const char* file, int line, const std::string& name, const Function& function,
+                    const std::vector<Case>& inputs, Loss exact, const std::string& failure_id) {
+  for (const Case& c : inputs) {
+    const auto grad = observe(name + " for " + c.what, [&] { return function(c.first, c.second); });
+    if (!testing::expect_close(file, line, grad, finite_difference_gradient(exact, c.first, c.second), 1e-5,
+                               failure_id, 1e-4))
+      return false;
+  }
+  return true;
+}
+
+#define FUNCTION(name) [](const Tensor& a, const Tensor& b) { return name(a, b); }
+
+Tensor uniform_targets(const Shape& shape, std::uint64_t stream) { return random_tensor(shape, stream, -3.0f, 3.0f); }
+
+}  // namespace
+
+TEST(Losses, Mse) {
+  // [1, 2, 3] against [1, 2, 5]: (0 + 0 + 4)/3 = 1.3333333, gradient 2·[0, 0, -2]/3.
+  // [[0, -1.5], [2, 0]] against [[0, 0.5], [-1, 0]]: (0 + 4 + 9 + 0)/4 = 3.25.
+  const std::vector<Case> hand = {
+      {"prediction [1, 2, 3], target [1, 2, 5]", Tensor({3}, {1, 2, 3}), Tensor({3}, {1, 2, 5})},
+      {"prediction [[0, -1.5], [2, 0]], target [[0, 0.5], [-1, 0]]", Tensor({2, 2}, {0, -1.5f, 2, 0}),
+       Tensor({2, 2}, {0, 0.5f, -1, 0})},
+  };
+  const std::vector<Case> inputs = cases(hand, 500, -3.0f, 3.0f, uniform_targets);
+  if (!check_loss(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), inputs, mse_exact, "mse_wrong")) return;
+  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(mse_loss_backward(hand[0].first, hand[0].second)),
+                             data_of({3}, {0.0f, 0.0f, -4.0f / 3.0f}), 1e-6, "mse_grad_wrong"))
+    return;
+  check_gradient(__FILE__, __LINE__, "mse_loss_backward", FUNCTION(mse_loss_backward), inputs, mse_exact,
+                 "mse_grad_wrong");
+}
+
+TEST(Losses, BinaryCrossEntropy) {
+  // z = 0, t = 1: log(1 + e^0) = ln 2 = 0.6931472.
+  // z = [2, -1], t = [1, 0]: (log(1 + e^-2) + log(1 + e^-1))/2 = (0.1269280 + 0.3132617)/2 = 0.2200948.
+  const std::vector<Case> hand = {
+      {"logits [0], targets [1]", Tensor({1}, {0}), Tensor({1}, {1})},
+      {"logits [2, -1], targets [1, 0]", Tensor({2}, {2, -1}), Tensor({2}, {1, 0})},
+  };
+  const std::vector<Case> inputs = cases(hand, 600, -4.0f, 4.0f, binary_targets);
+  if (!check_loss(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
+                  inputs, bce_exact, "bce_wrong"))
+    return;
+  // Logits far beyond e^88.7: σ(100) is 1 in float32 and log(1 - σ) would be log(0).
+  // [100, -100, 1e4, -1e4, 30] against [0, 1, 0, 1, 1]: (100 + 100 + 1e4 + 1e4 + 9.4e-14)/5 = 4040.
+  const std::vector<Case> extreme = {
+      {"logits [100, -100, 1e4, -1e4, 30], targets [0, 1, 0, 1, 1]", Tensor({5}, {100, -100, 1e4f, -1e4f, 30}),
+       Tensor({5}, {0, 1, 0, 1, 1})},
+      {"random (7, 3) logits in [-1e4, 1e4) and targets", random_tensor({7, 3}, 610, -1e4f, 1e4f),
+       binary_targets({7, 3}, 611)},
+  };
+  if (!check_loss(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
+                  extreme, bce_exact, "bce_not_stable"))
+    return;
+  // dL/dz = (σ(z) - t)/n: for z = 0, t = 1, -0.5.
+  if (!check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
+                      FUNCTION(binary_cross_entropy_with_logits_backward), inputs, bce_exact, "bce_grad_wrong"))
+    return;
+  check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
+                 FUNCTION(binary_cross_entropy_with_logits_backward), extreme, bce_exact, "bce_not_stable");
+}
+
+TEST(Losses, Errors) {
+  // Tensors that must pair element by element: (7, 3) for (3, 7) holds as many values; (7) would
+  // broadcast; then a matrix and its transpose of sizes drawn by the run, (n, m) with n != m.
+  testing::Generator sizes(700);
+  const std::int64_t n = 1 + sizes.below(5), m = n + 1 + sizes.below(4);
+  const std::vector<std::pair<Tensor, Tensor>> pairs = {
+      {random_tensor({3, 7}, 701), random_tensor({7, 3}, 702)},
+      {random_tensor({3, 7}, 703), random_tensor({7}, 704)},
+      {random_tensor({n, m}, 705), random_tensor({m, n}, 706)},
+  };
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Tensor&)>>> pairwise = {
+      {"mse_loss", FUNCTION(mse_loss)},
+      {"mse_loss_backward", FUNCTION(mse_loss_backward)},
+      {"binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits)},
+      {"binary_cross_entropy_with_logits_backward", FUNCTION(binary_cross_entropy_with_logits_backward)},
+  };
+  for (const auto& [a, b] : pairs) {
+    const std::vector<std::string> both = {to_string(a.shape()), to_string(b.shape())};
+    for (const auto& [name, function] : pairwise) {
+      testing::expect_throws<ShapeError>(
+          __FILE__, __LINE__, observe(fmt::format("{} of {} and {}", name, both[0], both[1]), [&] { return function(a, b); }),
+          "loss_shape_not_reported", both);
+    }
+  }
+
+  using Targets = std::vector<std::int64_t>;
+  const std::vector<std::pair<std::string, std::function<Tensor(const Tensor&, const Targets&)>>> classifiers = {
+      {"cross_entropy", [](const Tensor& z, const Targets& t) { return cross_entropy(z, t); }},
+      {"cross_entropy_backward", [](const Tensor& z, const Targets& t) { return cross_entropy_backward(z, t); }},
+      {"nll_loss", [](const Tensor& z, const Targets& t) { return nll_loss(z, t); }},
+      {"nll_loss_one_hot", [](const Tensor& z, const Targets& t) { return nll_loss_one_hot(z, t); }},
+      {"nll_loss_backward", [](const Tensor& z, const Targets& t) { return nll_loss_backward(z, t); }},
+  };
+  // Class ids outside [0, 6) for (3, 6) scores: 6 (one past the end), -1, and an id of the run
+  // in [7, 100). Each must be named in the error.
+  const Tensor scores = random_tensor({3, 6}, 707);
+  const std::int64_t far = 7 + sizes.below(93);
+  const std::vector<std::pair<Targets, std::string>> bad_ids = {
+      {{6, 0, 2}, "6"}, {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}};
+  for (const auto& [targets, id] : bad_ids) {
+    for (const auto& [name, function] : classifiers) {
+      testing::expect_throws<IndexError>(
+          __FILE__, __LINE__,
+          observe(fmt::format("{} of (3, 6) scores with targets {{{}, {}, {}}}", name, targets[0], targets[1], targets[2]),
+                  [&] { return function(scores, targets); }),
+          "target_not_reported", {id});
+    }
+  }
+  // Scores that are not (N, C) with N targets: 5 targets for 7 rows, and 1-D scores.
+  const std::vector<std::tuple<Tensor, Targets, std::vector<std::string>>> misfits = {
+      {random_tensor({7, 3}, 708), random_ints(5, 3, 709), {"(7, 3)", "(5)"}},
+      {random_tensor({7}, 710), random_ints(7, 3, 711), {"(7)"}},
+  };
+  for (const auto& [z, targets, mention] : misfits) {
+    for (const auto& [name, function] : classifiers) {
+      testing::expect_throws<ShapeError>(
+          __FILE__, __LINE__,
+          observe(fmt::format("{} of {} scores with {} targets", name, to_string(z.shape()), targets.size()),
+                  [&] { return function(z, targets); }),
+          "loss_shape_not_reported", mention);
+    }
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,72 @@
+// The elementwise losses: mean squared error and binary cross-entropy with logits.
+#include <algorithm>
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "kiln/activations.h"
+#include "kiln/losses.h"
+
+namespace kiln {
+
+namespace {
+
+// The elements of x in row-major order, wherever a view keeps them.
+std::vector<float> values_of(const Tensor& x) {
+  const Tensor input = x.contiguous();
+  const float* first = input.data();
+  return std::vector<float>(first, first + input.numel());
+}
+
+// Both tensors pair up element by element: equal shapes, not merely equal counts.
+void check_same_shape(const char* name, const Tensor& a, const Tensor& b) {
+  if (a.shape() != b.shape()) {
+    throw ShapeError(std::string(name) + " needs two tensors of the same shape, got " + to_string(a.shape()) +
+                     " and " + to_string(b.shape()));
+  }
+}
+
+}  // namespace
+
+Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
+  check_same_shape("mse_loss", prediction, target);
+  const std::vector<float> p = values_of(prediction), t = values_of(target);
+  double total = 0.0;
+  for (std::size_t i = 0; i < p.size(); ++i) {
+    const double error = static_cast<double>(p[i]) - t[i];
+    total += error * error;
+  }
+  return Tensor::scalar(static_cast<float>(total / static_cast<double>(p.size())));
+}
+
+Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target) {
+  check_same_shape("mse_loss_backward", prediction, target);
+  std::vector<float> grad = values_of(prediction);
+  const std::vector<float> t = values_of(target);
+  const float scale = 2.0f / static_cast<float>(grad.size());
+  for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = scale * (grad[i] - t[i]);
+  return Tensor(prediction.shape(), std::move(grad));
+}
+
+Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets) {
+  check_same_shape("binary_cross_entropy_with_logits", logits, targets);
+  const std::vector<float> z = values_of(logits), t = values_of(targets);
+  double total = 0.0;
+  for (std::size_t i = 0; i < z.size(); ++i) {
+    // -[t·log σ(z) + (1 - t)·log(1 - σ(z))], rearranged so that no exp or log can overflow:
+    // e^(-|z|) is in (0, 1], and log1p keeps its precision when that is tiny.
+    total += std::max(z[i], 0.0f) - z[i] * t[i] + std::log1p(std::exp(-std::fabs(z[i])));
+  }
+  return Tensor::scalar(static_cast<float>(total / static_cast<double>(z.size())));
+}
+
+Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets) {
+  check_same_shape("binary_cross_entropy_with_logits_backward", logits, targets);
+  std::vector<float> grad = values_of(sigmoid(logits));  // module 02's stable sigmoid
+  const std::vector<float> t = values_of(targets);
+  const float scale = 1.0f / static_cast<float>(grad.size());
+  for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = (grad[i] - t[i]) * scale;
+  return Tensor(logits.shape(), std::move(grad));
+}
+
+}  // namespace kiln
