@@ -203,3 +203,13 @@ function(kiln_gpu_bench_binary target)
   target_link_libraries(${target} PRIVATE ${B_MODULE}_headers ${B_LIBRARIES} kiln_bench_main
                         CUDA::cudart_static CUDA::cublas)
 endfunction()
+
+# kiln_program(TARGET SOURCES src... INCLUDES dir... LIBRARIES lib...): given code (a milestone's
+# trainer) linked with one variant's module libraries.
+function(kiln_program target)
+  cmake_parse_arguments(P "" "" "SOURCES;INCLUDES;LIBRARIES" ${ARGN})
+  add_executable(${target} ${P_SOURCES})
+  target_include_directories(${target} PRIVATE ${P_INCLUDES})
+  target_link_libraries(${target} PRIVATE ${P_LIBRARIES})
+  target_link_options(${target} PRIVATE -fuse-ld=gold)
+endfunction()

@@ -9,6 +9,7 @@
 
 #include "kiln/grader/bench.h"
 #include "kiln/grader/commands.h"
+#include "kiln/grader/milestone.h"
 
 using namespace kiln::grader;
 
@@ -102,6 +103,16 @@ int main(int argc, char** argv) {
   bench_cmd->add_option("--out", bench.out, "Also write the report to this file");
   bench_cmd->add_flag("-v,--verbose", bench.verbose, "Print the exact build and run commands");
 
+  MilestoneCommand milestone;
+  auto* milestone_cmd = app.add_subcommand(
+      "milestone", "Train a model built only from your modules on real data, and judge what it learned");
+  milestone_cmd->add_option("names", milestone.names, "Milestones by id or number (default: every one whose module exists)");
+  milestone_cmd->add_flag("--solution", milestone.solution, "Train with the reference solutions (instructors)");
+  milestone_cmd->add_flag("--quick", milestone.quick, "The short run: fewer epochs on part of the data (what CI runs)");
+  milestone_cmd->add_option("--format", milestone.format, "Report format")->check(CLI::IsMember({"text", "json"}));
+  milestone_cmd->add_option("--out", milestone.out, "Also write the report to this file");
+  milestone_cmd->add_flag("-v,--verbose", milestone.verbose, "Print the build and run commands");
+
   std::string release_out;
   auto* release_cmd = app.add_subcommand("release", "Instructors: write the student repository, proven free of solutions");
   release_cmd->add_option("out", release_out, "A new folder for the release")->required();
@@ -142,6 +153,7 @@ int main(int argc, char** argv) {
                        restore_opt->count() ? std::optional<std::string>(reset_restore) : std::nullopt);
     if (*grade_cmd) return run_grade(ws, grade);
     if (*bench_cmd) return run_bench_command(ws, bench);
+    if (*milestone_cmd) return run_milestone_command(ws, milestone);
     if (*release_cmd) return run_release(ws, release_out);
     if (*bundle_cmd) return run_bundle(ws, bundle_kind, bundle_zip, bundle_modules, bundle_all);
     if (*site_cmd) {

@@ -102,9 +102,11 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
 
   // The library of module m from a source set, linked to its prerequisites from `base`.
   auto link_block = [&](const Module& m, const std::string& base) {
-    if (m.requires_.empty()) return;
+    if (m.requires_.empty() && m.links.empty()) return;
     out += "\n  LINK";
     for (int n : m.requires_) out += " " + library_target(*course_.by_number(n), base);
+    for (const auto& l : m.links)
+      if (l == "zlib") out += " ZLIB::ZLIB";
   };
   auto library_block = [&](const Module& m, const std::string& source, const fs::path& root,
                            const std::string& base) {
@@ -155,6 +157,15 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
       for (const auto& b : bench) out += " " + cmake_path(b);
       out += fmt::format("\n  LIBRARIES {})\n", library_target(*t.module, t.own.name));
     }
+  }
+  for (const auto& p : programs_) {
+    out += fmt::format("kiln_program({}\n  SOURCES", p.name);
+    for (const auto& f : p.sources) out += " " + cmake_path(f);
+    out += "\n  INCLUDES";
+    for (const auto& d : p.include_dirs) out += " " + cmake_path(d);
+    out += "\n  LIBRARIES";
+    for (const auto& l : p.libraries) out += " " + l;
+    out += ")\n";
   }
   return out;
 }

@@ -249,6 +249,9 @@ Module load_module(const fs::path& yaml_path) {
   m.objectives = r.texts(root, "objectives", false);
   m.student_files = r.texts(root, "student_files", true);
   m.device_files = r.texts(root, "device_files", false);
+  m.links = r.texts(root, "links", false);
+  for (const auto& l : m.links)
+    if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
   for (const auto& f : m.device_files) {
     if (std::find(m.student_files.begin(), m.student_files.end(), f) == m.student_files.end())
       r.fail(root["device_files"], fmt::format("device file '{}' is not one of the student_files", f));

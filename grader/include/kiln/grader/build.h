@@ -95,6 +95,15 @@ class CourseBuild {
   fs::path library_file(const Module& m, const std::string& source_set) const;
 
   const fs::path& dir() const { return dir_; }
+  // A program of given code linked with module libraries of this build (a milestone's trainer):
+  // built by name with build_named().
+  struct Program {
+    std::string name;
+    std::vector<fs::path> sources;
+    std::vector<fs::path> include_dirs;
+    std::vector<std::string> libraries;  // library_target() names, the highest module first
+  };
+  void add_program(Program program) { programs_.push_back(std::move(program)); }
   // nvcc, when this build compiles the modules' device parts.
   const fs::path& nvcc() const { return nvcc_; }
   // Whether build() and build_many() also build the device checks' binaries where nvcc exists
@@ -103,6 +112,7 @@ class CourseBuild {
   void set_device_builds(bool on) { device_builds_ = on; }
 
  private:
+  std::vector<Program> programs_;
   std::string cmake_description(const std::vector<TestTarget>& targets) const;
 
   const Course& course_;

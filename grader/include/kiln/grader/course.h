@@ -55,6 +55,8 @@ struct Module {
   std::vector<std::string> student_files;  // relative to the module folder
   // The student files that hold kernels: compiled by nvcc too, for the device checks.
   std::vector<std::string> device_files;
+  // System libraries the module's code links, by the names the course knows (`links: [zlib]`).
+  std::vector<std::string> links;
   std::vector<Check> checks;
   fs::path dir;       // modules/NN_slug
   fs::path yaml;      // modules/NN_slug/module.yaml

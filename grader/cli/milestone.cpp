@@ -1,0 +1,95 @@
+// grader milestone: train the chosen milestones' models and report what the grader judged.
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/grader/commands.h"
+#include "kiln/grader/milestone.h"
+#include "kiln/grader/report.h"
+
+namespace kiln::grader {
+
+namespace {
+
+std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
+
+std::string render_text(const MilestoneResult& r) {
+  std::string out = fmt::format("\n{} {} ({} run, {:.1f} s)\n", r.passed ? "✓" : "✗", r.title, r.run, r.seconds);
+  for (const auto& j : r.judged)
+    out += fmt::format("    {}: accuracy {} on {} examples, mean loss {:.4f} nats (target {}) {}\n", j.output,
+                       percent(j.accuracy), j.rows, j.loss, j.target, j.met ? "✓" : "✗");
+  if (!r.first_losses.empty() && !r.golden.empty()) {
+    std::string steps;
+    for (std::size_t i = 0; i < r.first_losses.size(); ++i)
+      steps += fmt::format("{}{:.6f} (golden {:.6f})", i ? ", " : "", r.first_losses[i], r.golden[i]);
+    out += "    first steps: " + steps + "\n";
+  }
+  if (!r.moved.empty()) {
+    double smallest = std::numeric_limits<double>::infinity();
+    std::string which;
+    for (const auto& [name, change] : r.moved)
+      if (change < smallest) smallest = change, which = name;
+    out += fmt::format("    {} parameter tensors moved; the least: {} by up to {:.3g}\n", r.moved.size(), which, smallest);
+  }
+  if (!r.problem.empty()) out += "    " + wrap(r.problem, terminal_width(), "    ") + "\n";
+  out += fmt::format("    loss curve: {}\n", r.plot.string());
+  return out;
+}
+
+nlohmann::json to_json(const MilestoneResult& r) {
+  nlohmann::json judged = nlohmann::json::array();
+  for (const auto& j : r.judged)
+    judged.push_back({{"output", j.output}, {"rows", j.rows}, {"accuracy", j.accuracy}, {"loss", j.loss},
+                      {"target", j.target}, {"met", j.met}});
+  nlohmann::json moved = nlohmann::json::object();
+  for (const auto& [name, change] : r.moved) moved[name] = change;
+  return {{"id", r.id},       {"title", r.title},          {"run", r.run},         {"passed", r.passed},
+          {"problem", r.problem}, {"seconds", r.seconds},  {"judged", judged},     {"moved", moved},
+          {"first_losses", r.first_losses}, {"golden", r.golden}, {"epoch_losses", r.epoch_losses},
+          {"notes", r.notes}, {"plot", r.plot.string()}};
+}
+
+}  // namespace
+
+int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd) {
+  const std::vector<Milestone> all = load_milestones(ws.course);
+  std::vector<const Milestone*> chosen;
+  for (const auto& m : all) {
+    const bool named = cmd.names.empty() ||
+                       std::find_if(cmd.names.begin(), cmd.names.end(), [&](const std::string& n) {
+                         return n == m.id || n == fmt::format("{:02}", m.order) || n == std::to_string(m.order) ||
+                                n == m.dir.filename().string();
+                       }) != cmd.names.end();
+    if (named) chosen.push_back(&m);
+  }
+  if (chosen.empty()) {
+    std::string known;
+    for (const auto& m : all) known += (known.empty() ? "" : ", ") + m.id;
+    throw CourseError(all.empty() ? "this course has no milestones yet (milestones/NN_id/milestone.yaml)"
+                                  : "no milestone is called that; the milestones are: " + known);
+  }
+  if (cmd.solution) require_solutions(ws, "milestone --solution");
+
+  const std::vector<fs::path> trainers = build_trainers(ws, chosen, cmd.solution, cmd.verbose);
+  bool all_passed = true;
+  nlohmann::json results = nlohmann::json::array();
+  std::string text;
+  for (std::size_t i = 0; i < chosen.size(); ++i) {
+    const Milestone& m = *chosen[i];
+    std::fprintf(stderr, "\n%s (%s run): %s\n", m.title.c_str(), cmd.quick ? "quick" : "full", m.summary.c_str());
+    const MilestoneResult r = run_milestone(ws, m, cmd, trainers[i]);
+    all_passed = all_passed && r.passed;
+    results.push_back(to_json(r));
+    text += render_text(r);
+    if (cmd.format == "text") std::fputs(render_text(r).c_str(), stdout);
+    std::fflush(stdout);
+  }
+  if (cmd.format == "json") std::fputs((results.dump(2) + "\n").c_str(), stdout);
+  if (!cmd.out.empty()) std::ofstream(cmd.out) << (cmd.format == "json" ? results.dump(2) + "\n" : text);
+  return all_passed ? 0 : 1;
+}
+
+}  // namespace kiln::grader

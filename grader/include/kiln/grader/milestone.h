@@ -1,0 +1,109 @@
+// Milestones: a model built only from the student's modules trains on real data, and the grader
+// judges what it did.
+//
+//   milestones/NN_slug/milestone.yaml   what to build and run, and what counts as success
+//   milestones/NN_slug/*.cpp            the trainer (given code; see milestones/support/milestone.h)
+//
+// The trainer reports; the grader decides. Accuracy and loss are computed here from the logits
+// the trainer wrote and labels the grader reads itself; every parameter must have moved; a seeded
+// run's first steps must follow the golden trajectory.
+#pragma once
+
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/grader/course.h"
+#include "kiln/grader/workspace.h"
+
+namespace kiln::grader {
+
+// Where a data set's files are (installed by the course's packages), and how its labels are read.
+struct DataSource {
+  std::string name;             // "fashion-mnist", "digits", "none"
+  fs::path dir;                 // handed to the trainer as --data
+  fs::path test_labels;         // the labels the logits are judged against (IDX, gzip allowed)
+};
+
+struct MilestoneRun {
+  std::vector<std::string> args;  // the trainer's settings (--epochs 3 ...)
+  std::int64_t test_count = 0;    // rows of logits expected (0: as many labels as there are)
+  double timeout_s = 600;
+  std::vector<double> golden;     // the first steps' losses of a correct library, in order
+  double golden_tolerance = 1e-4;
+};
+
+// A judgement on one set of logits.
+struct LogitsTarget {
+  std::string output;            // the trainer's logits name
+  std::optional<double> min_accuracy, max_accuracy;
+};
+
+struct Milestone {
+  std::string id;                // "mlp_fashion" (from the folder name NN_id)
+  int order = 0;                 // NN
+  std::string title;
+  std::string summary;
+  int module = 0;                // the module whose library it trains (with its prerequisites)
+  std::vector<fs::path> sources;
+  DataSource data;
+  std::vector<std::int64_t> labels;  // for a data set of its own (XOR): the labels, in order
+  std::map<std::string, MilestoneRun> runs;  // "full", "quick"
+  std::vector<LogitsTarget> targets;
+  // A quick run's targets, where they differ (fewer epochs on fewer examples).
+  std::vector<LogitsTarget> quick_targets;
+  fs::path dir;
+};
+
+std::vector<Milestone> load_milestones(const Course& course);
+DataSource data_source(const std::string& name);
+
+struct MilestoneCommand {
+  std::vector<std::string> names;  // empty: every milestone whose module exists
+  bool solution = false;
+  bool quick = false;
+  bool verbose = false;
+  std::string format = "text";     // text | json
+  std::string out;
+};
+
+// What the grader measured of one run.
+struct MilestoneResult {
+  std::string id, title, run;
+  bool passed = false;
+  std::string problem;             // why it did not pass (first reason), or why it could not run
+  double seconds = 0;
+  struct Judged {
+    std::string output;
+    std::int64_t rows = 0;
+    double accuracy = 0, loss = 0;
+    std::string target;            // "at least 88%"
+    bool met = false;
+  };
+  std::vector<Judged> judged;
+  std::vector<std::pair<std::string, double>> moved;  // parameter, largest change
+  std::vector<double> first_losses;                   // the run's first steps
+  std::vector<double> golden;
+  std::vector<std::pair<double, double>> curve;       // (epoch as a fraction, loss) per step
+  std::vector<std::pair<int, double>> epoch_losses;
+  std::vector<std::string> notes;
+  fs::path plot;
+};
+
+// Builds the chosen milestones' trainers, optimised, against the student's modules or (solution)
+// the reference solutions; returns their paths, in order.
+std::vector<fs::path> build_trainers(const Workspace& ws, const std::vector<const Milestone*>& chosen, bool solution,
+                                    bool verbose);
+// Runs one trainer (the command's run: full or quick) and judges it.
+MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const MilestoneCommand& cmd, const fs::path& binary);
+int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd);
+
+// Reads the labels of an IDX file (magic 0x00000801), gzip-compressed or not.
+std::vector<std::int64_t> read_idx_labels(const fs::path& file);
+// Accuracy (argmax, ties to the lowest index) and mean cross-entropy of logits against labels.
+std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
+                                            const std::vector<std::int64_t>& labels);
+std::string loss_curve_svg(const MilestoneResult& r);
+
+}  // namespace kiln::grader

@@ -1,0 +1,438 @@
+#include "kiln/grader/milestone.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <fstream>
+#include <limits>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+#include <yaml-cpp/yaml.h>
+
+#include "kiln/grader/build.h"
+#include "kiln/grader/process.h"
+#include "kiln/grader/report.h"
+
+namespace kiln::grader {
+
+// ---------------------------------------------------------------------------------------------
+// The milestones as data
+
+DataSource data_source(const std::string& name) {
+  if (name == "none") return {name, {}, {}};
+  if (name == "fashion-mnist") {
+    const fs::path dir = "/usr/share/datasets/fashion-mnist";  // Debian's dataset-fashion-mnist
+    return {name, dir, dir / "t10k-labels-idx1-ubyte.gz"};
+  }
+  throw CourseError(fmt::format("unknown data set '{}' (known: fashion-mnist, none)", name));
+}
+
+namespace {
+
+std::vector<LogitsTarget> read_targets(const YAML::Node& node, const fs::path& yaml) {
+  std::vector<LogitsTarget> out;
+  if (!node) return out;
+  for (const auto& t : node) {
+    LogitsTarget target;
+    target.output = t["output"].as<std::string>();
+    if (t["min_accuracy"]) target.min_accuracy = t["min_accuracy"].as<double>();
+    if (t["max_accuracy"]) target.max_accuracy = t["max_accuracy"].as<double>();
+    if (!target.min_accuracy && !target.max_accuracy)
+      throw CourseError(fmt::format("{}: the target for '{}' needs min_accuracy or max_accuracy", yaml.string(),
+                                    target.output));
+    out.push_back(target);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<Milestone> load_milestones(const Course& course) {
+  std::vector<Milestone> out;
+  const fs::path root = course.root / "milestones";
+  if (!fs::is_directory(root)) return out;
+  std::vector<fs::path> dirs;
+  for (const auto& e : fs::directory_iterator(root))
+    if (e.is_directory() && fs::exists(e.path() / "milestone.yaml")) dirs.push_back(e.path());
+  std::sort(dirs.begin(), dirs.end());
+  for (const auto& dir : dirs) {
+    const fs::path yaml = dir / "milestone.yaml";
+    try {
+      const YAML::Node y = YAML::LoadFile(yaml.string());
+      Milestone m;
+      m.dir = dir;
+      const std::string folder = dir.filename().string();
+      const auto underscore = folder.find('_');
+      if (underscore == std::string::npos) throw CourseError("the folder must be named NN_id");
+      m.order = std::stoi(folder.substr(0, underscore));
+      m.id = folder.substr(underscore + 1);
+      m.title = y["title"].as<std::string>();
+      m.summary = y["summary"] ? y["summary"].as<std::string>() : "";
+      m.module = y["module"].as<int>();
+      for (const auto& s : y["sources"]) m.sources.push_back(dir / s.as<std::string>());
+      m.data = data_source(y["data"] ? y["data"].as<std::string>() : "none");
+      if (y["labels"])
+        for (const auto& l : y["labels"]) m.labels.push_back(l.as<std::int64_t>());
+      for (const auto& r : y["runs"]) {
+        MilestoneRun run;
+        const YAML::Node spec = r.second;
+        if (spec["args"])
+          for (const auto& a : spec["args"]) run.args.push_back(a.as<std::string>());
+        if (spec["test_count"]) run.test_count = spec["test_count"].as<std::int64_t>();
+        if (spec["timeout"]) run.timeout_s = spec["timeout"].as<double>();
+        if (spec["golden"])
+          for (const auto& g : spec["golden"]) run.golden.push_back(g.as<double>());
+        if (spec["golden_tolerance"]) run.golden_tolerance = spec["golden_tolerance"].as<double>();
+        m.runs[r.first.as<std::string>()] = run;
+      }
+      if (!m.runs.count("full") || !m.runs.count("quick"))
+        throw CourseError("it needs two runs, `full` and `quick`");
+      m.targets = read_targets(y["targets"], yaml);
+      m.quick_targets = y["quick_targets"] ? read_targets(y["quick_targets"], yaml) : m.targets;
+      if (m.targets.empty()) throw CourseError("it judges nothing: add targets");
+      if (m.data.name == "none" && m.labels.empty()) throw CourseError("without a data set it needs its labels");
+      if (!course.by_number(m.module)) continue;  // its module is not in this course (yet)
+      out.push_back(std::move(m));
+    } catch (const YAML::Exception& e) {
+      throw CourseError(fmt::format("{}:{}: {}", yaml.string(), e.mark.line + 1, e.msg));
+    } catch (const CourseError& e) {
+      throw CourseError(fmt::format("{}: {}", yaml.string(), e.what()));
+    }
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Trusted judging
+
+std::vector<std::int64_t> read_idx_labels(const fs::path& file) {
+  std::string bytes;
+  if (file.extension() == ".gz") {
+    const ProcessResult r = run_process({.argv = {"gzip", "-dc", file.string()}, .output_cap = 64 << 20});
+    if (!r.ok()) throw CourseError(fmt::format("cannot decompress {}: {}", file.string(), r.err));
+    bytes = r.out;
+  } else {
+    bytes = read_file(file);
+  }
+  auto u32 = [&](std::size_t at) {
+    return (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at])) << 24) |
+           (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 1])) << 16) |
+           (static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 2])) << 8) |
+           static_cast<std::uint32_t>(static_cast<unsigned char>(bytes[at + 3]));
+  };
+  if (bytes.size() < 8 || u32(0) != 0x00000801)
+    throw CourseError(fmt::format("{} is not an IDX label file (magic 0x00000801 at byte 0)", file.string()));
+  const std::uint32_t count = u32(4);
+  if (bytes.size() != 8 + static_cast<std::size_t>(count))
+    throw CourseError(fmt::format("{} holds {} bytes of labels where its header says {}", file.string(),
+                                  bytes.size() - 8, count));
+  std::vector<std::int64_t> labels(count);
+  for (std::uint32_t i = 0; i < count; ++i) labels[i] = static_cast<unsigned char>(bytes[8 + i]);
+  return labels;
+}
+
+std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
+                                            const std::vector<std::int64_t>& labels) {
+  std::int64_t correct = 0;
+  double loss = 0;
+  for (std::int64_t i = 0; i < rows; ++i) {
+    const float* row = logits.data() + i * classes;
+    std::int64_t best = 0;
+    double top = -std::numeric_limits<double>::infinity();
+    for (std::int64_t c = 0; c < classes; ++c)
+      if (row[c] > top) top = row[c], best = c;
+    correct += best == labels[static_cast<std::size_t>(i)];
+    double total = 0;
+    for (std::int64_t c = 0; c < classes; ++c) total += std::exp(static_cast<double>(row[c]) - top);
+    loss += top + std::log(total) - row[labels[static_cast<std::size_t>(i)]];
+  }
+  return {rows ? static_cast<double>(correct) / static_cast<double>(rows) : 0.0, rows ? loss / static_cast<double>(rows) : 0.0};
+}
+
+namespace {
+
+std::vector<float> read_floats(const fs::path& file) {
+  const std::string bytes = read_file(file);
+  std::vector<float> out(bytes.size() / sizeof(float));
+  std::memcpy(out.data(), bytes.data(), out.size() * sizeof(float));
+  return out;
+}
+
+std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
+
+// Draws a progress bar on the terminal: epoch, a bar over all steps, the latest loss.
+class Progress {
+ public:
+  explicit Progress(bool on) : on_(on) {}
+  void update(int epoch, int epochs, double done, double loss) {
+    if (!on_) return;
+    const int width = 30;
+    const int filled = std::clamp(static_cast<int>(done * width), 0, width);
+    std::fprintf(stderr, "\r  epoch %d/%d [%s%s] %3.0f%%  loss %.4f ", epoch, epochs, std::string(filled, '#').c_str(),
+                 std::string(width - filled, '-').c_str(), 100 * done, loss);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+  void line(const std::string& text) {
+    if (!on_) return;
+    if (drawn_) std::fputs("\r\x1b[K", stderr);
+    std::fprintf(stderr, "  %s\n", text.c_str());
+    drawn_ = false;
+  }
+  void end() {
+    if (on_ && drawn_) std::fputs("\n", stderr);
+    drawn_ = false;
+  }
+
+ private:
+  bool on_;
+  bool drawn_ = false;
+};
+
+}  // namespace
+
+MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const MilestoneCommand& cmd, const fs::path& binary) {
+  const std::string run_name = cmd.quick ? "quick" : "full";
+  const MilestoneRun& run = m.runs.at(run_name);
+  MilestoneResult result{.id = m.id, .title = m.title, .run = run_name};
+  const fs::path out = ws.state_dir() / "milestones" / m.id;
+  fs::remove_all(out);
+  fs::create_directories(out);
+
+  std::vector<std::string> argv = {binary.string()};
+  argv.insert(argv.end(), run.args.begin(), run.args.end());
+  if (!m.data.dir.empty()) {
+    if (!fs::exists(m.data.test_labels))
+      throw CourseError(fmt::format("the data set {} is not installed ({} is missing): bin/grader installs it",
+                                    m.data.name, m.data.test_labels.string()));
+    argv.insert(argv.end(), {"--data", m.data.dir.string()});
+  }
+  argv.insert(argv.end(), {"--out", out.string()});
+  if (cmd.verbose) std::fprintf(stderr, "  KILN_MILESTONE_FD=3 %s\n", shell_quote(argv).c_str());
+
+  int epochs = 1;
+  std::int64_t steps_per_epoch = 1;
+  std::map<std::string, std::pair<std::int64_t, std::int64_t>> logits;  // name -> rows, classes
+  std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> parameters;
+  Progress progress(isatty(STDERR_FILENO) && cmd.format == "text");
+  ProcessSpec spec{.argv = argv, .cwd = out, .env = {{"KILN_MILESTONE_FD", "3"}, {"OMP_NUM_THREADS", "1"}},
+                   .output_cap = 1 << 20};
+  spec.event_fd = 3;
+  spec.on_event = [&](std::string_view line) {
+    const auto e = nlohmann::json::parse(line, nullptr, false);
+    if (!e.is_object()) return;
+    const std::string event = e.value("event", "");
+    if (event == "begin") {
+      epochs = std::max(1, e.value("epochs", 1));
+      steps_per_epoch = std::max<std::int64_t>(1, e.value("steps_per_epoch", std::int64_t{1}));
+    } else if (event == "step") {
+      const int epoch = e.value("epoch", 1);
+      const std::int64_t step = e.value("step", std::int64_t{0});
+      const double loss = e.value("loss", 0.0);
+      const double at = (epoch - 1) + static_cast<double>(step) / static_cast<double>(steps_per_epoch);
+      result.curve.emplace_back(at, loss);
+      if (result.first_losses.size() < run.golden.size()) result.first_losses.push_back(loss);
+      progress.update(epoch, epochs, at / epochs, loss);
+    } else if (event == "epoch") {
+      result.epoch_losses.emplace_back(e.value("epoch", 0), e.value("loss", 0.0));
+      progress.line(fmt::format("epoch {}: mean training loss {:.4f} ({:.1f} s)", e.value("epoch", 0),
+                                e.value("loss", 0.0), e.value("seconds", 0.0)));
+    } else if (event == "logits") {
+      logits[e.value("name", "")] = {e.value("rows", std::int64_t{0}), e.value("classes", std::int64_t{0})};
+    } else if (event == "parameters") {
+      auto& list = parameters[e.value("which", "")];
+      list.clear();
+      for (const auto& t : e.value("tensors", nlohmann::json::array()))
+        list.emplace_back(t.value("name", ""), t.value("numel", std::int64_t{0}));
+    } else if (event == "note") {
+      result.notes.push_back(e.value("text", ""));
+      progress.line(e.value("text", ""));
+    }
+  };
+  spec.should_stop = [&](double elapsed) { return elapsed > run.timeout_s; };
+  const auto started = std::chrono::steady_clock::now();
+  const ProcessResult r = run_process(spec);
+  progress.end();
+  result.seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+
+  auto fail = [&](std::string why) {
+    if (result.problem.empty()) result.problem = std::move(why);
+  };
+  if (r.stopped) fail(fmt::format("stopped after {:.0f} s, the run's time limit", run.timeout_s));
+  else if (r.signal) fail("the trainer crashed: " + describe_signal(r.signal) + "\n" + r.err_tail.substr(r.err_tail.size() > 2000 ? r.err_tail.size() - 2000 : 0));
+  else if (r.exit_code != 0) {
+    std::string tail = r.err.size() > 2000 ? r.err.substr(r.err.size() - 2000) : r.err;
+    fail(fmt::format("the trainer ended with exit code {}: {}", r.exit_code, tail));
+  }
+
+  // The golden first steps: a correct library, seeded the same way, computes these losses.
+  result.golden = run.golden;
+  if (r.ok() && !run.golden.empty()) {
+    if (result.first_losses.size() < run.golden.size()) fail("the trainer reported fewer steps than the golden trajectory has");
+    for (std::size_t i = 0; i < std::min(result.first_losses.size(), run.golden.size()); ++i) {
+      if (std::fabs(result.first_losses[i] - run.golden[i]) > run.golden_tolerance) {
+        fail(fmt::format("step {}'s loss is {:.7f}, and a correct library's is {:.7f}: the seeded first steps must "
+                         "match to {:g} (the initialisation, the shuffle, the loss or the optimizer differs)",
+                         i + 1, result.first_losses[i], run.golden[i], run.golden_tolerance));
+        break;
+      }
+    }
+  }
+
+  // Every parameter moved.
+  if (r.ok()) {
+    const auto& initial = parameters["initial"];
+    const auto& final_ = parameters["final"];
+    if (initial.empty() || initial != final_) {
+      fail("the trainer did not report the same parameters before and after training");
+    } else {
+      const std::vector<float> before = read_floats(out / "parameters-initial.f32");
+      const std::vector<float> after = read_floats(out / "parameters-final.f32");
+      std::size_t at = 0;
+      for (const auto& [name, numel] : initial) {
+        double largest = 0;
+        for (std::int64_t k = 0; k < numel && at + static_cast<std::size_t>(k) < std::min(before.size(), after.size()); ++k)
+          largest = std::max(largest, static_cast<double>(std::fabs(after[at + k] - before[at + k])));
+        at += static_cast<std::size_t>(numel);
+        result.moved.emplace_back(name, largest);
+        if (!(largest > 1e-7)) fail(fmt::format("the parameter {} did not move during training", name));
+      }
+      if (at != before.size() || at != after.size()) fail("the parameter files do not hold what the trainer reported");
+    }
+  }
+
+  // Accuracy and loss, from the logits and labels the grader reads itself.
+  if (r.ok()) {
+    std::vector<std::int64_t> labels = m.labels;
+    if (labels.empty()) labels = read_idx_labels(m.data.test_labels);
+    for (const LogitsTarget& target : cmd.quick ? m.quick_targets : m.targets) {
+      MilestoneResult::Judged j{.output = target.output};
+      const auto found = logits.find(target.output);
+      const std::int64_t expected_rows = run.test_count ? run.test_count : static_cast<std::int64_t>(labels.size());
+      if (found == logits.end()) {
+        fail(fmt::format("the trainer wrote no logits called '{}'", target.output));
+        continue;
+      }
+      const auto [rows, classes] = found->second;
+      const std::vector<float> values = read_floats(out / ("logits-" + target.output + ".f32"));
+      if (rows != expected_rows || classes < 2 || static_cast<std::int64_t>(values.size()) != rows * classes ||
+          rows > static_cast<std::int64_t>(labels.size())) {
+        fail(fmt::format("the logits '{}' have {} rows of {} classes ({} values), where {} rows were expected",
+                         target.output, rows, classes, values.size(), expected_rows));
+        continue;
+      }
+      const auto [accuracy, loss] = accuracy_and_loss(values, rows, classes, labels);
+      j.rows = rows;
+      j.accuracy = accuracy;
+      j.loss = loss;
+      j.met = true;
+      if (target.min_accuracy) {
+        j.target = "at least " + percent(*target.min_accuracy);
+        j.met = accuracy >= *target.min_accuracy;
+      }
+      if (target.max_accuracy) {
+        j.target += (j.target.empty() ? "" : ", ") + std::string("at most ") + percent(*target.max_accuracy);
+        j.met = j.met && accuracy <= *target.max_accuracy;
+      }
+      if (!j.met) fail(fmt::format("{}: accuracy {} on {} examples, where the target is {}", target.output, percent(accuracy), rows, j.target));
+      result.judged.push_back(j);
+    }
+  }
+  result.passed = result.problem.empty();
+  result.plot = out / "loss.svg";
+  write_if_changed(result.plot, loss_curve_svg(result));
+  return result;
+}
+
+std::vector<fs::path> build_trainers(const Workspace& ws, const std::vector<const Milestone*>& chosen, bool solution,
+                                    bool verbose) {
+  // One optimised build for every milestone: the trainers train for minutes, and -O2 pays.
+  const fs::path build_dir = ws.build_dir("milestone");
+  const auto lock = lock_build_dir(build_dir);
+  CourseBuild build(ws.course, build_dir, ws.kiln_home, "-O2 -march=native -DNDEBUG");
+  build.set_device_builds(false);
+  std::vector<std::string> names;
+  for (const Milestone* m : chosen) {
+    const Module& module = *ws.course.by_number(m->module);
+    const TestTarget anchor = solution ? solution_target(ws.course, module) : student_target(ws.course, module);
+    std::vector<std::string> libraries = {CourseBuild::library_target(module, anchor.own.name)};
+    const auto prerequisites = ws.course.prerequisites(module);
+    for (auto it = prerequisites.rbegin(); it != prerequisites.rend(); ++it)
+      libraries.push_back(CourseBuild::library_target(**it, anchor.base_name));
+    std::vector<fs::path> sources = m->sources;
+    sources.push_back(ws.course.root / "milestones" / "support" / "milestone.cpp");
+    const std::string name = fmt::format("milestone_{}__{}", m->id, anchor.own.name);
+    build.add_program({name, sources, {ws.course.root / "milestones" / "support"}, libraries});
+    names.push_back(name);
+  }
+  BuildResult built;
+  std::fprintf(stderr, "Building the trainers (optimised; the first build takes a minute)...\n");
+  if (!build.build_named(standard_targets(ws.course), names, built)) {
+    const std::string where = built.error && !built.error->file.empty()
+                                  ? fmt::format("{}:{}: ", relative_to(ws.course.root, built.error->file.string()),
+                                                built.error->line)
+                                  : "";
+    if (verbose) std::fputs(built.log.c_str(), stderr);
+    throw CourseError(fmt::format("the trainers do not build: {}{}. `grader check` on their modules shows why "
+                                  "(-v: the compiler's whole output)",
+                                  where, built.error ? built.error->message : ""));
+  }
+
+  std::vector<fs::path> out;
+  for (const auto& name : names) out.push_back(build.dir() / name);
+  return out;
+}
+
+std::string loss_curve_svg(const MilestoneResult& r) {
+  const double w = 720, h = 360, left = 60, right = 20, top = 40, bottom = 50;
+  double x1 = 1, y1 = 0;
+  for (const auto& [x, y] : r.curve) x1 = std::max(x1, x), y1 = std::max(y1, y);
+  for (const auto& j : r.judged) y1 = std::max(y1, j.loss);
+  if (!(y1 > 0) || !std::isfinite(y1)) y1 = 1;
+  auto px = [&](double x) { return left + x / x1 * (w - left - right); };
+  auto py = [&](double y) { return h - bottom - std::clamp(y, 0.0, y1) / y1 * (h - top - bottom); };
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+                              "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{} ({} run): training loss</text>\n",
+                              w, h, left, xml_escape(r.title), r.run);
+  for (int i = 0; i <= 4; ++i) {
+    const double y = y1 * i / 4;
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n",
+                     left, py(y), w - right, py(y), left - 6, py(y) + 4, y);
+  }
+  for (int e = 0; e <= static_cast<int>(std::ceil(x1)); ++e) {
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+                     px(e), top, h - bottom, h - bottom + 16, e);
+  }
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>\n", (left + w - right) / 2, h - 14);
+  s += fmt::format("<text x=\"16\" y=\"{0}\" transform=\"rotate(-90 16 {0})\" text-anchor=\"middle\">loss (nats)</text>\n", (top + h - bottom) / 2);
+  // Every step's loss, thin; a running mean over about 1% of the steps, thick.
+  std::string raw, smooth;
+  const std::size_t window = std::max<std::size_t>(1, r.curve.size() / 100);
+  double sum = 0;
+  for (std::size_t i = 0; i < r.curve.size(); ++i) {
+    raw += fmt::format("{:.1f},{:.1f} ", px(r.curve[i].first), py(r.curve[i].second));
+    sum += r.curve[i].second;
+    if (i >= window) sum -= r.curve[i - window].second;
+    if (i + 1 >= window) smooth += fmt::format("{:.1f},{:.1f} ", px(r.curve[i].first), py(sum / static_cast<double>(window)));
+  }
+  s += fmt::format("<polyline fill=\"none\" stroke=\"#90cdf4\" stroke-width=\"1\" points=\"{}\"/>\n", raw);
+  s += fmt::format("<polyline fill=\"none\" stroke=\"#2b6cb0\" stroke-width=\"2.5\" points=\"{}\"/>\n", smooth);
+  // The test loss the grader computed, at the end.
+  double legend_y = top + 14;
+  for (const auto& j : r.judged) {
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"#c05621\"/>\n", px(x1), py(j.loss));
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#c05621\">{}: test loss {:.3f}, accuracy {}</text>\n",
+                     w - right - 4, legend_y, xml_escape(j.output), j.loss, percent(j.accuracy));
+    legend_y += 16;
+  }
+  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#2b6cb0\">training loss per step, and its running mean</text>\n",
+                   w - right - 4, legend_y);
+  return s + "</svg>\n";
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,28 @@
+// Pictures: an image as gray squares, and the counts of a histogram.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "kiln/data.h"
+
+namespace kiln {
+
+std::string image_svg(const Tensor& image, int cell_size) {
+  // The exact text is in kiln/data.h: an <svg> of width cols·cell_size and height rows·cell_size,
+  // then one <rect/> per pixel, row by row. Pixel (r, c) goes right by its column and down by
+  // its row: x = c·cell_size, y = r·cell_size. Its gray G = std::lround(255·v), v being the
+  // value clipped to [0, 1] (std::clamp), written fill="rgb(G,G,G)". image.at({r, c}) reads a
+  // view too. ShapeError when image is not 2-D; std::invalid_argument when cell_size < 1.
+  throw kiln::NotImplemented();
+}
+
+std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high) {
+  // bins counters at 0. Skip v outside [low, high) (v < low or v >= high); otherwise add 1 to
+  // bin floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1 or high <= low.
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln

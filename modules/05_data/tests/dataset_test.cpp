@@ -1,0 +1,153 @@
+// Module 05 checks for the dataset: bytes to floats, its count and shape checks, the mean and
+// standard deviation, and normalisation. The IDX arrays are built here directly (no reader of
+// yours is involved), and every expected value is computed by plain loops in double.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "data_testing.h"
+#include "kiln/data.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using data_testing::Bytes;
+using data_testing::list_of;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
+
+IdxArray array_of(Shape dims, Bytes values) { return IdxArray{std::move(dims), std::move(values)}; }
+
+// The pixels float(b)/255 with the given shape.
+TensorData scaled_pixels(const Bytes& bytes, const Shape& shape) {
+  std::vector<float> values;
+  for (const std::uint8_t b : bytes) values.push_back(static_cast<float>(b) / 255.0f);
+  return data_of(shape, values);
+}
+
+// The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given make_view.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// Mean and population standard deviation of the elements, in double (trusted).
+std::pair<double, double> reference_statistics(const TensorData& x) {
+  double total = 0.0;
+  for (const float v : x.values) total += v;
+  const double mean = total / static_cast<double>(x.values.size());
+  double squares = 0.0;
+  for (const float v : x.values) squares += (v - mean) * (v - mean);
+  return {mean, std::sqrt(squares / static_cast<double>(x.values.size()))};
+}
+
+}  // namespace
+
+TEST(Data, Dataset) {
+  // The hand-made 2×3×3 images with labels 7 and 3: pixel 255 becomes 1, 128 becomes 128/255.
+  const IdxArray hand_images = array_of(data_testing::kHandDims, data_testing::kHandPixels);
+  const IdxArray hand_labels = array_of({2}, {7, 3});
+  // Seven images of 3 × 5 and labels of the run; one image of one white pixel.
+  const Bytes run_pixels = data_testing::random_bytes(105, 551);
+  Bytes run_label_bytes;
+  for (const std::int64_t v : testing::random_ints(7, 10, 552)) run_label_bytes.push_back(static_cast<std::uint8_t>(v));
+  const IdxArray run_images = array_of({7, 3, 5}, run_pixels);
+  const IdxArray run_labels = array_of({7}, run_label_bytes);
+  const IdxArray white = array_of({1, 1, 1}, {255});
+  const IdxArray white_label = array_of({1}, {9});
+
+  const std::vector<std::tuple<std::string, const IdxArray*, const IdxArray*, bool, Shape>> cases = {
+      {"the hand-made (2, 3, 3) images", &hand_images, &hand_labels, false, {2, 3, 3}},
+      {"the hand-made (2, 3, 3) images, flattened", &hand_images, &hand_labels, true, {2, 9}},
+      {"(7, 3, 5) images of the run", &run_images, &run_labels, false, {7, 3, 5}},
+      {"(7, 3, 5) images of the run, flattened", &run_images, &run_labels, true, {7, 15}},
+      {"one (1, 1) image of 255", &white, &white_label, true, {1, 1}},
+  };
+  for (const auto& [what, images, labels, flatten, shape] : cases) {
+    const testing::Params params = {{"shape", to_string(shape)}};
+    const auto got = observe(fmt::format("make_dataset({}, flatten {})", what, flatten), [&] {
+      const Dataset d = make_dataset(*images, *labels, flatten);
+      return std::pair(d.images, d.labels);
+    });
+    if (!KILN_EXPECT_OK(got, "dataset_values_wrong", params)) return;
+    const testing::Comparison c = testing::compare(got->first, scaled_pixels(images->values, shape), 1e-7);
+    if (!c.close) {
+      KILN_FAIL("dataset_values_wrong", params,
+                got.call() + ": the images " +
+                    (c.shapes_match ? c.describe()
+                                    : "have shape " + to_string(got->first.shape) + ", expected " + to_string(shape)));
+      return;
+    }
+    const std::vector<std::int64_t> expected_labels(labels->values.begin(), labels->values.end());
+    if (got->second != expected_labels) {
+      KILN_FAIL("dataset_values_wrong", params,
+                fmt::format("{}: the labels are {}, expected {}", got.call(), list_of(got->second),
+                            list_of(expected_labels)));
+      return;
+    }
+  }
+
+  // What does not pair up: 7 images with 5 labels, and images (4, 9) that are not 3-D.
+  const IdxArray five_labels = array_of({5}, {1, 2, 3, 4, 5});
+  const IdxArray flat_images = array_of({4, 9}, data_testing::random_bytes(36, 553));
+  const IdxArray four_labels = array_of({4}, {0, 1, 2, 3});
+  const auto mismatch = observe("make_dataset(7 images (7, 3, 5), 5 labels (5), flatten false)",
+                                [&] { return make_dataset(run_images, five_labels, false).size(); });
+  testing::expect_throws<FormatError>(__FILE__, __LINE__, mismatch, "dataset_not_checked", {"7", "5"},
+                                      {{"images", "(7, 3, 5)"}, {"labels", "(5)"}, {"names", "both counts, 7 and 5"}});
+  if (::testing::Test::HasFailure()) return;
+  const auto flat = observe("make_dataset(images (4, 9), labels (4), flatten false)",
+                            [&] { return make_dataset(flat_images, four_labels, false).size(); });
+  testing::expect_throws<FormatError>(__FILE__, __LINE__, flat, "dataset_not_checked", {"(4, 9)"},
+                                      {{"images", "(4, 9)"}, {"labels", "(4)"}, {"names", "the images' shape (4, 9)"}});
+}
+
+TEST(Data, Normalisation) {
+  // [2, 4, 4, 4, 5, 5, 7, 9]: mean 40/8 = 5; squared deviations 9+1+1+1+0+0+4+16 = 32, 32/8 = 4,
+  // so the standard deviation is 2 (the sample one, √(32/7), is 2.138).
+  const Tensor classic({2, 4}, {2, 4, 4, 4, 5, 5, 7, 9});
+  const Tensor run_view = transposed(random_tensor({3, 5}, 561, 0.0f, 1.0f));  // (5, 3), strides (1, 5)
+  const Tensor run_long = random_tensor({31}, 562, -2.0f, 3.0f);
+  const Tensor seven({1, 7}, {0, 0, 0, 1, 1, 1, 1});
+  const std::vector<std::pair<std::string, const Tensor*>> inputs = {
+      {"[2, 4, 4, 4, 5, 5, 7, 9]", &classic},
+      {"a (5, 3) transposed view of the run", &run_view},
+      {"(31) values of the run", &run_long},
+      {"[[0, 0, 0, 1, 1, 1, 1]]", &seven},
+  };
+  for (const auto& [what, x] : inputs) {
+    const testing::Params params = {{"what", what}};
+    const auto got = observe("mean_and_std(" + what + ")", [&] { return mean_and_std(*x); });
+    if (!KILN_EXPECT_OK(got, "statistics_wrong", params)) return;
+    const auto [mean, std] = reference_statistics(data_of(*x));
+    if (std::fabs(got->first - mean) > 1e-6 || std::fabs(got->second - std) > 1e-6) {
+      KILN_FAIL("statistics_wrong", params,
+                fmt::format("{} gave ({}, {}), expected ({}, {})", got.call(), got->first, got->second, mean, std));
+      return;
+    }
+  }
+
+  // normalize: the classic values with mean 5 and std 2 give [-1.5, -0.5, -0.5, -0.5, 0, 0, 1, 2];
+  // a view and 31 values of the run with their own statistics, and Fashion-MNIST's.
+  const auto run_stats = reference_statistics(data_of(run_long));
+  const std::vector<std::tuple<std::string, const Tensor*, double, double>> normal = {
+      {"[2, 4, 4, 4, 5, 5, 7, 9], mean 5, std 2", &classic, 5.0, 2.0},
+      {"a (5, 3) transposed view of the run, mean 0.2860, std 0.3530", &run_view, 0.2860, 0.3530},
+      {"(31) values of the run, with their mean and std", &run_long, run_stats.first, run_stats.second},
+  };
+  for (const auto& [what, x, mean, std] : normal) {
+    const TensorData in = data_of(*x);
+    std::vector<float> expected;
+    for (const float v : in.values) expected.push_back(static_cast<float>((v - mean) / std));
+    if (!KILN_EXPECT_CLOSE_REL(observe("normalize(" + what + ")", [&] { return normalize(*x, mean, std); }),
+                               data_of(in.shape, expected), 1e-5, 1e-5, "normalize_wrong"))
+      return;
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,246 @@
+// Module 05 checks for batches: batch_indices and its last partial batch, collate, the
+// DataLoader's epochs and num_batches, and the Fisher-Yates shuffle driven by the Wichmann-Hill
+// generator. Expected batches are sliced here by plain loops; expected orders come from the
+// generator and the shuffle written out again in data_testing.h.
+#include <algorithm>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "data_testing.h"
+#include "kiln/data.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using data_testing::batches_of;
+using data_testing::list_of;
+using data_testing::TrustedWichmannHill;
+using testing::data_of;
+using testing::observe;
+using testing::TensorData;
+using Batches = std::vector<std::vector<std::int64_t>>;
+
+// order cut into batches of batch_size, the last one partial (trusted).
+Batches reference_batches(const std::vector<std::int64_t>& order, std::int64_t batch_size, bool drop_last) {
+  Batches out;
+  const auto n = static_cast<std::int64_t>(order.size());
+  for (std::int64_t start = 0; start < n; start += batch_size) {
+    const std::int64_t stop = std::min(start + batch_size, n);
+    if (drop_last && stop - start < batch_size) break;
+    out.emplace_back(order.begin() + start, order.begin() + stop);
+  }
+  return out;
+}
+
+// A dataset of n images (rows, cols) of the run, or flat (n, rows·cols), labelled 10·i + 1.
+Dataset run_dataset(std::int64_t n, std::int64_t rows, std::int64_t cols, bool flat, std::uint64_t stream) {
+  Dataset d;
+  d.images = testing::random_tensor(flat ? Shape{n, rows * cols} : Shape{n, rows, cols}, stream, 0.0f, 1.0f);
+  for (std::int64_t i = 0; i < n; ++i) d.labels.push_back(10 * i + 1);
+  return d;
+}
+
+// The images and labels of `data` at `indices` (trusted).
+std::pair<TensorData, std::vector<std::int64_t>> reference_collate(const Dataset& data,
+                                                                   const std::vector<std::int64_t>& indices) {
+  const TensorData images = data_of(data.images);
+  const std::int64_t per_image = images.numel() / images.shape[0];
+  std::vector<float> values;
+  std::vector<std::int64_t> labels;
+  for (const std::int64_t i : indices) {
+    values.insert(values.end(), images.values.begin() + i * per_image, images.values.begin() + (i + 1) * per_image);
+    labels.push_back(data.labels[static_cast<std::size_t>(i)]);
+  }
+  Shape shape = images.shape;
+  shape[0] = static_cast<std::int64_t>(indices.size());
+  return {data_of(shape, values), labels};
+}
+
+}  // namespace
+
+TEST(Data, Batching) {
+  // Orders that are not 0, 1, 2, ...: the batches must hold the order's values. The run adds
+  // one of 31 to 33 indices, shuffled by the trusted generator, in batches of 2 to 9.
+  auto reversed = [](std::int64_t n) {
+    std::vector<std::int64_t> order;
+    for (std::int64_t i = n - 1; i >= 0; --i) order.push_back(i);
+    return order;
+  };
+  testing::Generator draw(571);
+  const std::int64_t run_n = 31 + draw.below(3), run_batch = 2 + draw.below(8);
+  TrustedWichmannHill run_generator(draw.next() >> 20);
+  const std::vector<std::int64_t> run_order = data_testing::trusted_shuffle(run_n, run_generator);
+  const std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cases = {
+      {reversed(7), 3}, {reversed(6), 3}, {reversed(5), 1}, {reversed(2), 5}, {reversed(1), 1}, {run_order, run_batch}};
+  for (const auto& [order, batch_size] : cases) {
+    for (const bool drop_last : {false, true}) {
+      const auto n = static_cast<std::int64_t>(order.size());
+      const std::int64_t left = n % batch_size;
+      const testing::Params params = {
+          {"n", std::to_string(n)}, {"batch_size", std::to_string(batch_size)}, {"left", std::to_string(left)}};
+      const auto got = observe(fmt::format("batch_indices({}, {}, {})", list_of(order, 8), batch_size, drop_last),
+                               [&] { return batch_indices(order, batch_size, drop_last); });
+      if (!KILN_EXPECT_OK(got, "batches_wrong", params)) return;
+      const Batches expected = reference_batches(order, batch_size, drop_last);
+      if (*got == expected) continue;
+      // Which mistake: the partial batch lost, or kept in spite of drop_last, or something else.
+      const Batches without_partial = reference_batches(order, batch_size, true);
+      const Batches with_partial = reference_batches(order, batch_size, false);
+      const std::string detail =
+          fmt::format("{} gave {}, expected {}", got.call(), batches_of(*got), batches_of(expected));
+      if (!drop_last && left != 0 && *got == without_partial) {
+        KILN_FAIL("partial_batch_lost", params, detail);
+      } else if (drop_last && left != 0 && *got == with_partial) {
+        KILN_FAIL("drop_last_ignored", params, detail);
+      } else {
+        KILN_FAIL("batches_wrong", params, detail);
+      }
+      return;
+    }
+  }
+
+  // collate: indices out of order, one of them twice, from 7 images (3, 5); one image of a flat
+  // dataset (7, 15); a batch of every image of 2 in reverse.
+  const Dataset images = run_dataset(7, 3, 5, false, 572);
+  const Dataset flat = run_dataset(7, 3, 5, true, 573);
+  const Dataset two = run_dataset(2, 4, 2, false, 574);
+  const std::vector<std::tuple<std::string, const Dataset*, std::vector<std::int64_t>>> gathers = {
+      {"7 images (3, 5)", &images, {4, 0, 6, 4}},
+      {"7 flat images (15)", &flat, {6}},
+      {"2 images (4, 2)", &two, {1, 0}},
+  };
+  for (const auto& [what, data, indices] : gathers) {
+    const auto got = observe(fmt::format("collate(<{}>, {})", what, list_of(indices)), [&] {
+      const Batch b = collate(*data, indices);
+      return std::pair(b.images, b.labels);
+    });
+    if (!KILN_EXPECT_OK(got, "collate_wrong")) return;
+    const auto [expected_images, expected_labels] = reference_collate(*data, indices);
+    const testing::Comparison c = testing::compare(got->first, expected_images, 0.0);
+    if (!c.close || got->second != expected_labels) {
+      KILN_FAIL("collate_wrong", {},
+                got.call() + ": " +
+                    (!c.shapes_match ? "the images have shape " + to_string(got->first.shape) + ", expected " +
+                                           to_string(expected_images.shape)
+                     : !c.close ? "the images: " + c.describe()
+                                : "the labels are " + list_of(got->second) + ", expected " + list_of(expected_labels)));
+      return;
+    }
+  }
+
+  // num_batches: 7 in 3s, 6 in 3s, 2 in 5s, 5 in 1s, and the run's sizes, each with and without drop_last.
+  const std::vector<std::pair<std::int64_t, std::int64_t>> loaders = {
+      {7, 3}, {6, 3}, {2, 5}, {5, 1}, {run_n, run_batch}};
+  for (const auto& [n, batch_size] : loaders) {
+    for (const bool drop_last : {false, true}) {
+      const Dataset data = run_dataset(n, 2, 3, true, 575);
+      const auto got =
+          observe(fmt::format("DataLoader(<{} examples>, {}, false, 0, {}).num_batches()", n, batch_size, drop_last),
+                  [&] { return DataLoader(data, batch_size, false, 0, drop_last).num_batches(); });
+      const testing::Params params = {{"n", std::to_string(n)},
+                                      {"batch_size", std::to_string(batch_size)},
+                                      {"drop_last", drop_last ? "true" : "false"}};
+      if (!KILN_EXPECT_OK(got, "num_batches_wrong", params)) return;
+      const std::int64_t expected = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+      if (*got != expected) {
+        KILN_FAIL("num_batches_wrong", params, fmt::format("{} gave {}, expected {}", got.call(), *got, expected));
+        return;
+      }
+    }
+  }
+}
+
+TEST(Data, Shuffle) {
+  // fast.ai's seed, and n = 0, 1 (no draws), 2, 7 (1, 6, 2, 3, 0, 4, 5), 10 and 33; then a seed
+  // and an n of 20 to 40 drawn by the run. After the shuffle, the generator's next draw shows how
+  // many numbers it took: exactly n - 1.
+  testing::Generator draw(581);
+  const std::uint64_t run_seed = draw.next() >> 16;
+  const std::int64_t run_n = 20 + draw.below(21);
+  std::vector<std::pair<std::int64_t, std::uint64_t>> cases;
+  for (const std::int64_t n : {0, 1, 2, 7, 10, 33}) cases.emplace_back(n, 457428938475ULL);
+  cases.emplace_back(run_n, run_seed);
+  for (const auto& [n, seed] : cases) {
+    const auto got = observe(fmt::format("shuffled_indices({}, g = WichmannHill({})), then g.next()", n, seed), [&] {
+      WichmannHill g(seed);
+      std::vector<std::int64_t> order = shuffled_indices(n, g);
+      return std::pair(order, g.next());
+    });
+    const testing::Params permutation = {{"n", std::to_string(n)}, {"last", std::to_string(n - 1)}};
+    if (!KILN_EXPECT_OK(got, "shuffle_not_permutation", permutation)) return;
+    std::vector<std::int64_t> sorted = got->first;
+    std::sort(sorted.begin(), sorted.end());
+    std::vector<std::int64_t> identity;
+    for (std::int64_t i = 0; i < n; ++i) identity.push_back(i);
+    if (sorted != identity) {
+      KILN_FAIL("shuffle_not_permutation", permutation, fmt::format("{} gave {}", got.call(), list_of(got->first, 40)));
+      return;
+    }
+    TrustedWichmannHill trusted(seed);
+    const std::vector<std::int64_t> expected = data_testing::trusted_shuffle(n, trusted);
+    const double next = trusted.next();
+    const testing::Params order = {{"n", std::to_string(n)}, {"seed", std::to_string(seed)}};
+    if (got->first != expected) {
+      KILN_FAIL("shuffle_order_wrong", order,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(got->first, 40), list_of(expected, 40)));
+      return;
+    }
+    if (got->second != next) {
+      KILN_FAIL("shuffle_order_wrong", order,
+                fmt::format("{}: the order is right, but the next draw is {}, not draw number {} ({}): the shuffle "
+                            "did not take exactly n - 1 = {} numbers",
+                            got.call(), got->second, std::max<std::int64_t>(n - 1, 0) + 1, next,
+                            std::max<std::int64_t>(n - 1, 0)));
+      return;
+    }
+  }
+
+  // A DataLoader of 10 examples in batches of 4 (4, 4, 2): three epochs without shuffling, then
+  // three with the fixed seed and three with a seed of the run. Each epoch is read through the
+  // given epoch(), batch by batch, as the labels of its examples (labels are 10·i + 1).
+  Dataset data;
+  data.images = testing::random_tensor({10, 2, 2}, 582, 0.0f, 1.0f);
+  for (std::int64_t i = 0; i < 10; ++i) data.labels.push_back(10 * i + 1);
+  for (const auto& [shuffle, seed] : {std::pair(false, std::uint64_t{0}),
+                                      std::pair(true, std::uint64_t{457428938475ULL}), std::pair(true, run_seed)}) {
+    const auto got =
+        observe(fmt::format("the labels of 3 epochs of DataLoader(<10 examples>, 4, {}, {})", shuffle, seed), [&] {
+          DataLoader loader(data, 4, shuffle, seed);
+          std::vector<std::vector<std::vector<std::int64_t>>> epochs;
+          for (int e = 0; e < 3; ++e) {
+            std::vector<std::vector<std::int64_t>> batches;
+            for (const Batch& batch : loader.epoch()) batches.push_back(batch.labels);
+            epochs.push_back(batches);
+          }
+          return epochs;
+        });
+    const testing::Params params = {
+        {"n", "10"}, {"batch_size", "4"}, {"shuffle", shuffle ? "true" : "false"}, {"seed", std::to_string(seed)}};
+    if (!KILN_EXPECT_OK(got, "loader_order_wrong", params)) return;
+    TrustedWichmannHill trusted(seed);
+    for (std::size_t e = 0; e < 3; ++e) {
+      std::vector<std::int64_t> order;
+      if (shuffle) {
+        order = data_testing::trusted_shuffle(10, trusted);
+      } else {
+        for (std::int64_t i = 0; i < 10; ++i) order.push_back(i);
+      }
+      for (std::int64_t& i : order) i = 10 * i + 1;
+      const Batches expected = reference_batches(order, 4, false);
+      if (e >= got->size() || (*got)[e] != expected) {
+        KILN_FAIL("loader_order_wrong", params,
+                  fmt::format("{}: epoch {} gave {}, expected {}", got.call(), e + 1,
+                              e < got->size() ? batches_of((*got)[e]) : "nothing", batches_of(expected)));
+        return;
+      }
+    }
+  }
+}
+
+}  // namespace kiln

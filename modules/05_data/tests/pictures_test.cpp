@@ -1,0 +1,249 @@
+// Module 05 checks for pictures: image_svg, judged by reading back the squares of the SVG text it
+// returns (their places, sizes and gray levels), and histogram, judged by counting here.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <regex>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "data_testing.h"
+#include "kiln/data.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using data_testing::list_of;
+using data_testing::TrustedWichmannHill;
+using testing::data_of;
+using testing::observe;
+using testing::TensorData;
+
+// The attributes name="value" of one tag.
+std::map<std::string, std::string> attributes(const std::string& tag) {
+  static const std::regex attribute(R"(([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*"([^"]*)\")");
+  std::map<std::string, std::string> out;
+  for (auto it = std::sregex_iterator(tag.begin(), tag.end(), attribute); it != std::sregex_iterator(); ++it) {
+    out[(*it)[1]] = (*it)[2];
+  }
+  return out;
+}
+
+std::optional<double> number(const std::map<std::string, std::string>& attrs, const std::string& name) {
+  const auto it = attrs.find(name);
+  if (it == attrs.end()) return std::nullopt;
+  try {
+    std::size_t used = 0;
+    const double v = std::stod(it->second, &used);
+    if (used != it->second.size()) return std::nullopt;
+    return v;
+  } catch (const std::exception&) {
+    return std::nullopt;
+  }
+}
+
+struct Square {
+  double x, y, width, height;
+  int gray;
+};
+
+// The <svg> element's width and height and its <rect> squares, or what is wrong with the text.
+struct Picture {
+  std::string problem;
+  double width = 0, height = 0;
+  std::vector<Square> squares;
+};
+
+Picture read_svg(const std::string& svg) {
+  Picture p;
+  const auto open = svg.find("<svg");
+  if (open == std::string::npos) {
+    p.problem = "there is no <svg> element";
+    return p;
+  }
+  const auto root = attributes(svg.substr(open, svg.find('>', open) - open));
+  const auto width = number(root, "width"), height = number(root, "height");
+  if (!width || !height) {
+    p.problem = "the <svg> element has no numeric width and height";
+    return p;
+  }
+  p.width = *width;
+  p.height = *height;
+  static const std::regex gray(R"(^rgb\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$)");
+  for (auto at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) {
+    const auto tag = attributes(svg.substr(at, svg.find('>', at) - at));
+    const auto x = number(tag, "x"), y = number(tag, "y"), w = number(tag, "width"), h = number(tag, "height");
+    std::smatch m;
+    const auto fill = tag.find("fill");
+    if (!x || !y || !w || !h || fill == tag.end() || !std::regex_match(fill->second, m, gray) || m[1] != m[2] ||
+        m[2] != m[3]) {
+      p.problem = "a <rect> has no numeric x, y, width and height, or no fill=\"rgb(G,G,G)\": " +
+                  svg.substr(at, std::min<std::size_t>(120, svg.find('>', at) - at + 1));
+      return p;
+    }
+    p.squares.push_back({*x, *y, *w, *h, std::stoi(m[1])});
+  }
+  return p;
+}
+
+// Whether `gray` is right for the value v: round(255·v) of v clipped to [0, 1]. Where 255·v lies
+// within 0.001 of a half (but not exactly on it), rounding in float may go either way.
+bool gray_ok(int gray, float v) {
+  const double scaled = 255.0 * std::clamp(static_cast<double>(v), 0.0, 1.0);
+  if (gray == std::lround(scaled)) return true;
+  const double to_half = std::fabs(scaled - std::floor(scaled) - 0.5);
+  return to_half < 1e-3 && to_half > 0.0 && (gray == std::floor(scaled) || gray == std::ceil(scaled));
+}
+
+// Judges the observed SVG of `image` (rows, cols) at cell size `cell`. Reports svg_layout_wrong or
+// svg_gray_wrong; returns false after reporting.
+bool expect_svg(const char* file, int line, const testing::Observed<std::string>& got, const TensorData& image,
+                int cell) {
+  if (!testing::expect_ok(file, line, got, "svg_layout_wrong")) return false;
+  const Picture p = read_svg(*got);
+  const std::int64_t rows = image.shape[0], cols = image.shape[1];
+  auto layout = [&](const std::string& what) {
+    testing::report_failure(file, line, "svg_layout_wrong", {}, got.call() + ": " + what);
+    return false;
+  };
+  if (!p.problem.empty()) return layout(p.problem);
+  if (p.width != static_cast<double>(cols * cell) || p.height != static_cast<double>(rows * cell)) {
+    return layout(
+        fmt::format("the svg is {} wide and {} high, expected {} and {}", p.width, p.height, cols * cell, rows * cell));
+  }
+  if (static_cast<std::int64_t>(p.squares.size()) != rows * cols) {
+    return layout(fmt::format("it has {} squares, expected {} (one per pixel)", p.squares.size(), rows * cols));
+  }
+  std::map<std::pair<double, double>, const Square*> at;
+  for (const Square& s : p.squares) at[{s.x, s.y}] = &s;
+  // Every square in its place first, then the gray levels: a picture drawn transposed is a
+  // layout mistake even where a square of the wrong pixel happens to sit in a right place.
+  std::vector<const Square*> square_of(static_cast<std::size_t>(rows * cols));
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const double x = static_cast<double>(c * cell), y = static_cast<double>(r * cell);
+      const auto it = at.find({x, y});
+      if (it == at.end() || it->second->width != cell || it->second->height != cell) {
+        return layout(fmt::format("pixel ({}, {}) has no {}×{} square at x = {}, y = {}", r, c, cell, cell, x, y));
+      }
+      square_of[static_cast<std::size_t>(r * cols + c)] = it->second;
+    }
+  }
+  for (std::int64_t r = 0; r < rows; ++r) {
+    for (std::int64_t c = 0; c < cols; ++c) {
+      const float v = image.values[static_cast<std::size_t>(r * cols + c)];
+      const int gray = square_of[static_cast<std::size_t>(r * cols + c)]->gray;
+      if (!gray_ok(gray, v)) {
+        testing::report_failure(
+            file, line, "svg_gray_wrong", {},
+            fmt::format("{}: pixel ({}, {}) of value {} has gray {}, expected {}", got.call(), r, c, v, gray,
+                        std::lround(255.0 * std::clamp(static_cast<double>(v), 0.0, 1.0))));
+        return false;
+      }
+    }
+  }
+  return true;
+}
+
+// The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given make_view.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// Counts of the values in bins over [low, high) (trusted).
+std::vector<std::int64_t> reference_histogram(const std::vector<double>& values, int bins, double low, double high) {
+  std::vector<std::int64_t> counts(static_cast<std::size_t>(bins), 0);
+  for (const double v : values) {
+    if (v < low || v >= high) continue;
+    const auto b = static_cast<std::int64_t>(std::floor((v - low) / (high - low) * bins));
+    ++counts[static_cast<std::size_t>(std::min<std::int64_t>(b, bins - 1))];
+  }
+  return counts;
+}
+
+}  // namespace
+
+TEST(Data, ImageSvg) {
+  // By hand, (2, 3) at cell size 10: 0 is black (0), 1 white (255), 0.5 is 127.5 which rounds to
+  // 128, 0.25 is 63.75 which rounds to 64, 2 is clipped to 255 and -1 to 0. The picture is 30
+  // wide and 20 high; pixel (1, 2) is the square at x = 20, y = 10.
+  const Tensor hand({2, 3}, {0.0f, 1.0f, 0.5f, 0.25f, 2.0f, -1.0f});
+  const Tensor view = transposed(testing::random_tensor({3, 7}, 591, 0.0f, 1.0f));  // (7, 3), strides (1, 7)
+  const Tensor one({1, 1}, {0.75f});
+  const Tensor digit = testing::random_tensor({28, 28}, 592, -0.2f, 1.2f);
+  const std::vector<std::tuple<std::string, const Tensor*, int>> cases = {
+      {"the (2, 3) image [[0, 1, 0.5], [0.25, 2, -1]]", &hand, 10},
+      {"a (7, 3) transposed view of the run", &view, 3},
+      {"the (1, 1) image [[0.75]]", &one, 1},
+      {"a 28×28 image of the run, values in [-0.2, 1.2)", &digit, 2},
+  };
+  for (const auto& [what, image, cell] : cases) {
+    const auto got = observe(fmt::format("image_svg({}, {})", what, cell), [&] { return image_svg(*image, cell); });
+    if (!expect_svg(__FILE__, __LINE__, got, data_of(*image), cell)) return;
+  }
+}
+
+TEST(Data, Histogram) {
+  // Ten bins over [0, 1): 0 and 0.05 in bin 0, 0.1 and 0.15 in bin 1, 0.5 and 0.55 in bin 5, 0.95
+  // and 0.999 in bin 9.
+  struct Case {
+    std::string what;
+    std::vector<double> values;
+    int bins;
+    double low, high;
+    std::vector<std::int64_t> golden = {};  // counts computed in Python, where given
+  };
+  std::vector<Case> in_range = {
+      {"8 values by hand", {0.0, 0.05, 0.1, 0.15, 0.95, 0.999, 0.5, 0.55}, 10, 0.0, 1.0},
+      // Four bins of width 1 over [1, 5): 1 and 1.5 in bin 0, 2 and 2.999 in bin 1, 3 in 2, 4.5 and 4.999 in 3.
+      {"7 values by hand", {1.0, 1.5, 2.0, 2.999, 3.0, 4.5, 4.999}, 4, 1.0, 5.0},
+  };
+  // 10,000 draws of WichmannHill(457428938475) and of a seed of the run, in 10 bins over [0, 1).
+  testing::Generator draw(601);
+  for (const std::uint64_t seed : {std::uint64_t{457428938475ULL}, draw.next() >> 16}) {
+    TrustedWichmannHill g(seed);
+    std::vector<double> draws(10000);
+    for (double& u : draws) u = g.next();
+    in_range.push_back({fmt::format("10,000 draws of WichmannHill({})", seed), draws, 10, 0.0, 1.0});
+    if (seed == 457428938475ULL) in_range.back().golden = {961, 973, 1036, 1018, 1037, 969, 995, 1006, 1035, 970};
+  }
+  // And 33 values of the run in 7 bins over [-2, 1.5).
+  std::vector<double> run_values;
+  for (const float v : data_of(testing::random_tensor({33}, 602, -2.0f, 1.5f)).values) run_values.push_back(v);
+  in_range.push_back({"33 values of the run", run_values, 7, -2.0, 1.5});
+
+  for (const Case& c : in_range) {
+    const testing::Params params = {
+        {"bins", std::to_string(c.bins)}, {"low", fmt::format("{}", c.low)}, {"high", fmt::format("{}", c.high)}};
+    const auto got = observe(fmt::format("histogram(<{}>, {}, {}, {})", c.what, c.bins, c.low, c.high),
+                             [&] { return histogram(c.values, c.bins, c.low, c.high); });
+    if (!KILN_EXPECT_OK(got, "histogram_wrong", params)) return;
+    const std::vector<std::int64_t> expected =
+        c.golden.empty() ? reference_histogram(c.values, c.bins, c.low, c.high) : c.golden;
+    if (*got != expected) {
+      KILN_FAIL("histogram_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+      return;
+    }
+  }
+
+  // Values outside the range are not counted: over [-1, 3) in 4 bins, -1 and -0.5 go in bin 0, 0
+  // and 0.999 in bin 1, 1 in bin 2, 2.5 and 2.999 in bin 3; 3 (the top itself), -1.5 and 7 in none.
+  const std::vector<double> mixed = {-1.0, -0.5, 0.0, 0.999, 1.0, 2.5, 2.999, 3.0, -1.5, 7.0};
+  const testing::Params params = {{"bins", "4"}, {"low", "-1"}, {"high", "3"}};
+  const auto got = observe("histogram({-1, -0.5, 0, 0.999, 1, 2.5, 2.999, 3, -1.5, 7}, 4, -1, 3)",
+                           [&] { return histogram(mixed, 4, -1.0, 3.0); });
+  if (!KILN_EXPECT_OK(got, "histogram_range_wrong", params)) return;
+  const std::vector<std::int64_t> expected = {2, 2, 1, 2};
+  if (*got != expected) {
+    KILN_FAIL("histogram_range_wrong", params,
+              fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+  }
+}
+
+}  // namespace kiln
