@@ -85,8 +85,11 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
       out += "\n  GIVEN";
       for (const auto& g : given) out += " " + cmake_path(g);
     }
-    out += "\n  TESTS";
-    for (const auto& t : m.test_sources()) out += " " + cmake_path(t);
+    // A module being written may have no tests yet: its library still builds for later modules.
+    if (!m.test_sources().empty()) {
+      out += "\n  TESTS";
+      for (const auto& t : m.test_sources()) out += " " + cmake_path(t);
+    }
     if (!m.requires_.empty()) {
       out += "\n  REQUIRES";
       for (int n : m.requires_) out += " m_" + course_.by_number(n)->name();
@@ -137,6 +140,7 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
       else imported_block(*dep, t.base_name, t.prebuilt_base);
     }
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
+    if (t.module->test_sources().empty()) continue;
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
                        library_target(*t.module, t.own.name));
     if (!nvcc_.empty() && t.module->has_device_checks()) {
@@ -213,6 +217,15 @@ BuildResult CourseBuild::build(const std::vector<TestTarget>& all_targets, const
 std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& all_targets,
                                                  const std::vector<TestTarget>& wanted) {
   BuildResult shared;
+  for (const auto& t : wanted) {
+    if (t.module->test_sources().empty()) {
+      shared.error = Diagnostic{.message = fmt::format("module {} has no tests yet", t.module->number_text()),
+                                .explanation = fmt::format("{} holds no *.cpp: every check of module.yaml needs its "
+                                                           "TEST there (docs/authoring.md)",
+                                                           (t.module->dir / "tests").string())};
+      return std::vector<BuildResult>(wanted.size(), shared);
+    }
+  }
   if (!prepare(all_targets, shared)) return std::vector<BuildResult>(wanted.size(), shared);
 
   std::vector<std::string> names;

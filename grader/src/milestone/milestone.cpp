@@ -414,10 +414,13 @@ std::string loss_curve_svg(const MilestoneResult& r) {
   std::string raw, smooth;
   const std::size_t window = std::max<std::size_t>(1, r.curve.size() / 100);
   double sum = 0;
+  // At most about 2,000 points of each line: a picture, not a data file.
+  const std::size_t stride = std::max<std::size_t>(1, r.curve.size() / 2000);
   for (std::size_t i = 0; i < r.curve.size(); ++i) {
-    raw += fmt::format("{:.1f},{:.1f} ", px(r.curve[i].first), py(r.curve[i].second));
     sum += r.curve[i].second;
     if (i >= window) sum -= r.curve[i - window].second;
+    if (i % stride != 0 && i + 1 != r.curve.size()) continue;
+    raw += fmt::format("{:.1f},{:.1f} ", px(r.curve[i].first), py(r.curve[i].second));
     if (i + 1 >= window) smooth += fmt::format("{:.1f},{:.1f} ", px(r.curve[i].first), py(sum / static_cast<double>(window)));
   }
   s += fmt::format("<polyline fill=\"none\" stroke=\"#90cdf4\" stroke-width=\"1\" points=\"{}\"/>\n", raw);

@@ -176,6 +176,7 @@ std::string nav_html(const Course& course, const std::string& current, bool has_
   };
   std::string h = "<nav class=\"nav\" aria-label=\"Course\">\n<div class=\"nav-group\">\n";
   h += item("index.html", "Home") + item("quickstart.html", "Quick start");
+  if (fs::exists(course.root / "docs" / "milestones.md")) h += item("milestones.html", "Milestones");
   h += "</div>\n";
   std::vector<std::string> tiers;
   for (const auto& m : course.modules)
@@ -286,6 +287,9 @@ SiteSummary build_site(const Workspace& ws, const SiteOptions& options) {
   pages.push_back(site::home_page(cx));
   pages.push_back(site::guide_page(cx, site_dir / "pages" / "quickstart.md", "quickstart.html"));
   for (const auto& m : course.modules) pages.push_back(site::module_page(cx, m));
+  // The milestones: what the student's library trains, with the reference's loss curves.
+  if (fs::exists(course.root / "docs" / "milestones.md"))
+    pages.push_back(site::guide_page(cx, course.root / "docs" / "milestones.md", "milestones.html"));
   pages.push_back(site::guide_page(cx, site_dir / "pages" / "instructor.md", "instructor.html"));
   const bool has_authoring = fs::exists(course.root / "docs" / "authoring.md");
   if (has_authoring) pages.push_back(site::guide_page(cx, course.root / "docs" / "authoring.md", "authoring.html"));
