@@ -12,6 +12,8 @@ target_precompile_headers(kiln_student_pch PRIVATE
   <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
 # Student files are compiled with main renamed (kiln_library); the header must be built the same way.
 target_compile_definitions(kiln_student_pch PRIVATE main=kiln_student_main)
+# The same debug level as the student files (-g1): GCC refuses a header built with another.
+target_compile_options(kiln_student_pch PRIVATE -g1)
 
 # AddressSanitizer and UndefinedBehaviorSanitizer, for the sanitized twin of every test binary: a
 # check passes only when its run is also clean under them. Only the student files are
@@ -21,7 +23,7 @@ add_library(kiln_student_pch_san OBJECT ${PROJECT_SOURCE_DIR}/grader/testing/src
 target_precompile_headers(kiln_student_pch_san PRIVATE
   <algorithm> <cmath> <cstdint> <functional> <memory> <optional> <string> <utility> <vector>)
 target_compile_definitions(kiln_student_pch_san PRIVATE main=kiln_student_main)
-target_compile_options(kiln_student_pch_san PRIVATE ${KILN_SANITIZE} -O0)  # as the files that use it
+target_compile_options(kiln_student_pch_san PRIVATE ${KILN_SANITIZE} -O0 -g1)  # as the files that use it
 
 # kiln_cuda(nvcc): the CUDA Toolkit the grader found (the course description calls this first;
 # without it no device part is built). nvcc is called directly, because CMake 3.25 cannot ask it
