@@ -1,0 +1,285 @@
+// Module 08 checks for the loop: train_epoch against a replay in double precision, evaluate,
+// argmax_rows and predict, and XOR.
+//
+// The replay (training_testing.h) runs the same model in double: forward, the mean cross-entropy
+// per batch, its gradient (softmax - one_hot)/B backpropagated through every layer, and SGD's
+// p -= lr·g, over the loader's batches in the loader's order (module 05's Fisher-Yates, written
+// out again, when it shuffles). A Probe module of the test's own wraps the model and records, at
+// every forward, the mode it ran in and whether its output required grad.
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <fmt/ranges.h>
+
+#include "kiln/testing.h"
+#include "kiln/training.h"
+#include "training_testing.h"
+
+namespace kiln {
+namespace {
+
+namespace ag = autograd;
+namespace tt = training_testing;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
+
+// The names of a Sequential of Linear, ReLU, Linear, ...: "0.weight", "0.bias", "2.weight", ...
+std::vector<std::string> mlp_names(std::size_t layers) {
+  std::vector<std::string> names;
+  for (std::size_t k = 0; k < layers; ++k) {
+    names.push_back(std::to_string(2 * k) + ".weight");
+    names.push_back(std::to_string(2 * k) + ".bias");
+  }
+  return names;
+}
+
+std::string number(double v) { return fmt::format("{:.9g}", v); }
+
+// The replay's parameters as tensors: W0, b0, W1, b1, ...
+std::vector<TensorData> values_of(const tt::Mlp& m) {
+  std::vector<TensorData> out;
+  for (std::size_t k = 0; k < m.weights.size(); ++k) {
+    out.push_back(tt::data_of(m.weights[k], {m.weights[k].rows, m.weights[k].cols}));
+    std::vector<float> b;
+    for (const double v : m.biases[k]) b.push_back(static_cast<float>(v));
+    out.push_back(data_of({static_cast<std::int64_t>(b.size())}, b));
+  }
+  return out;
+}
+
+// Batches of batch_size (the last one smaller) of `order`.
+std::vector<std::vector<std::int64_t>> batches_of(const std::vector<std::int64_t>& order, std::size_t batch_size) {
+  std::vector<std::vector<std::int64_t>> out;
+  for (std::size_t at = 0; at < order.size(); at += batch_size)
+    out.emplace_back(order.begin() + static_cast<std::ptrdiff_t>(at),
+                     order.begin() + static_cast<std::ptrdiff_t>(std::min(order.size(), at + batch_size)));
+  return out;
+}
+
+// Reports `failure_id` with the measured and the expected loss, accuracy and examples unless
+// they agree. Returns whether they do.
+bool expect_measures(const char* file, int line, const std::string& failure_id, const std::string& what, double loss,
+                     double accuracy, std::int64_t examples, const tt::Measures& expected) {
+  const bool ok = std::fabs(loss - expected.loss()) <= 1e-5 + 1e-5 * std::fabs(expected.loss()) &&
+                  std::fabs(accuracy - expected.accuracy()) <= 1e-12 && examples == expected.examples;
+  if (!ok) {
+    testing::report_failure(file, line, failure_id,
+                            {{"case", what},
+                             {"loss", number(loss)},
+                             {"accuracy", number(accuracy)},
+                             {"examples", std::to_string(examples)},
+                             {"expected_loss", number(expected.loss())},
+                             {"expected_accuracy", number(expected.accuracy())},
+                             {"expected_examples", std::to_string(expected.examples)}});
+  }
+  return ok;
+}
+
+}  // namespace
+
+TEST(Training, TrainEpoch) {
+  // 7 examples of 3 features and 2 classes, in batches of 3, 3 and 1.
+  const Tensor x = random_tensor({7, 3}, 861, -2.0f, 2.0f);
+  const std::vector<std::int64_t> labels = testing::random_ints(7, 2, 862);
+  const auto shuffle_seed = static_cast<std::uint64_t>(testing::Generator(863).below(1LL << 40));
+  struct Case {
+    std::string what;
+    std::vector<std::int64_t> sizes;
+    bool shuffle;
+  };
+  const std::vector<Case> cases = {
+      {"Sequential(Linear(3, 2)), SGD lr 0.1, 7 examples in batches of 3 in order", {3, 2}, false},
+      {fmt::format("Sequential(Linear(3, 4), ReLU, Linear(4, 2)), SGD lr 0.1, 7 examples in batches of 3 shuffled "
+                   "with seed {}",
+                   shuffle_seed),
+       {3, 4, 2},
+       true},
+  };
+  std::uint64_t stream = 864;
+  for (const Case& c : cases) {
+    const std::vector<TensorData> initial = tt::random_mlp_values(c.sizes, stream);
+    stream += 10;
+    const auto got = observe("train_epoch for one epoch of " + c.what +
+                                 ", the model in evaluation mode before: its parameters, the result, the modes seen",
+                             [&] {
+                               auto probe = std::make_shared<tt::Probe>(tt::make_mlp(c.sizes, initial));
+                               probe->eval();
+                               optim::SGD sgd(probe->parameters(), 0.1f);
+                               DataLoader loader(Dataset{x.clone(), labels}, 3, c.shuffle, shuffle_seed);
+                               const nn::EpochResult r = nn::train_epoch(*probe, sgd, loader);
+                               return std::tuple(tt::parameter_values(*probe), r.loss, r.accuracy, r.examples,
+                                                 probe->modes);
+                             });
+    // The replay.
+    tt::Mlp model = tt::mlp_of(initial);
+    const tt::Matrix xs = tt::matrix_of(data_of(x));
+    std::vector<std::int64_t> order = {0, 1, 2, 3, 4, 5, 6};
+    if (c.shuffle) {
+      tt::TrustedWichmannHill g(shuffle_seed);
+      order = tt::trusted_shuffle(7, g);
+    }
+    tt::Measures expected;
+    for (const auto& batch : batches_of(order, 3)) {
+      std::vector<std::int64_t> batch_labels;
+      for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
+      const tt::Matrix rows = tt::rows_of(xs, batch);
+      expected.add(tt::mlp_forward(model, rows).back(), batch_labels);
+      tt::sgd_step(model, rows, batch_labels, 0.1);
+    }
+    const std::vector<std::string> names = mlp_names(c.sizes.size() - 1);
+    if (!KILN_EXPECT_OK(got, "train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}})) return;
+    const auto& [parameters, loss, accuracy, examples, modes] = *got;
+    const std::vector<TensorData> replayed = values_of(model);
+    if (parameters.size() != replayed.size()) {
+      KILN_FAIL("train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}, {"difference", "-"}, {"where", "-"}},
+                fmt::format("{} parameters, expected {}", parameters.size(), replayed.size()));
+      return;
+    }
+    for (std::size_t k = 0; k < replayed.size(); ++k) {
+      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(got.call() + ": " + names[k], parameters[k]),
+                                 replayed[k], 1e-5, "train_parameters_wrong", 1e-4,
+                                 {{"case", c.what}, {"parameter", names[k]}}))
+        return;
+    }
+    if (!expect_measures(__FILE__, __LINE__, "train_measures_wrong", c.what, loss, accuracy, examples, expected)) return;
+    const bool trained = modes == std::vector<std::int64_t>(3, 1);
+    KILN_EXPECT(trained, "train_mode_not_set", {{"case", c.what}},
+                fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
+    if (!trained) return;
+  }
+}
+
+TEST(Training, Evaluate) {
+  const Tensor x = random_tensor({7, 3}, 881, -2.0f, 2.0f);
+  const std::vector<std::int64_t> labels = testing::random_ints(7, 2, 882);
+  const std::vector<TensorData> initial = tt::random_mlp_values({3, 4, 2}, 883);
+  const std::string what = "Sequential(Linear(3, 4), ReLU, Linear(4, 2)), 7 examples in batches of 3";
+  const auto got = observe(
+      "evaluate of " + what + ", after a backward() that left gradients, the model in training mode before: " +
+          "the parameters, the gradients before and after, the result, the modes and graphs seen",
+      [&] {
+        auto inner = tt::make_mlp({3, 4, 2}, initial);
+        auto probe = std::make_shared<tt::Probe>(inner);
+        ag::sum((*inner)(x)).backward();
+        probe->train();
+        std::vector<Tensor> before, after;
+        for (const Tensor& p : probe->parameters()) before.push_back(p.grad().clone());
+        DataLoader loader(Dataset{x.clone(), labels}, 3);
+        const nn::EpochResult r = nn::evaluate(*probe, loader);
+        for (const Tensor& p : probe->parameters()) after.push_back(p.grad().clone());
+        return std::tuple(tt::parameter_values(*probe), before, after, r.loss, r.accuracy, r.examples, probe->modes,
+                          probe->recorded);
+      });
+  const std::vector<std::string> names = mlp_names(2);
+  if (!KILN_EXPECT_OK(got, "eval_changed_model", {{"case", what}, {"what", "the model"}})) return;
+  const auto& [parameters, before, after, loss, accuracy, examples, modes, recorded] = *got;
+  for (std::size_t k = 0; k < initial.size(); ++k) {
+    const bool same_values = k < parameters.size() && parameters[k].values == initial[k].values;
+    KILN_EXPECT(same_values, "eval_changed_model", {{"case", what}, {"what", "parameter " + names[k]}});
+    if (!same_values) return;
+    const bool same_gradient = k < before.size() && k < after.size() && before[k].shape == after[k].shape &&
+                               before[k].values == after[k].values;
+    KILN_EXPECT(same_gradient, "eval_changed_model", {{"case", what}, {"what", "the gradient of " + names[k]}});
+    if (!same_gradient) return;
+  }
+  const bool no_graph = recorded == std::vector<std::int64_t>(3, 0);
+  KILN_EXPECT(no_graph, "eval_records_graph", {{"case", what}},
+              fmt::format("whether each of the 3 forward passes' outputs required grad: [{}]", fmt::join(recorded, ", ")));
+  if (!no_graph) return;
+  const bool evaluated = modes == std::vector<std::int64_t>(3, 0);
+  KILN_EXPECT(evaluated, "eval_mode_not_set", {{"case", what}},
+              fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
+  if (!evaluated) return;
+  const tt::Mlp model = tt::mlp_of(initial);
+  const tt::Matrix xs = tt::matrix_of(data_of(x));
+  tt::Measures expected;
+  for (const auto& batch : batches_of({0, 1, 2, 3, 4, 5, 6}, 3)) {
+    std::vector<std::int64_t> batch_labels;
+    for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
+    expected.add(tt::mlp_forward(model, tt::rows_of(xs, batch)).back(), batch_labels);
+  }
+  expect_measures(__FILE__, __LINE__, "eval_measures_wrong", what, loss, accuracy, examples, expected);
+}
+
+TEST(Training, Predict) {
+  const auto show = [](const std::vector<std::int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
+  const auto expect_classes = [&](const testing::Observed<std::vector<std::int64_t>>& got,
+                                  const std::vector<std::int64_t>& expected) {
+    if (!KILN_EXPECT_OK(got, "predict_wrong", {{"call", got.call()}, {"got", "an error"}, {"expected", show(expected)}}))
+      return false;
+    KILN_EXPECT(*got == expected, "predict_wrong", {{"call", got.call()}, {"got", show(*got)}, {"expected", show(expected)}});
+    return *got == expected;
+  };
+  // Hand-worked rows: ties go to the first maximum.
+  const Tensor hand({4, 3}, {2, 5, 5, 0, 0, 0, -1, -3, -1, 7, 1, 7});
+  if (!expect_classes(observe("argmax_rows([[2, 5, 5], [0, 0, 0], [-1, -3, -1], [7, 1, 7]])",
+                              [&] { return nn::argmax_rows(hand); }),
+                      {1, 0, 0, 0}))
+    return;
+  const Tensor one = random_tensor({1, 1}, 891);
+  if (!expect_classes(observe("argmax_rows(x) with x (1, 1)", [&] { return nn::argmax_rows(one); }), {0})) return;
+  const Tensor wide = random_tensor({33, 7}, 892);
+  if (!expect_classes(observe("argmax_rows(x) with x (33, 7) of the run", [&] { return nn::argmax_rows(wide); }),
+                      tt::argmax(tt::matrix_of(data_of(wide)))))
+    return;
+  // predict: a Linear(4, 3) of zeros gives all-equal logits, so class 0 for every row; then a
+  // 4-5-3 MLP of the run on 33 rows.
+  const Tensor x5 = random_tensor({5, 4}, 893);
+  const std::vector<TensorData> zeros = {data_of({4, 3}, std::vector<float>(12, 0.0f)), data_of({3}, {0, 0, 0})};
+  if (!expect_classes(observe("predict(model, x) with model Sequential(Linear(4, 3)) all zeros, x (5, 4)",
+                              [&] { return nn::predict(*tt::make_mlp({4, 3}, zeros), x5); }),
+                      {0, 0, 0, 0, 0}))
+    return;
+  const Tensor x33 = random_tensor({33, 4}, 894);
+  const std::vector<TensorData> values = tt::random_mlp_values({4, 5, 3}, 895);
+  expect_classes(observe("predict(model, x) with model Sequential(Linear(4, 5), ReLU, Linear(5, 3)) of the run, x (33, 4)",
+                         [&] { return nn::predict(*tt::make_mlp({4, 5, 3}, values), x33); }),
+                 tt::argmax(tt::mlp_forward(tt::mlp_of(values), tt::matrix_of(data_of(x33))).back()));
+}
+
+TEST(Training, Xor) {
+  // The four corners, each moved by up to 0.1 by the run, with XOR's labels.
+  const TensorData jitter = data_of(random_tensor({4, 2}, 901, -0.1f, 0.1f));
+  const std::vector<float> corners = {0, 0, 0, 1, 1, 0, 1, 1};
+  std::vector<float> points(8);
+  for (std::size_t i = 0; i < 8; ++i) points[i] = corners[i] + jitter.values[i];
+  const Tensor x({4, 2}, points);
+  const std::vector<std::int64_t> labels = {0, 1, 1, 0};
+  // The initial weights come from a fixed seed: from some starting points (about one seed in
+  // twenty-five) a 2-8-2 MLP settles at 3 of 4 and no number of epochs gets it out; from this one it
+  // reaches 100% within 50 epochs for every jitter tried, and the check gives it 150.
+  const std::uint64_t seed = 42;
+  constexpr int kEpochs = 150;
+  const auto got = observe(fmt::format("{} epochs of train_epoch with Adam (lr 0.05) on XOR for "
+                                       "Sequential(Linear(2, 8), ReLU, Linear(8, 2)) and for Linear(2, 2), both from "
+                                       "WichmannHill({}); then evaluate's accuracy of each",
+                                       kEpochs, seed),
+                           [&] {
+                             WichmannHill g(seed);
+                             nn::Sequential mlp({std::make_shared<nn::Linear>(2, 8, g), std::make_shared<nn::ReLU>(),
+                                                 std::make_shared<nn::Linear>(8, 2, g)});
+                             nn::Linear linear(2, 2, g);
+                             DataLoader loader(Dataset{x.clone(), labels}, 4);
+                             std::vector<double> accuracies;
+                             for (nn::Module* model : {static_cast<nn::Module*>(&mlp), static_cast<nn::Module*>(&linear)}) {
+                               optim::Adam adam(model->parameters(), 0.05f);
+                               for (int epoch = 0; epoch < kEpochs; ++epoch) nn::train_epoch(*model, adam, loader);
+                               accuracies.push_back(nn::evaluate(*model, loader).accuracy);
+                             }
+                             return accuracies;
+                           });
+  if (!KILN_EXPECT_OK(got, "xor_not_learned", {{"epochs", std::to_string(kEpochs)}, {"mlp", "-"}, {"linear", "-"}})) return;
+  const double mlp = got->at(0), linear = got->at(1);
+  KILN_EXPECT(mlp == 1.0 && linear <= 0.75, "xor_not_learned",
+              {{"epochs", std::to_string(kEpochs)}, {"mlp", number(mlp)}, {"linear", number(linear)}});
+}
+
+}  // namespace kiln

@@ -1,0 +1,406 @@
+// Module 08 checks for checkpoints in the safetensors format.
+//
+// Byte compatibility is judged by a reader written here with nlohmann::json, independent of the
+// module's code: it takes the bytes save_safetensors wrote (read back inside the observation, so
+// that the program that wrote the file is the one that reads it) and checks every rule of the
+// published format. The files load_safetensors and load_parameters read are written here too,
+// by a writer that lays them out differently from the module's (keys sorted, "__metadata__",
+// the data in another order than the header's), in a scratch folder, inside an observation.
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+#include <nlohmann/json.hpp>
+
+#include "kiln/testing.h"
+#include "kiln/training.h"
+#include "training_testing.h"
+
+KILN_OBSERVABLE_ERROR(kiln::FormatError, std::runtime_error);
+
+namespace kiln {
+namespace {
+
+namespace tt = training_testing;
+using Bytes = tt::Bytes;
+using testing::data_of;
+using testing::observe;
+using testing::random_tensor;
+using testing::TensorData;
+
+// ---------------------------------------------------------------------------------------------
+// The test's own writer
+
+struct Stored {
+  std::string name;
+  std::string dtype = "F32";
+  Shape shape;
+  std::uint64_t begin = 0, end = 0;
+};
+
+// A safetensors file: the header `header` (dumped, then padded with spaces to a multiple of 8),
+// then `data`.
+Bytes file_bytes(const std::string& header_text, const Bytes& data, std::optional<std::uint64_t> length = std::nullopt) {
+  std::string header = header_text;
+  while (header.size() % 8 != 0) header += ' ';
+  const std::uint64_t n = length.value_or(header.size());
+  Bytes out;
+  for (int b = 0; b < 8; ++b) out.push_back(static_cast<std::uint8_t>(n >> (8 * b)));
+  out.insert(out.end(), header.begin(), header.end());
+  out.insert(out.end(), data.begin(), data.end());
+  return out;
+}
+
+std::string header_of(const std::vector<Stored>& entries, bool metadata) {
+  nlohmann::json header = nlohmann::json::object();  // std::map inside: the keys come out sorted
+  if (metadata) header["__metadata__"] = {{"format", "pt"}};
+  for (const Stored& e : entries) {
+    header[e.name] = {{"dtype", e.dtype}, {"shape", e.shape}, {"data_offsets", {e.begin, e.end}}};
+  }
+  return header.dump();
+}
+
+Bytes float_bytes(const std::vector<float>& values) {
+  Bytes out(values.size() * 4);
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint32_t bits;
+    std::memcpy(&bits, &values[i], 4);
+    for (int b = 0; b < 4; ++b) out[4 * i + static_cast<std::size_t>(b)] = static_cast<std::uint8_t>(bits >> (8 * b));
+  }
+  return out;
+}
+
+// Tensors laid out in the data in the order given, the header listing them sorted by name.
+std::pair<std::vector<Stored>, Bytes> layout(const std::vector<std::pair<std::string, TensorData>>& tensors) {
+  std::vector<Stored> entries;
+  Bytes data;
+  for (const auto& [name, t] : tensors) {
+    const Bytes b = float_bytes(t.values);
+    entries.push_back({name, "F32", t.shape, data.size(), data.size() + b.size()});
+    data.insert(data.end(), b.begin(), b.end());
+  }
+  return {entries, data};
+}
+
+// ---------------------------------------------------------------------------------------------
+// The independent reader
+
+struct Verdict {
+  std::string failure;  // empty when the file is right
+  std::string what;
+  std::string name;
+};
+
+// Checks every rule of the format on `bytes`, which should hold `tensors` in that order.
+Verdict read_independently(const std::vector<std::int64_t>& file, const std::vector<std::pair<std::string, TensorData>>& tensors) {
+  Bytes bytes;
+  for (const std::int64_t b : file) bytes.push_back(static_cast<std::uint8_t>(b));
+  if (bytes.size() < 8) return {"write_layout_wrong", fmt::format("the file has {} bytes, fewer than the 8 of the header length", bytes.size())};
+  std::uint64_t n = 0;
+  for (int b = 7; b >= 0; --b) n = (n << 8) | bytes[static_cast<std::size_t>(b)];
+  if (n > bytes.size() - 8) {
+    return {"write_layout_wrong", fmt::format("the header length {} (bytes 0 to 7, little-endian) runs past the end of the {}-byte file", n, bytes.size())};
+  }
+  if (n % 8 != 0) return {"write_layout_wrong", fmt::format("the header length {} is not a multiple of 8: pad the header with spaces", n)};
+  const std::string header(bytes.begin() + 8, bytes.begin() + 8 + static_cast<std::ptrdiff_t>(n));
+  const std::size_t last = header.find_last_not_of(' ');
+  if (last == std::string::npos || header[last] != '}') {
+    return {"write_layout_wrong", "the header does not end with '}' followed only by spaces"};
+  }
+  nlohmann::ordered_json json;
+  try {
+    json = nlohmann::ordered_json::parse(header);
+  } catch (const nlohmann::json::exception& e) {
+    return {"write_header_wrong", fmt::format("is not valid JSON ({}): {}", e.what(), header.substr(0, 200))};
+  }
+  if (!json.is_object()) return {"write_header_wrong", "is not a JSON object"};
+  json.erase("__metadata__");
+  std::vector<std::string> names;
+  for (const auto& [name, value] : json.items()) names.push_back(name);
+  std::vector<std::string> expected_names;
+  for (const auto& [name, t] : tensors) expected_names.push_back(name);
+  if (names != expected_names) {
+    return {"write_header_wrong", fmt::format("lists the tensors {}, expected {} in that order", nlohmann::json(names).dump(),
+                                              nlohmann::json(expected_names).dump())};
+  }
+  std::uint64_t begin = 0;
+  for (const auto& [name, t] : tensors) {
+    const nlohmann::ordered_json expected = {{"dtype", "F32"},
+                                             {"shape", t.shape},
+                                             {"data_offsets", {begin, begin + 4 * t.values.size()}}};
+    const auto& entry = json[name];
+    const bool same = entry.is_object() && entry.size() == 3 && entry.contains("dtype") && entry["dtype"] == expected["dtype"] &&
+                      entry.contains("shape") && entry["shape"] == expected["shape"] && entry.contains("data_offsets") &&
+                      entry["data_offsets"] == expected["data_offsets"];
+    if (!same) {
+      return {"write_header_wrong", fmt::format("has {} for tensor \"{}\", expected {}", entry.dump(), name, expected.dump())};
+    }
+    begin += 4 * t.values.size();
+  }
+  if (bytes.size() != 8 + n + begin) {
+    return {"write_layout_wrong", fmt::format("the file has {} bytes, expected 8 + {} + {} = {}", bytes.size(), n, begin, 8 + n + begin)};
+  }
+  std::size_t at = 8 + n;
+  for (const auto& [name, t] : tensors) {
+    const Bytes expected = float_bytes(t.values);
+    if (!std::equal(expected.begin(), expected.end(), bytes.begin() + static_cast<std::ptrdiff_t>(at))) {
+      return {"write_data_wrong", "", name};
+    }
+    at += expected.size();
+  }
+  return {};
+}
+
+std::vector<std::int64_t> as_ints(const Bytes& bytes) { return std::vector<std::int64_t>(bytes.begin(), bytes.end()); }
+
+// The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given make_view.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// Reports `failure_id` unless the observed list of named tensors equals `expected` exactly.
+bool expect_tensors(const char* file, int line, const testing::Observed<std::vector<std::pair<std::string, TensorData>>>& got,
+                    const std::vector<std::pair<std::string, TensorData>>& expected, const std::string& failure_id,
+                    const std::string& what) {
+  const auto report = [&](const std::string& detail) {
+    testing::report_failure(file, line, failure_id, {{"case", what}, {"what", detail}}, got.call());
+    return false;
+  };
+  if (!got.ok()) return report("an error: " + got.describe_error());
+  std::vector<std::string> names, expected_names;
+  for (const auto& [name, t] : *got) names.push_back(name);
+  for (const auto& [name, t] : expected) expected_names.push_back(name);
+  if (names != expected_names) {
+    return report(fmt::format("the tensors {}, expected {} in that order", nlohmann::json(names).dump(),
+                              nlohmann::json(expected_names).dump()));
+  }
+  for (std::size_t k = 0; k < expected.size(); ++k) {
+    const TensorData& a = (*got)[k].second;
+    const TensorData& e = expected[k].second;
+    if (a.shape != e.shape) {
+      return report(fmt::format("tensor \"{}\" of shape {}, expected {}", names[k], to_string(a.shape), to_string(e.shape)));
+    }
+    if (std::memcmp(a.values.data(), e.values.data(), 4 * e.values.size()) != 0) {
+      return report(fmt::format("tensor \"{}\" with other values: {}, expected {}", names[k], testing::list(a.values),
+                                testing::list(e.values)));
+    }
+  }
+  return true;
+}
+
+// A named list of trusted tensors.
+std::vector<std::pair<std::string, TensorData>> plain(const std::vector<std::pair<std::string, Tensor>>& tensors) {
+  std::vector<std::pair<std::string, TensorData>> out;
+  for (const auto& [name, t] : tensors) out.emplace_back(name, data_of(t));
+  return out;
+}
+
+}  // namespace
+
+TEST(Training, SafetensorsWrite) {
+  const Tensor base = random_tensor({5, 3}, 911);
+  struct Case {
+    std::string what;
+    std::vector<std::pair<std::string, Tensor>> tensors;
+  };
+  const std::vector<Case> cases = {
+      {"a 2-8-2 model's parameters",
+       {{"0.weight", random_tensor({2, 8}, 912)}, {"0.bias", random_tensor({8}, 913)},
+        {"2.weight", random_tensor({8, 2}, 914)}, {"2.bias", random_tensor({2}, 915)}}},
+      {"a scalar, an empty (2, 0), a (3, 5) transposed view, names with '\"', '\\' and a tab",
+       {{"scalar", Tensor::scalar(-1.5f)},
+        {"empty", Tensor(Shape{2, 0}, {})},
+        {"view", transposed(base)},
+        {"say \"hi\"\\now", random_tensor({3}, 916)},
+        {"tab\there", random_tensor({1, 1}, 917)}}},
+      {"no tensors", {}},
+  };
+  std::optional<tt::ScratchDir> scratch;
+  for (std::size_t k = 0; k < cases.size(); ++k) {
+    const Case& c = cases[k];
+    const auto file = observe("save_safetensors(path, tensors) with " + c.what + ", then the file's bytes", [&] {
+      if (!scratch) scratch.emplace("write");
+      const std::string path = scratch->path_of("case" + std::to_string(k) + ".safetensors");
+      nn::save_safetensors(path, c.tensors);
+      return as_ints(tt::read_bytes(path));
+    });
+    if (!KILN_EXPECT_OK(file, "write_layout_wrong", {{"case", c.what}, {"what", "it threw"}})) return;
+    const Verdict v = read_independently(*file, plain(c.tensors));
+    if (!v.failure.empty()) {
+      KILN_FAIL(v.failure, {{"case", c.what}, {"what", v.what}, {"name", v.name}});
+      return;
+    }
+  }
+}
+
+TEST(Training, SafetensorsRead) {
+  // A file of the test's writer: keys sorted, "__metadata__" first, the data in the order c,
+  // b.weight, a.bias (not the header's a.bias, b.weight, c).
+  const std::vector<std::pair<std::string, TensorData>> independent = {
+      {"c", data_of({}, {data_of(random_tensor({1}, 921)).values[0]})},
+      {"b.weight", data_of(random_tensor({2, 3}, 922))},
+      {"a.bias", data_of(random_tensor({3}, 923))},
+  };
+  // A model's parameters in a file listing them backwards.
+  const std::vector<TensorData> values = tt::random_mlp_values({3, 4, 2}, 924);
+  const std::vector<std::pair<std::string, TensorData>> backwards = {
+      {"2.bias", values[3]}, {"2.weight", values[2]}, {"0.bias", values[1]}, {"0.weight", values[0]}};
+  std::optional<tt::ScratchDir> scratch;
+  const auto folder = observe("writing the test's files to a scratch folder", [&] {
+    scratch.emplace("read");
+    const auto [entries, data] = layout(independent);
+    scratch->write("independent.safetensors", file_bytes(header_of(entries, true), data));
+    const auto [model_entries, model_data] = layout(backwards);
+    scratch->write("model.safetensors", file_bytes(header_of(model_entries, false), model_data));
+    return scratch->path_of("");
+  });
+  ASSERT_TRUE(folder.ok()) << folder.describe_error();
+
+  const std::string independent_path = *folder + "independent.safetensors";
+  if (!expect_tensors(__FILE__, __LINE__,
+                      observe("load_safetensors(\"" + independent_path + "\")",
+                              [&] { return nn::load_safetensors(independent_path); }),
+                      independent, "read_wrong", "a file of an independent writer, with \"__metadata__\" and the keys sorted"))
+    return;
+
+  // Round trip of the module's own writer, views and empty tensors included.
+  const Tensor base = random_tensor({4, 3}, 925);
+  const std::vector<std::pair<std::string, Tensor>> own = {
+      {"w", random_tensor({3, 5}, 926)}, {"empty", Tensor(Shape{0}, {})}, {"s", Tensor::scalar(2.5f)}, {"t", transposed(base)}};
+  const std::string own_path = *folder + "own.safetensors";
+  if (!expect_tensors(__FILE__, __LINE__,
+                      observe("save_safetensors(\"" + own_path + "\", tensors), then load_safetensors of it",
+                              [&] {
+                                nn::save_safetensors(own_path, own);
+                                return nn::load_safetensors(own_path);
+                              }),
+                      plain(own), "read_wrong", "save_safetensors then load_safetensors"))
+    return;
+
+  // load_parameters: by name, in place, seen by an optimizer built before.
+  const std::string model_path = *folder + "model.safetensors";
+  const auto loaded = observe(
+      "load_parameters(model, \"" + model_path + "\") on Sequential(Linear(3, 4), ReLU, Linear(4, 2)), the file listing "
+      "the parameters backwards; then named_parameters() and the values an SGD built before holds",
+      [&] {
+        auto model = tt::make_mlp({3, 4, 2}, {});
+        optim::SGD sgd(model->parameters(), 0.1f);
+        nn::load_parameters(*model, model_path);
+        std::vector<std::pair<std::string, Tensor>> seen;
+        for (const auto& [name, p] : model->named_parameters()) seen.emplace_back(name, autograd::detach(p).clone());
+        const std::vector<std::string> names = {"0.weight", "0.bias", "2.weight", "2.bias"};
+        for (std::size_t k = 0; k < sgd.parameters().size() && k < names.size(); ++k)
+          seen.emplace_back("the optimizer's " + names[k], autograd::detach(sgd.parameters()[k]).clone());
+        return seen;
+      });
+  std::vector<std::pair<std::string, TensorData>> expected = {
+      {"0.weight", values[0]}, {"0.bias", values[1]}, {"2.weight", values[2]}, {"2.bias", values[3]}};
+  for (std::size_t k = 0; k < 4; ++k) expected.emplace_back("the optimizer's " + expected[k].first, expected[k].second);
+  expect_tensors(__FILE__, __LINE__, loaded, expected, "load_parameters_wrong", "a file listing the parameters backwards");
+}
+
+TEST(Training, SafetensorsDamaged) {
+  // The model: Sequential(Linear(3, 4), ReLU, Linear(4, 2)); a good file for it holds 0.weight
+  // (3, 4), 0.bias (4), 2.weight (4, 2), 2.bias (2) with values of the run; each damaged file
+  // changes one thing.
+  const std::vector<TensorData> values = tt::random_mlp_values({3, 4, 2}, 931);
+  const std::vector<std::pair<std::string, TensorData>> good = {
+      {"0.weight", values[0]}, {"0.bias", values[1]}, {"2.weight", values[2]}, {"2.bias", values[3]}};
+  const auto [entries, data] = layout(good);  // byte ranges [0, 48), [48, 64), [64, 96), [96, 104)
+
+  struct Damage {
+    std::string file, what;
+    Bytes bytes;
+    std::vector<std::string> mention;  // besides the path
+  };
+  std::vector<Damage> damages;
+  const Bytes whole = file_bytes(header_of(entries, false), data);
+  damages.push_back({"truncated.safetensors", "a 5-byte file", Bytes(whole.begin(), whole.begin() + 5), {"byte 5"}});
+  damages.push_back({"long-header.safetensors", "a header length of 4096 in a shorter file",
+                     file_bytes(header_of(entries, false), data, 4096), {"byte 0"}});
+  damages.push_back({"bad-json.safetensors", "a header that is not JSON",
+                     file_bytes("{\"0.weight\": {\"dtype\": \"F32\", \"shape\": [3, 4]", data), {"byte "}});
+  auto with = [&](const std::function<void(std::vector<Stored>&)>& change) {
+    std::vector<Stored> e = entries;
+    change(e);
+    return file_bytes(header_of(e, false), data);
+  };
+  damages.push_back({"dtype.safetensors", "0.bias stored as dtype I32 (4 bytes an element too)",
+                     with([](std::vector<Stored>& e) { e[1].dtype = "I32"; }), {"byte ", "0.bias", "I32"}});
+  damages.push_back({"past-end.safetensors", "2.bias with data_offsets [96, 112] in 104 bytes of data",
+                     with([](std::vector<Stored>& e) {
+                       e[3].end = 112;
+                       e[3].shape = {4};
+                     }),
+                     {"byte ", "2.bias"}});
+  damages.push_back({"overlap.safetensors", "0.bias at [32, 48], inside 0.weight's [0, 48]",
+                     with([](std::vector<Stored>& e) {
+                       e[1].begin = 32;
+                       e[1].end = 48;
+                     }),
+                     {"byte "}});
+  damages.push_back({"gap.safetensors", "2.weight and 2.bias 8 bytes later than 0.bias ends",
+                     [&] {
+                       std::vector<Stored> e = entries;
+                       Bytes d = data;
+                       d.insert(d.begin() + 64, 8, 0);
+                       for (std::size_t k = 2; k < 4; ++k) {
+                         e[k].begin += 8;
+                         e[k].end += 8;
+                       }
+                       return file_bytes(header_of(e, false), d);
+                     }(),
+                     {"byte "}});
+  const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});
+  damages.push_back({"missing.safetensors", "a file without 2.bias", file_bytes(header_of(short_entries, false), short_data),
+                     {"2.bias"}});
+  const auto [extra_entries, extra_data] = layout({good[0], good[1], good[2], good[3], {"4.weight", values[3]}});
+  damages.push_back({"unknown.safetensors", "a file with a tensor 4.weight the model does not have",
+                     file_bytes(header_of(extra_entries, false), extra_data), {"4.weight"}});
+  damages.push_back({"shape.safetensors", "2.weight of shape (2, 4) for the model's (4, 2)",
+                     with([](std::vector<Stored>& e) { e[2].shape = {2, 4}; }), {"2.weight", "(2, 4)", "(4, 2)"}});
+
+  std::optional<tt::ScratchDir> scratch;
+  const auto folder = observe("writing the test's damaged files to a scratch folder", [&] {
+    scratch.emplace("damaged");
+    for (const Damage& d : damages) scratch->write(d.file, d.bytes);
+    return scratch->path_of("");
+  });
+  ASSERT_TRUE(folder.ok()) << folder.describe_error();
+
+  std::shared_ptr<nn::Sequential> model;
+  const auto before = observe("the parameters of Sequential(Linear(3, 4), ReLU, Linear(4, 2)) from WichmannHill(11)", [&] {
+    model = tt::make_mlp({3, 4, 2}, {}, 11);
+    return tt::parameter_values(*model);
+  });
+  ASSERT_TRUE(before.ok()) << before.describe_error();
+  for (const Damage& d : damages) {
+    const std::string path = *folder + d.file;
+    std::vector<std::string> mention = {path};
+    mention.insert(mention.end(), d.mention.begin(), d.mention.end());
+    std::string detail;
+    for (const std::string& m : d.mention) detail += (detail.empty() ? "" : ", ") + ("\"" + m + "\"");
+    const auto error = observe("load_parameters(model, \"" + path + "\")", [&] { nn::load_parameters(*model, path); });
+    bool rejected = !error.ok() && error.error().is("kiln::FormatError");
+    for (const std::string& m : mention) rejected = rejected && error.error().message.find(m) != std::string::npos;
+    if (!rejected) {
+      testing::expect_throws<FormatError>(__FILE__, __LINE__, error, "damaged_not_rejected", mention,
+                                          {{"case", d.what}, {"detail", detail}});
+      return;
+    }
+    const auto after = observe("the model's parameters after load_parameters(model, \"" + path + "\") threw",
+                               [&] { return tt::parameter_values(*model); });
+    bool same = after.ok() && after->size() == before->size();
+    for (std::size_t k = 0; same && k < after->size(); ++k) same = (*after)[k].values == (*before)[k].values;
+    KILN_EXPECT(same, "damaged_model_changed", {{"case", d.what}});
+    if (!same) return;
+  }
+}
+
+}  // namespace kiln
