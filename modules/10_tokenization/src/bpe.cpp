@@ -1,0 +1,58 @@
+// Byte-pair encoding: counting and merging pairs, learning the merges, encoding and decoding.
+//
+// kiln/tokenization.h states the rules; the ones that decide the numbers are: bytes are ids
+// 0 .. 255 read as unsigned char; merge r makes id 256 + r; the corpus is one sequence; the most
+// frequent pair is merged next, ties going to the smallest (first, second); encode merges by rank.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "kiln/tokenization.h"
+
+namespace kiln {
+
+PairCounts count_pairs(const TokenIds& ids) {
+  // One count per adjacent position i, i + 1: ++counts[{ids[i], ids[i + 1]}]. Every position
+  // counts, overlapping ones too: [97, 97, 97] gives {(97, 97): 2}. Mind i + 1 < size with an
+  // unsigned size: for an empty vector, size() - 1 is huge.
+  throw kiln::NotImplemented();
+}
+
+TokenIds merge_pair(const TokenIds& ids, std::pair<std::int64_t, std::int64_t> pair, std::int64_t new_id) {
+  // Walk i from the left. Where ids[i], ids[i + 1] is the pair, emit new_id and step past BOTH;
+  // otherwise emit ids[i] and step one. [97, 97, 97] with (97, 97) gives [256, 97].
+  throw kiln::NotImplemented();
+}
+
+std::vector<Merge> train_bpe(const std::string& corpus, std::int64_t vocab_size) {
+  // vocab_size below 256: throw std::invalid_argument naming it.
+  // ids = the bytes of corpus as unsigned values (static_cast<unsigned char>(c): a plain char is
+  // signed here, and the byte 0xC3 would become -61). Then, while 256 + merges < vocab_size:
+  //   count the pairs; the best is the largest count, the smallest pair among equal counts (a
+  //   PairCounts map runs from the smallest pair up: replace the best only on a LARGER count);
+  //   stop when no pair occurs twice; otherwise new id = 256 + merges.size(), merge the pair in
+  //   ids, and append {first, second} to the merges.
+  throw kiln::NotImplemented();
+}
+
+TokenIds BpeTokenizer::encode(const std::string& text, bool allow_special) const {
+  // Ordinary text: ids = its bytes (unsigned). Then repeat: among all adjacent pairs find the one
+  // with the lowest rank (rank_of(a, b), -1 for no merge); none left: done; else
+  // ids = merge_pair(ids, that pair, 256 + rank).
+  // With allow_special (and some specials_): scan the text from the left; where specials start,
+  // take the longest, encode the ordinary text before it as above, append its id
+  // 256 + merges_.size() + its index in specials_, and carry on after it. Encode what is left at
+  // the end. Without allow_special the whole text is ordinary.
+  throw kiln::NotImplemented();
+}
+
+std::string BpeTokenizer::decode(const TokenIds& ids) const {
+  // For every id: outside [0, vocab_size()) throw kiln::IndexError naming the id and
+  // vocab_size(); below 256 + merges_.size() append token_bytes(id); otherwise append the special
+  // token's text, specials_[id - (256 + merges_.size())].
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln

@@ -1,0 +1,416 @@
+// Module 10 checks for byte-pair encoding: counting and merging pairs, training (the Wikipedia
+// example worked by hand, ties, the stop condition), encoding by rank, round trips of any bytes,
+// and special tokens. Expected values are hand-worked (the chapter works them too) or computed by
+// the plain implementation in tokenization_testing.h. Every value from the module passes through
+// observe(); a tokenizer is built and used inside one call, and text crosses as its bytes.
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/testing.h"
+#include "kiln/tokenization.h"
+#include "tokenization_testing.h"
+
+namespace kiln {
+namespace {
+
+using testing::observe;
+using namespace tokenization_testing;
+
+using Counts = std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>;
+
+// A PairCounts map as plain data: (first, second, count) in the map's order.
+Counts counts_of(const PairCounts& counts) {
+  Counts out;
+  for (const auto& [pair, count] : counts) out.emplace_back(pair.first, pair.second, count);
+  return out;
+}
+Counts expected_counts(const Ids& ids) {
+  Counts out;
+  for (const auto& [pair, count] : trusted_pairs(ids)) out.emplace_back(pair.first, pair.second, count);
+  return out;
+}
+std::string counts_shown(const Counts& counts) {
+  std::string out = "{";
+  for (std::size_t i = 0; i < counts.size() && i < 12; ++i) {
+    const auto& [a, b, n] = counts[i];
+    out += fmt::format("{}({}, {}): {}", i ? ", " : "", a, b, n);
+  }
+  if (counts.size() > 12) out += fmt::format(", ... ({} in all)", counts.size());
+  return out + "}";
+}
+
+// Observes train_bpe(corpus, vocab_size) and reports failure_id unless it learns `expected`.
+bool expect_training(const char* file, int line, const std::string& what, const std::string& corpus,
+                     std::int64_t vocab_size, const Pairs& expected, const std::string& failure_id,
+                     testing::Params params = {}) {
+  params.emplace_back("corpus", what);
+  params.emplace_back("vocab_size", std::to_string(vocab_size));
+  params.emplace_back("expected", fmt::format("{} merge{}", expected.size(), expected.size() == 1 ? "" : "s"));
+  const auto got = observe(fmt::format("train_bpe(<{}>, {})", what, vocab_size),
+                           [&] { return pairs_of(train_bpe(corpus, vocab_size)); });
+  if (!testing::expect_ok(file, line, got, failure_id, params)) return false;
+  if (*got == expected) return true;
+  std::size_t first_difference = 0;
+  while (first_difference < got->size() && first_difference < expected.size() &&
+         (*got)[first_difference] == expected[first_difference]) {
+    ++first_difference;
+  }
+  testing::report_failure(file, line, failure_id, params,
+                          fmt::format("{} learned {} merges {}, expected {} merges {}; they first differ at merge {} "
+                                      "(id {})",
+                                      got.call(), got->size(), pairs_shown(*got), expected.size(),
+                                      pairs_shown(expected), first_difference, 256 + first_difference));
+  return false;
+}
+
+}  // namespace
+
+TEST(Tokenization, Pairs) {
+  // count_pairs: nothing, one id, the overlapping "aaa", the Wikipedia text, 33 ids of the run.
+  const Ids wikipedia = bytes_of("aaabdaaabac");
+  const Ids run = testing::random_ints(33, 4, 1101);
+  for (const Ids& ids : {Ids{}, Ids{5}, Ids{97, 97, 97}, Ids{300, -1, 300, -1}, wikipedia, run}) {
+    const Counts expected = expected_counts(ids);
+    const testing::Params params = {{"ids", list_of(ids, 12)}};
+    const auto got = observe(fmt::format("count_pairs({})", list_of(ids, 12)), [&] { return counts_of(count_pairs(ids)); });
+    if (!KILN_EXPECT_OK(got, "count_pairs_wrong", params)) return;
+    if (*got != expected) {
+      KILN_FAIL("count_pairs_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), counts_shown(*got), counts_shown(expected)));
+      return;
+    }
+  }
+  // The hand-worked counts of "aaabdaaabac": aa 4, ab 2, and ac, ba, bd, da once each.
+  const auto hand = observe("count_pairs(the bytes of \"aaabdaaabac\")", [&] { return counts_of(count_pairs(wikipedia)); });
+  if (!KILN_EXPECT_OK(hand, "count_pairs_wrong", {{"ids", "the bytes of \"aaabdaaabac\""}})) return;
+  const Counts hand_expected = {{97, 97, 4}, {97, 98, 2}, {97, 99, 1}, {98, 97, 1}, {98, 100, 1}, {100, 97, 1}};
+  if (*hand != hand_expected) {
+    KILN_FAIL("count_pairs_wrong", {{"ids", "the bytes of \"aaabdaaabac\""}},
+              fmt::format("{} gave {}, expected {}", hand.call(), counts_shown(*hand), counts_shown(hand_expected)));
+    return;
+  }
+
+  // merge_pair: left to right, never reusing a merged id: "aaa" -> [256, 97], "aaaa" -> [256, 256];
+  // a pair that is not there; nothing; one id; 31 ids of the run with a pair of the run.
+  const Ids run_ids = testing::random_ints(31, 3, 1102);
+  const Pair run_pair = {run_ids[0], run_ids[1]};
+  struct Case {
+    Ids ids;
+    Pair pair;
+    std::int64_t new_id;
+    Ids expected;
+  };
+  const std::vector<Case> cases = {
+      {{97, 97, 97}, {97, 97}, 256, {256, 97}},
+      {{97, 97, 97, 97}, {97, 97}, 256, {256, 256}},
+      {{1, 2, 1, 2, 1}, {1, 2}, 9, {9, 9, 1}},
+      {{2, 1, 2, 1}, {1, 2}, 9, {2, 9, 1}},
+      {{1, 2, 3}, {3, 1}, 9, {1, 2, 3}},
+      {{}, {1, 2}, 9, {}},
+      {{7}, {7, 7}, 9, {7}},
+      {run_ids, run_pair, 300, trusted_merge(run_ids, run_pair, 300)},
+  };
+  for (const Case& c : cases) {
+    const std::string pair = fmt::format("({}, {})", c.pair.first, c.pair.second);
+    const testing::Params params = {{"ids", list_of(c.ids, 12)}, {"pair", pair}};
+    const auto got = observe(fmt::format("merge_pair({}, {{{}, {}}}, {})", list_of(c.ids, 12), c.pair.first,
+                                         c.pair.second, c.new_id),
+                             [&] { return merge_pair(c.ids, c.pair, c.new_id); });
+    if (!KILN_EXPECT_OK(got, "merge_pair_wrong", params)) return;
+    if (*got != c.expected) {
+      KILN_FAIL("merge_pair_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+      return;
+    }
+  }
+}
+
+TEST(Tokenization, BpeTrain) {
+  // Wikipedia's example, worked by hand in the chapter: aa -> 256 (4 times), then ab -> 257 (a tie
+  // with (256, 97), both twice), then (256, 257) -> 258; after that every pair occurs once.
+  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 1000, kWikipediaMerges,
+                       "train_merges_wrong"))
+    return;
+  // UTF-8 text: bytes above 127 (é is C3 A9, 195 169) merge like any other.
+  const std::string french = utf8({U'\u00e9', U't', U'\u00e9', U' ', U'\u00e9', U't', U'\u00e9', U' ', U'\u00e9',
+                                   U't', U'\u00e9', U'\u00e9'});
+  if (!expect_training(__FILE__, __LINE__, shown(french), french, 300, trusted_train(french, 300),
+                       "train_merges_wrong"))
+    return;
+  // Corpora of the run: 7, 31, 33 and 200 bytes over five bytes (NUL and two above 127 among
+  // them), and 64 bytes of any value.
+  const std::string alphabet = {'a', 'b', '\0', static_cast<char>(0xC3), static_cast<char>(0xA9)};
+  std::uint64_t stream = 1201;
+  for (const std::size_t length : {7, 31, 33, 200}) {
+    const std::string corpus = random_text(length, alphabet, stream++);
+    const std::int64_t vocab_size = 256 + 12;
+    if (!expect_training(__FILE__, __LINE__, fmt::format("{} bytes of the run", length), corpus, vocab_size,
+                         trusted_train(corpus, vocab_size), "train_merges_wrong"))
+      return;
+  }
+  const std::string any = random_bytes(64, stream++);
+  expect_training(__FILE__, __LINE__, "64 random bytes of the run", any, 1000, trusted_train(any, 1000),
+                  "train_merges_wrong");
+}
+
+TEST(Tokenization, BpeTies) {
+  // "cdcdabab": cd and ab both occur twice; (97, 98) is the smaller pair, though cd comes first.
+  if (!expect_training(__FILE__, __LINE__, "\"cdcdabab\"", "cdcdabab", 257, {{97, 98}}, "tie_not_smallest_pair"))
+    return;
+  // "acacabab": ac, ca and ab twice each: (97, 98) again, then among the rest (97, 99) before (99, 97).
+  if (!expect_training(__FILE__, __LINE__, "\"acacabab\"", "acacabab", 1000, trusted_train("acacabab", 1000),
+                       "tie_not_smallest_pair"))
+    return;
+  // The Wikipedia example's second merge: (97, 98) ties with (256, 97), and wins.
+  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 258, {{97, 97}, {97, 98}},
+                       "tie_not_smallest_pair"))
+    return;
+  // Ties of the run: three pairs of distinct letters, each written twice and separated by a letter
+  // of its own, so that all three occur exactly twice.
+  std::string corpus;
+  const Ids letters = testing::random_ints(6, 0, 20, 1301);
+  for (int round = 0; round < 2; ++round) {
+    for (int p = 0; p < 3; ++p) {
+      corpus += static_cast<char>('a' + letters[2 * p]);
+      corpus += static_cast<char>('a' + 20 + letters[2 * p + 1] % 6);
+      corpus += static_cast<char>('0' + 3 * round + p);
+    }
+  }
+  expect_training(__FILE__, __LINE__, shown(corpus), corpus, 1000, trusted_train(corpus, 1000), "tie_not_smallest_pair");
+}
+
+TEST(Tokenization, BpeStop) {
+  struct Case {
+    std::string what;
+    std::string corpus;
+    std::int64_t vocab_size;
+    Pairs expected;
+  };
+  const std::string run = random_text(33, "ab", 1401);
+  const std::int64_t run_vocab = 256 + 1 + testing::random_ints(1, 3, 1402)[0];
+  const std::vector<Case> cases = {
+      {"\"aaabdaaabac\"", "aaabdaaabac", 1000, kWikipediaMerges},  // stops: every pair occurs once
+      {"\"aaabdaaabac\"", "aaabdaaabac", 259, kWikipediaMerges},
+      {"\"aaabdaaabac\"", "aaabdaaabac", 257, {{97, 97}}},  // stops: the vocabulary is full
+      {"\"aaabdaaabac\"", "aaabdaaabac", 256, {}},
+      {"\"\" (no text)", "", 300, {}},
+      {"\"a\"", "a", 300, {}},
+      {"\"ab\"", "ab", 300, {}},               // one pair, once: nothing to gain
+      {"\"abab\"", "abab", 300, {{97, 98}}},   // then (256, 256) once
+      {"\"aaaa\"", "aaaa", 300, {{97, 97}}},   // aa three times (overlapping), then (256, 256) once
+      {"33 letters of the run", run, run_vocab, trusted_train(run, run_vocab)},
+  };
+  for (const Case& c : cases) {
+    if (!expect_training(__FILE__, __LINE__, c.what, c.corpus, c.vocab_size, c.expected, "stop_wrong")) return;
+  }
+  // A vocabulary smaller than the 256 bytes cannot be.
+  const std::int64_t run_small = testing::random_ints(1, 0, 256, 1403)[0];
+  for (const std::int64_t vocab_size : {std::int64_t{255}, std::int64_t{0}, std::int64_t{-1}, run_small}) {
+    const testing::Params params = {{"vocab_size", std::to_string(vocab_size)}};
+    const auto got = observe(fmt::format("train_bpe(\"aaabdaaabac\", {})", vocab_size),
+                             [&] { return pairs_of(train_bpe("aaabdaaabac", vocab_size)); });
+    if (!expect_error(__FILE__, __LINE__, got, "std::invalid_argument", {std::to_string(vocab_size)}, {},
+                      "vocab_size_not_checked", params))
+      return;
+  }
+}
+
+TEST(Tokenization, BpeEncode) {
+  struct Case {
+    Pairs merges;
+    std::string text;
+    Ids expected;
+  };
+  const std::string run_corpus = random_text(200, "abc ", 1501);
+  const Pairs run_merges = trusted_train(run_corpus, 256 + 20);
+  const std::string run_text = random_text(31, "abc ", 1502);
+  const std::vector<Case> cases = {
+      // By rank, not greedily from the left: bc (rank 0) before ab (rank 1).
+      {{{98, 99}, {97, 98}}, "abc", {97, 256}},
+      {{{98, 99}, {97, 98}}, "ababc", {257, 97, 256}},
+      {{{97, 97}}, "aaa", {256, 97}},
+      {{{97, 97}}, "aaaaa", {256, 256, 97}},
+      {kWikipediaMerges, "aaabdaaabac", {258, 100, 258, 97, 99}},
+      {kWikipediaMerges, "aaab", {258}},
+      {kWikipediaMerges, "abaa", {257, 256}},
+      {kWikipediaMerges, "", {}},
+      {kWikipediaMerges, "c", {99}},
+      {run_merges, run_text, trusted_encode(run_merges, run_text)},
+      {run_merges, run_corpus, trusted_encode(run_merges, run_corpus)},
+  };
+  for (const Case& c : cases) {
+    const testing::Params params = {{"text", shown(c.text)}};
+    const auto got = observe(fmt::format("BpeTokenizer(merges {}).encode({})", pairs_shown(c.merges, 4), shown(c.text)),
+                             [&] { return BpeTokenizer(merges_of(c.merges)).encode(c.text); });
+    if (!KILN_EXPECT_OK(got, "encode_wrong", params)) return;
+    if (*got != c.expected) {
+      KILN_FAIL("encode_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+      return;
+    }
+  }
+}
+
+TEST(Tokenization, RoundTrip) {
+  // Merges learned (by the plain implementation) from UTF-8 text, so that they cut some characters
+  // apart: é is C3 A9, and the corpus makes " \xC3" the first merge, leaving A9 to the next token.
+  const std::string corpus = utf8({U' ', U'\u00e9', U' ', U'\u00e8', U' ', U'\u00e9', U' ', U'\u00ea', U' ', U'\u00e9',
+                                   U'\U0001F600', U'\U0001F600', U'\U0001F601', U'\u65e5', U'\u672c', U'\u65e5'});
+  struct Case {
+    std::string what;
+    std::string text;
+  };
+  std::vector<Case> cases = {
+      {"the empty string", ""},
+      {"NUL", std::string(1, '\0')},
+      {"\"a\\0b\"", std::string("a\0b", 3)},
+      {"é, è and ê after spaces", utf8({U'x', U' ', U'\u00e9', U' ', U'\u00e8', U' ', U'\u00ea', U'!'})},
+      {"emoji 😀😁", utf8({U'\U0001F600', U'\U0001F601'})},
+      {"a family emoji joined by U+200D", utf8({U'\U0001F469', U'\u200d', U'\U0001F469', U'\u200d', U'\U0001F467'})},
+      {"e and a combining acute accent", utf8({U'e', U'\u0301', U' ', U'e', U'\u0301'})},
+      {"日本語", utf8({U'\u65e5', U'\u672c', U'\u8a9e'})},
+      {"invalid UTF-8: FF FE", "\xff\xfe"},
+      {"invalid UTF-8: a character cut short (C3 at the end)", "caf\xc3"},
+      {"invalid UTF-8: a surrogate (ED A0 80)", "\xed\xa0\x80"},
+  };
+  std::uint64_t stream = 1601;
+  for (const std::size_t length : {1, 3, 7, 31, 33, 200}) {
+    cases.push_back({fmt::format("{} random bytes of the run", length), random_bytes(length, stream++)});
+  }
+  const Pairs utf8_merges = trusted_train(corpus, 256 + 24);
+  for (const Case& c : cases) {
+    const testing::Params params = {{"text", c.what}};
+    const auto got = observe(fmt::format("decode(encode({})) with merges trained on UTF-8 text", shown(c.text)), [&] {
+      const BpeTokenizer tokenizer(merges_of(utf8_merges));
+      return bytes_of(tokenizer.decode(tokenizer.encode(c.text)));
+    });
+    if (!KILN_EXPECT_OK(got, "round_trip_wrong", params)) return;
+    if (*got != bytes_of(c.text)) {
+      KILN_FAIL("round_trip_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(c.text)));
+      return;
+    }
+  }
+  // A tokenizer trained on 300 random bytes of the run, then 33 others through it; and decode of
+  // hand-picked ids: 258 is "aaab", 99 is "c".
+  const std::string random_corpus = random_bytes(300, stream++);
+  const std::string random_text = random_bytes(33, stream++);
+  const Pairs random_merges = trusted_train(random_corpus, 1000);
+  const auto random = observe("decode(encode(33 random bytes)) with merges trained on 300 random bytes", [&] {
+    const BpeTokenizer tokenizer(merges_of(random_merges));
+    return bytes_of(tokenizer.decode(tokenizer.encode(random_text)));
+  });
+  if (!KILN_EXPECT_OK(random, "round_trip_wrong", {{"text", "33 random bytes of the run"}})) return;
+  if (*random != bytes_of(random_text)) {
+    KILN_FAIL("round_trip_wrong", {{"text", "33 random bytes of the run"}},
+              fmt::format("{} gave {}, expected {}", random.call(), shown(from_bytes(*random)), shown(random_text)));
+    return;
+  }
+  const auto ids = observe("BpeTokenizer(Wikipedia's merges).decode({258, 100, 258, 97, 99})", [] {
+    return bytes_of(BpeTokenizer(merges_of(kWikipediaMerges)).decode({258, 100, 258, 97, 99}));
+  });
+  if (!KILN_EXPECT_OK(ids, "round_trip_wrong", {{"text", "\"aaabdaaabac\""}})) return;
+  if (*ids != bytes_of("aaabdaaabac")) {
+    KILN_FAIL("round_trip_wrong", {{"text", "\"aaabdaaabac\""}},
+              fmt::format("{} gave {}, expected \"aaabdaaabac\"", ids.call(), shown(from_bytes(*ids))));
+    return;
+  }
+
+  // Ids outside [0, vocab_size()) of a tokenizer of 3 merges and 2 specials (vocab_size 261).
+  const std::int64_t run_id = 261 + testing::random_ints(1, 1000, stream++)[0];
+  for (const Ids& bad : {Ids{261}, Ids{97, -1}, Ids{97, 258, 300}, Ids{run_id}}) {
+    const testing::Params params = {{"id", std::to_string(bad.back())}, {"size", "261"}};
+    const auto got = observe(fmt::format("decode({}) with 3 merges and 2 special tokens", list_of(bad)), [&] {
+      BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
+      tokenizer.add_special("<|endoftext|>");
+      tokenizer.add_special("<|pad|>");
+      return bytes_of(tokenizer.decode(bad));
+    });
+    if (!expect_error(__FILE__, __LINE__, got, "kiln::IndexError", {std::to_string(bad.back())}, {{"", 261}},
+                      "decode_bad_id_not_reported", params))
+      return;
+  }
+}
+
+TEST(Tokenization, SpecialTokens) {
+  // Wikipedia's merges (ids up to 258), then three specials: 259, 260, 261. "<|im_start|>" is a
+  // prefix of "<|im_start|>assistant": where both start, the longer is taken.
+  const std::vector<std::string> specials = {"<|endoftext|>", "<|im_start|>", "<|im_start|>assistant"};
+  auto make = [&specials] {
+    BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
+    Ids ids;
+    for (const std::string& s : specials) ids.push_back(tokenizer.add_special(s));
+    return std::pair(tokenizer, ids);
+  };
+  const auto registered = observe("the ids add_special gives three specials after 3 merges", [&] { return make().second; });
+  if (!KILN_EXPECT_OK(registered, "special_not_recognised", {{"text", "(registering them)"}})) return;
+  if (*registered != Ids{259, 260, 261}) {
+    KILN_FAIL("special_not_recognised", {{"text", "(registering them)"}},
+              fmt::format("{} are {}, expected [259, 260, 261]", registered.call(), list_of(*registered)));
+    return;
+  }
+
+  // Texts of the run: the letters a, b, c and the specials at places of the run.
+  std::string run;
+  const Ids pieces = testing::random_ints(24, 7, 1701);
+  for (const std::int64_t p : pieces) run += p < 4 ? std::string(1, "aabc"[p]) : specials[static_cast<std::size_t>(p - 4)];
+  struct Case {
+    std::string text;
+    Ids expected;
+  };
+  const std::vector<Case> recognised = {
+      {"aaab<|endoftext|>aaab", {258, 259, 258}},
+      {"<|endoftext|>", {259}},
+      {"<|endoftext|><|endoftext|>", {259, 259}},
+      {"aa<|endoftext|>ab", {256, 259, 257}},
+      {"<|im_start|>assistant\naaab", {261, 10, 258}},
+      {"<|im_start|>user", {260, 117, 115, 101, 114}},
+      {"<|endoftext", {60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116}},  // not a special: bytes
+      {run, trusted_encode(kWikipediaMerges, specials, run)},
+  };
+  for (const Case& c : recognised) {
+    const testing::Params params = {{"text", shown(c.text)}};
+    const auto got = observe(fmt::format("encode({}, true)", shown(c.text)), [&] { return make().first.encode(c.text, true); });
+    if (!KILN_EXPECT_OK(got, "special_not_recognised", params)) return;
+    if (*got != c.expected) {
+      KILN_FAIL("special_not_recognised", params,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+      return;
+    }
+  }
+
+  // Without allow_special the same texts are ordinary bytes and merges.
+  for (const std::string& text : {std::string("aaab<|endoftext|>aaab"), std::string("<|im_start|>assistant"), run}) {
+    const Ids expected = trusted_encode(kWikipediaMerges, text);
+    const testing::Params params = {{"text", shown(text)}};
+    const auto got = observe(fmt::format("encode({}) (allow_special false)", shown(text)), [&] { return make().first.encode(text); });
+    if (!KILN_EXPECT_OK(got, "special_matched_when_not_allowed", params)) return;
+    if (*got != expected) {
+      KILN_FAIL("special_matched_when_not_allowed", params,
+                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+      return;
+    }
+  }
+
+  // decode gives a special's text for its id.
+  for (const Ids& ids : {Ids{258, 259, 97}, Ids{261}, Ids{260, 260}}) {
+    std::string expected;
+    for (const std::int64_t id : ids) expected += id < 256 ? std::string(1, static_cast<char>(id)) : id == 258 ? "aaab" : specials[static_cast<std::size_t>(id - 259)];
+    const testing::Params params = {{"ids", list_of(ids)}};
+    const auto got = observe(fmt::format("decode({}) with the three specials", list_of(ids)),
+                             [&] { return bytes_of(make().first.decode(ids)); });
+    if (!KILN_EXPECT_OK(got, "special_decode_wrong", params)) return;
+    if (*got != bytes_of(expected)) {
+      KILN_FAIL("special_decode_wrong", params,
+                fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(expected)));
+      return;
+    }
+  }
+}
+
+}  // namespace kiln
