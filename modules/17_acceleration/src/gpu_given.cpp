@@ -42,18 +42,18 @@ Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel) {
   const std::vector<float> a_values = padded_copy(a), b_values = padded_copy(b);
   std::vector<float> c = guarded(std::size_t(n) * m, kUnwritten);
   const grid::Dim3 block{kTile, kTile, 1};
+  const float* a_ptr = grid::track(a_values.data(), std::size_t(n) * k, a_values.size(), "a");
+  const float* b_ptr = grid::track(b_values.data(), std::size_t(k) * m, b_values.size(), "b");
+  float* c_ptr = grid::track(c.data(), std::size_t(n) * m, c.size(), "c");
   switch (kernel) {
     case MatmulKernel::naive:
-      grid::launch({blocks(n), blocks(m), 1}, block, matmul_naive_kernel, a_values.data(), b_values.data(), c.data(), n,
-                   k, m);
+      grid::launch({blocks(n), blocks(m), 1}, block, matmul_naive_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
       break;
     case MatmulKernel::coalesced:
-      grid::launch({blocks(m), blocks(n), 1}, block, matmul_coalesced_kernel, a_values.data(), b_values.data(),
-                   c.data(), n, k, m);
+      grid::launch({blocks(m), blocks(n), 1}, block, matmul_coalesced_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
       break;
     case MatmulKernel::tiled:
-      grid::launch({blocks(m), blocks(n), 1}, block, matmul_tiled_kernel, a_values.data(), b_values.data(), c.data(),
-                   n, k, m);
+      grid::launch({blocks(m), blocks(n), 1}, block, matmul_tiled_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
       break;
   }
   check_guard(c, std::size_t(n) * m, "the matmul kernel");
@@ -68,8 +68,11 @@ Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>
       throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(w.shape()[0]) + " rows");
   const std::vector<float> table = padded_copy(w);
   std::vector<float> out = guarded(std::size_t(count) * dim, kUnwritten);
-  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, table.data(), ids.data(),
-               out.data(), count, dim);
+  const float* w_ptr = grid::track(table.data(), std::size_t(w.shape()[0]) * dim, table.size(), "w");
+  const std::int64_t* ids_ptr = grid::track(ids.data(), ids.size(), ids.size(), "ids");
+  float* out_ptr = grid::track(out.data(), std::size_t(count) * dim, out.size(), "out");
+  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, w_ptr, ids_ptr, out_ptr,
+               count, dim);
   check_guard(out, std::size_t(count) * dim, "embedding_gather_kernel");
   out.resize(std::size_t(count) * dim);
   return Tensor({count, dim}, std::move(out));
@@ -82,8 +85,11 @@ Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int
       throw IndexError("id " + std::to_string(id) + " is outside the table of " + std::to_string(rows) + " rows");
   const std::vector<float> grads = padded_copy(g);
   std::vector<float> grad_w = guarded(std::size_t(rows) * dim, 0.0f);  // the scatter-add adds into zeros
-  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, grads.data(),
-               ids.data(), grad_w.data(), count, dim);
+  const float* g_ptr = grid::track(grads.data(), std::size_t(count) * dim, grads.size(), "g");
+  const std::int64_t* ids_ptr = grid::track(ids.data(), ids.size(), ids.size(), "ids");
+  float* grad_w_ptr = grid::track(grad_w.data(), std::size_t(rows) * dim, grad_w.size(), "grad_w");
+  grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, g_ptr, ids_ptr,
+               grad_w_ptr, count, dim);
   check_guard(grad_w, std::size_t(rows) * dim, "embedding_scatter_add_kernel");
   grad_w.resize(std::size_t(rows) * dim);
   return Tensor({rows, dim}, std::move(grad_w));

@@ -1,11 +1,17 @@
-// Given: the kernel emulator of kiln/grid.h, with ucontext coroutines for the threads of a block.
+// Given: the kernel emulator of kiln/grid.h, with ucontext coroutines for the threads of a block,
+// and its counters of memory accesses.
 #include "kiln/grid.h"
 
 #include <ucontext.h>
 
+#include <algorithm>
+#include <cstdint>
 #include <exception>
+#include <map>
+#include <set>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 namespace kiln::grid {
@@ -19,6 +25,7 @@ constexpr std::size_t kStackBytes = 64 * 1024;
 struct Thread {
   ucontext_t context;
   Dim3 index;
+  std::size_t linear = 0;  // x + y·blockDim.x + z·blockDim.x·blockDim.y, as CUDA numbers threads
   bool finished = false;
   bool waiting = false;
 };
@@ -27,6 +34,69 @@ ucontext_t scheduler;
 Thread* running = nullptr;
 const std::function<void()>* kernel_body = nullptr;
 std::exception_ptr failure;
+
+// ---- Counting ----
+// An access stream: the loads (or stores, or atomics) of one global buffer, or of shared memory.
+// The k-th access of a stream by each thread of a warp forms one request.
+constexpr std::size_t kWarp = 32;
+constexpr std::uint64_t kSegmentBytes = 128;
+constexpr std::uint64_t kBanks = 32;
+constexpr int kSharedStream = -1;
+
+LaunchCounts counts;
+// Where each tracked buffer lies: counts.buffers[i] is memory[i].
+struct Memory {
+  std::uintptr_t begin;
+  std::size_t element_bytes, bytes;
+};
+std::vector<BufferCounts> pending;  // buffers tracked for the next launch
+std::vector<Memory> pending_memory, memory;
+bool launching = false;
+// Per thread of the running block: how many accesses of each stream it has made so far.
+std::vector<std::map<std::pair<int, Access>, std::int64_t>> issued;
+// (stream buffer, access, warp, k) -> the byte addresses of that request's threads.
+std::map<std::tuple<int, Access, std::size_t, std::int64_t>, std::vector<std::uint64_t>> requests;
+
+AccessCounts& counts_of(int buffer, Access access) {
+  if (buffer == kSharedStream) return access == Access::load ? counts.shared_loads : counts.shared_stores;
+  BufferCounts& b = counts.buffers.at(static_cast<std::size_t>(buffer));
+  return access == Access::load ? b.loads : access == Access::store ? b.stores : b.atomics;
+}
+
+void add_access(int buffer, Access access, std::uint64_t address) {
+  if (!launching || !running) return;
+  const std::int64_t k = issued[running->linear][{buffer, access}]++;
+  requests[{buffer, access, running->linear / kWarp, k}].push_back(address);
+  ++counts_of(buffer, access).accesses;
+}
+
+// A global request costs one transaction per distinct 128-byte segment; a shared one as many
+// passes as the most distinct words in one bank.
+std::int64_t cost(bool shared, const std::vector<std::uint64_t>& addresses) {
+  if (!shared) {
+    std::set<std::uint64_t> segments;
+    for (std::uint64_t a : addresses) segments.insert(a / kSegmentBytes);
+    return static_cast<std::int64_t>(segments.size());
+  }
+  std::map<std::uint64_t, std::set<std::uint64_t>> words_in_bank;
+  for (std::uint64_t a : addresses) words_in_bank[(a / 4) % kBanks].insert(a / 4);
+  std::size_t passes = 0;
+  for (const auto& [bank, words] : words_in_bank) passes = std::max(passes, words.size());
+  return static_cast<std::int64_t>(passes);
+}
+
+// At the end of a block: every request it made, costed.
+void settle_block() {
+  for (const auto& [key, addresses] : requests) {
+    const auto& [buffer, access, warp, k] = key;
+    AccessCounts& c = counts_of(buffer, access);
+    const std::int64_t n = cost(buffer == kSharedStream, addresses);
+    ++c.requests;
+    c.transactions += n;
+    c.max_per_request = std::max(c.max_per_request, n);
+  }
+  requests.clear();
+}
 
 void thread_entry() {
   try {
@@ -38,6 +108,41 @@ void thread_entry() {
 }
 
 }  // namespace
+
+const BufferCounts& LaunchCounts::buffer(std::string_view name) const {
+  for (const BufferCounts& b : buffers)
+    if (b.name == name) return b;
+  throw std::out_of_range("the launch tracked no buffer named " + std::string(name));
+}
+
+const LaunchCounts& last_launch() { return counts; }
+
+void register_buffer(std::string name, const void* data, std::size_t element_bytes, std::size_t count,
+                     std::size_t allocated) {
+  BufferCounts b;
+  b.name = std::move(name);
+  b.reads.assign(count, 0);
+  pending.push_back(std::move(b));
+  pending_memory.push_back({reinterpret_cast<std::uintptr_t>(data), element_bytes, allocated * element_bytes});
+}
+
+void record_global(Access access, const void* address) {
+  if (!launching || !running) return;
+  const auto at = reinterpret_cast<std::uintptr_t>(address);
+  for (std::size_t buffer = 0; buffer < memory.size(); ++buffer) {
+    const Memory& mem = memory[buffer];
+    if (at < mem.begin || at >= mem.begin + mem.bytes) continue;
+    const std::uint64_t offset = at - mem.begin;  // from the buffer's start, as cudaMalloc aligns it
+    add_access(static_cast<int>(buffer), access, offset);
+    std::vector<std::int64_t>& reads = counts.buffers[buffer].reads;
+    if (access == Access::load && offset / mem.element_bytes < reads.size()) ++reads[offset / mem.element_bytes];
+    return;
+  }
+}
+
+void record_shared(Access access, const void* address) {
+  add_access(kSharedStream, access, reinterpret_cast<std::uintptr_t>(address));
+}
 
 void syncthreads() {
   if (!running) throw std::logic_error("kiln_syncthreads() called outside a kernel launch");
@@ -55,14 +160,29 @@ void launch_body(Dim3 grid, Dim3 block, const std::function<void()>& body) {
   failure = nullptr;
   gridDim = grid;
   blockDim = block;
+  counts = LaunchCounts{};
+  counts.buffers = std::move(pending);
+  memory = std::move(pending_memory);
+  pending.clear();
+  pending_memory.clear();
+  counts.blocks = std::int64_t(grid.x) * grid.y * grid.z;
+  counts.threads_per_block = static_cast<std::int64_t>(count);
+  counts.warps = counts.blocks * static_cast<std::int64_t>((count + kWarp - 1) / kWarp);
+  requests.clear();
+  launching = true;
+  struct Done {
+    ~Done() { launching = false; }
+  } done;
   for (unsigned bz = 0; bz < grid.z; ++bz)
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
         blockIdx = {bx, by, bz};
+        issued.assign(count, {});
         for (std::size_t t = 0; t < count; ++t) {
           Thread& thread = threads[t];
           thread = Thread{};
           thread.index = {unsigned(t % block.x), unsigned(t / block.x % block.y), unsigned(t / (block.x * block.y))};
+          thread.linear = t;
           getcontext(&thread.context);
           thread.context.uc_stack.ss_sp = stacks.data() + t * kStackBytes;
           thread.context.uc_stack.ss_size = kStackBytes;
@@ -84,12 +204,14 @@ void launch_body(Dim3 grid, Dim3 block, const std::function<void()>& body) {
           running = nullptr;
           if (failure) std::rethrow_exception(failure);
           if (waiting == 0) break;
+          ++counts.barriers;
           if (finished > 0) {
             throw std::logic_error("kiln_syncthreads() was not reached by every thread of block (" +
                                    std::to_string(bx) + ", " + std::to_string(by) +
                                    "): a barrier inside a branch that some threads skip");
           }
         }
+        settle_block();
       }
 }
 

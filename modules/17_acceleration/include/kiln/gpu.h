@@ -3,7 +3,8 @@
 // the same source compiles for a CUDA device under nvcc.
 //
 // Layouts, all row-major float32: a (n, k), b (k, m), c (n, m); an embedding table w (rows, dim),
-// ids (count), gathered out (count, dim).
+// ids (count), gathered out (count, dim). The kernels read and write them (global memory) with
+// kiln_load and kiln_store (kiln/grid.h): plain accesses under nvcc, counted on the emulator.
 // Launch shape: blocks of kTile × kTile = 16 × 16 threads, and enough blocks to cover the output,
 // rounded up; so threads past the edge exist whenever a size is not a multiple of 16, and each
 // kernel must check that its element lies inside the output before it writes.
@@ -53,7 +54,9 @@ inline constexpr float kUnwritten = std::numeric_limits<float>::quiet_NaN();
 
 // Given (src/gpu_given.cpp): each kernel launched on the emulator for tensors, with the launch
 // shape above. A kernel that writes past the end of its output makes these throw
-// std::out_of_range.
+// std::out_of_range. After each, grid::last_launch() holds the launch's counts (kiln/grid.h),
+// with the buffers named "a", "b", "c" for a product, "w", "ids", "out" for the gather, and "g",
+// "ids", "grad_w" for the scatter-add.
 enum class MatmulKernel { naive, coalesced, tiled };
 Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel);
 Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>& ids);
