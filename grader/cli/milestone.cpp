@@ -24,7 +24,7 @@ std::string render_text(const MilestoneResult& r) {
   if (!r.first_losses.empty() && !r.golden.empty()) {
     std::string steps;
     for (std::size_t i = 0; i < r.first_losses.size(); ++i)
-      steps += fmt::format("{}{:.6f} (golden {:.6f})", i ? ", " : "", r.first_losses[i], r.golden[i]);
+      steps += fmt::format("{}{:.7f} (golden {:.7f})", i ? ", " : "", r.first_losses[i], r.golden[i]);
     out += "    first steps: " + steps + "\n";
   }
   if (!r.moved.empty()) {

@@ -86,6 +86,6 @@ for plot in 17 17-roofline; do
   name=bench${plot#17}
   chromium --headless --no-sandbox --disable-gpu --disable-quic --no-first-run --disable-background-networking \
     --disable-component-update --disable-sync --user-data-dir="$work/chromium" --hide-scrollbars \
-    --screenshot="$out/$name.png" --window-size=1000,700 "file://$svg" >/dev/null 2>&1
+    --screenshot="$out/$name.png" --window-size=1060,640 "file://$svg" >/dev/null 2>&1
   echo "wrote $out/$name.png"
 done

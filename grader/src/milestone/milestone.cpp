@@ -8,6 +8,7 @@
 #include <cstdio>
 #include <fstream>
 #include <limits>
+#include <set>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -72,7 +73,8 @@ std::vector<Milestone> load_milestones(const Course& course) {
       m.id = folder.substr(underscore + 1);
       m.title = y["title"].as<std::string>();
       m.summary = y["summary"] ? y["summary"].as<std::string>() : "";
-      m.module = y["module"].as<int>();
+      for (const auto& n : y["modules"]) m.modules.push_back(n.as<int>());
+      if (m.modules.empty()) throw CourseError("it needs `modules`: the modules whose code it trains");
       for (const auto& s : y["sources"]) m.sources.push_back(dir / s.as<std::string>());
       m.data = data_source(y["data"] ? y["data"].as<std::string>() : "none");
       if (y["labels"])
@@ -95,7 +97,8 @@ std::vector<Milestone> load_milestones(const Course& course) {
       m.quick_targets = y["quick_targets"] ? read_targets(y["quick_targets"], yaml) : m.targets;
       if (m.targets.empty()) throw CourseError("it judges nothing: add targets");
       if (m.data.name == "none" && m.labels.empty()) throw CourseError("without a data set it needs its labels");
-      if (!course.by_number(m.module)) continue;  // its module is not in this course (yet)
+      // A milestone whose modules are not all in this course (yet) is left out.
+      if (std::any_of(m.modules.begin(), m.modules.end(), [&](int n) { return !course.by_number(n); })) continue;
       out.push_back(std::move(m));
     } catch (const YAML::Exception& e) {
       throw CourseError(fmt::format("{}:{}: {}", yaml.string(), e.mark.line + 1, e.msg));
@@ -164,12 +167,13 @@ std::vector<float> read_floats(const fs::path& file) {
 
 std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fraction); }
 
-// Draws a progress bar on the terminal: epoch, a bar over all steps, the latest loss.
+// Draws a progress bar on a terminal (epoch, a bar over all steps, the latest loss); the epochs'
+// lines and the notes are printed everywhere, so that a CI log shows them too.
 class Progress {
  public:
-  explicit Progress(bool on) : on_(on) {}
+  Progress(bool lines, bool bar) : lines_(lines), bar_(bar) {}
   void update(int epoch, int epochs, double done, double loss) {
-    if (!on_) return;
+    if (!bar_) return;
     const int width = 30;
     const int filled = std::clamp(static_cast<int>(done * width), 0, width);
     std::fprintf(stderr, "\r  epoch %d/%d [%s%s] %3.0f%%  loss %.4f ", epoch, epochs, std::string(filled, '#').c_str(),
@@ -178,18 +182,18 @@ class Progress {
     drawn_ = true;
   }
   void line(const std::string& text) {
-    if (!on_) return;
+    if (!lines_) return;
     if (drawn_) std::fputs("\r\x1b[K", stderr);
     std::fprintf(stderr, "  %s\n", text.c_str());
     drawn_ = false;
   }
   void end() {
-    if (on_ && drawn_) std::fputs("\n", stderr);
+    if (drawn_) std::fputs("\n", stderr);
     drawn_ = false;
   }
 
  private:
-  bool on_;
+  bool lines_, bar_;
   bool drawn_ = false;
 };
 
@@ -199,7 +203,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   const std::string run_name = cmd.quick ? "quick" : "full";
   const MilestoneRun& run = m.runs.at(run_name);
   MilestoneResult result{.id = m.id, .title = m.title, .run = run_name};
-  const fs::path out = ws.state_dir() / "milestones" / m.id;
+  const fs::path out = ws.state_dir() / "milestones" / m.id / run_name;  // quick and full kept apart
   fs::remove_all(out);
   fs::create_directories(out);
 
@@ -218,7 +222,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   std::int64_t steps_per_epoch = 1;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> logits;  // name -> rows, classes
   std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> parameters;
-  Progress progress(isatty(STDERR_FILENO) && cmd.format == "text");
+  Progress progress(cmd.format == "text", isatty(STDERR_FILENO) && cmd.format == "text");
   ProcessSpec spec{.argv = argv, .cwd = out, .env = {{"KILN_MILESTONE_FD", "3"}, {"OMP_NUM_THREADS", "1"}},
                    .output_cap = 1 << 20};
   spec.event_fd = 3;
@@ -262,6 +266,14 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   auto fail = [&](std::string why) {
     if (result.problem.empty()) result.problem = std::move(why);
   };
+  // An unwritten function of the student's library: say which, and where to go first.
+  const std::string text = r.err + r.err_tail;
+  if (const auto at = text.find("not written yet: "); at != std::string::npos && !r.ok()) {
+    const std::string what = text.substr(at, text.find('\n', at) - at);
+    fail(fmt::format("the trainer needs a function of your library that is {}. Finish the modules it builds on first "
+                     "(`grader check {}` and the modules it requires)",
+                     relative_to(ws.course.root, what), ws.course.by_number(m.modules.back())->number_text()));
+  }
   if (r.stopped) fail(fmt::format("stopped after {:.0f} s, the run's time limit", run.timeout_s));
   else if (r.signal) fail("the trainer crashed: " + describe_signal(r.signal) + "\n" + r.err_tail.substr(r.err_tail.size() > 2000 ? r.err_tail.size() - 2000 : 0));
   else if (r.exit_code != 0) {
@@ -357,15 +369,20 @@ std::vector<fs::path> build_trainers(const Workspace& ws, const std::vector<cons
   build.set_device_builds(false);
   std::vector<std::string> names;
   for (const Milestone* m : chosen) {
-    const Module& module = *ws.course.by_number(m->module);
-    const TestTarget anchor = solution ? solution_target(ws.course, module) : student_target(ws.course, module);
-    std::vector<std::string> libraries = {CourseBuild::library_target(module, anchor.own.name)};
-    const auto prerequisites = ws.course.prerequisites(module);
-    for (auto it = prerequisites.rbegin(); it != prerequisites.rend(); ++it)
-      libraries.push_back(CourseBuild::library_target(**it, anchor.base_name));
+    // The libraries of the variant: every module it names and their prerequisites, the highest
+    // number first (a static library comes before the libraries it uses).
+    const std::string variant = solution ? "solution" : "student";
+    std::set<int> numbers;
+    for (int n : m->modules) {
+      numbers.insert(n);
+      for (const Module* dep : ws.course.prerequisites(*ws.course.by_number(n))) numbers.insert(dep->number);
+    }
+    std::vector<std::string> libraries;
+    for (auto it = numbers.rbegin(); it != numbers.rend(); ++it)
+      libraries.push_back(CourseBuild::library_target(*ws.course.by_number(*it), variant));
     std::vector<fs::path> sources = m->sources;
     sources.push_back(ws.course.root / "milestones" / "support" / "milestone.cpp");
-    const std::string name = fmt::format("milestone_{}__{}", m->id, anchor.own.name);
+    const std::string name = fmt::format("milestone_{}__{}", m->id, variant);
     build.add_program({name, sources, {ws.course.root / "milestones" / "support"}, libraries});
     names.push_back(name);
   }

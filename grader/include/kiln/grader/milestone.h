@@ -45,7 +45,7 @@ struct Milestone {
   int order = 0;                 // NN
   std::string title;
   std::string summary;
-  int module = 0;                // the module whose library it trains (with its prerequisites)
+  std::vector<int> modules;      // the modules whose libraries it trains (with their prerequisites)
   std::vector<fs::path> sources;
   DataSource data;
   std::vector<std::int64_t> labels;  // for a data set of its own (XOR): the labels, in order

@@ -1,0 +1,88 @@
+#!/usr/bin/python3
+"""One training epoch of the milestones' models: Kiln's reference library against PyTorch.
+
+Both run single-threaded on this machine, one after the other, on the same 60,000 Fashion-MNIST
+images in batches of 64 with Adam: the reference solutions' trainer (built by
+`bin/grader milestone --solution --quick`) and the same model written in PyTorch (Debian's
+python3-torch). A benchmark, not a test: it prints images per second and the ratio.
+
+    bin/grader milestone mlp_fashion cnn_fashion --solution --quick   # builds the trainers
+    /usr/bin/python3 tests/bench/milestone_vs_pytorch.py [--train N]
+"""
+import argparse
+import gzip
+import os
+import re
+import struct
+import subprocess
+import sys
+import time
+
+import torch
+
+ROOT = "/usr/share/datasets/fashion-mnist"
+HERE = os.path.dirname(os.path.abspath(__file__))
+BUILD = os.path.join(HERE, "..", "..", ".grader", "build", "milestone")
+
+
+def idx(path):
+    data = gzip.open(path).read()
+    magic, = struct.unpack(">I", data[:4])
+    dims = struct.unpack(">" + "I" * (magic & 0xFF), data[4:4 + 4 * (magic & 0xFF)])
+    return dims, data[4 + 4 * len(dims):]
+
+
+def kiln_epoch(name, train):
+    """Seconds of the trainer's first epoch, as it reports them."""
+    binary = os.path.join(BUILD, f"milestone_{name}__solution")
+    if not os.path.exists(binary):
+        sys.exit(f"{binary} is not built: run bin/grader milestone {name} --solution --quick first")
+    out = subprocess.run([binary, "--epochs", "1", "--train", str(train), "--test", "100", "--data", ROOT,
+                          "--out", "/tmp"], env={**os.environ, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, check=True).stderr
+    return float(re.search(r"epoch 1 done: mean loss \S+ in (\S+) s", out).group(1))
+
+
+def torch_epoch(model, images, labels):
+    torch.manual_seed(1)
+    optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
+    order = torch.randperm(len(labels))
+    started = time.perf_counter()
+    for start in range(0, len(labels), 64):
+        index = order[start:start + 64]
+        optimizer.zero_grad()
+        loss = torch.nn.functional.cross_entropy(model(images[index]), labels[index])
+        loss.backward()
+        optimizer.step()
+    return time.perf_counter() - started
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--train", type=int, default=60000)
+    args = parser.parse_args()
+    torch.set_num_threads(1)
+    (n, rows, cols), pixels = idx(ROOT + "/train-images-idx3-ubyte.gz")
+    _, label_bytes = idx(ROOT + "/train-labels-idx1-ubyte.gz")
+    n = min(n, args.train)
+    images = torch.tensor(list(pixels[:n * rows * cols]), dtype=torch.float32).reshape(n, rows * cols) / 255.0
+    images = (images - images.mean()) / images.std()
+    labels = torch.tensor(list(label_bytes[:n]))
+
+    mlp = torch.nn.Sequential(torch.nn.Linear(784, 256), torch.nn.ReLU(), torch.nn.Linear(256, 128), torch.nn.ReLU(),
+                              torch.nn.Linear(128, 10))
+    cnn = torch.nn.Sequential(torch.nn.Unflatten(1, (1, 28, 28)), torch.nn.Conv2d(1, 8, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Conv2d(8, 16, 3, padding=1), torch.nn.ReLU(),
+                              torch.nn.MaxPool2d(2), torch.nn.Flatten(), torch.nn.Linear(784, 64), torch.nn.ReLU(),
+                              torch.nn.Linear(64, 10))
+    print(f"One epoch over {n} Fashion-MNIST images, batches of 64, Adam, one thread "
+          f"(PyTorch {torch.__version__}):")
+    print(f"  {'model':<12} {'Kiln (reference)':>18} {'PyTorch':>14} {'Kiln / PyTorch':>16}")
+    for name, model in (("mlp_fashion", mlp), ("cnn_fashion", cnn)):
+        kiln = kiln_epoch(name, n)
+        ours = torch_epoch(model, images, labels)
+        print(f"  {name:<12} {n / kiln:>12.0f} img/s {n / ours:>8.0f} img/s {ours / kiln:>15.2f}×")
+
+
+if __name__ == "__main__":
+    main()
