@@ -1,12 +1,13 @@
 // Milestone: a convolutional network learns Fashion-MNIST, on your module 09's Conv2d.
 //
 // Images (N, 1, 28, 28), normalised with the training set's mean and standard deviation:
-//   Conv2d(1 → 8, 3×3, padding 1) → ReLU → MaxPool 2×2      (N, 8, 14, 14)
-//   Conv2d(8 → 16, 3×3, padding 1) → ReLU → MaxPool 2×2     (N, 16, 7, 7)
-//   Flatten → Linear(784 → 64) → ReLU → Linear(64 → 10)     (N, 10)
+//   Conv2d(1 → 16, 3×3, padding 1) → ReLU → MaxPool 2×2     (N, 16, 14, 14)
+//   Conv2d(16 → 32, 3×3, padding 1) → ReLU → MaxPool 2×2    (N, 32, 7, 7)
+//   Flatten → Linear(1568 → 64) → ReLU → Linear(64 → 10)    (N, 10)
 // Your Conv2d and MaxPool2d (module 09) sit inside module 08 Modules, so that the model has
-// named parameters and your Adam (module 07) updates them. The grader judges the test logits and
-// checks that the filters moved.
+// named parameters and your Adam (module 07) updates them, with your cosine schedule taking the
+// learning rate from 0.002 down to 0 over the run. The grader judges the test logits and checks
+// that the filters moved.
 #include <chrono>
 #include <memory>
 #include <numeric>
@@ -66,13 +67,16 @@ int main(int argc, char** argv) {
   milestone::note("training on " + std::to_string(train.size()) + " images, testing on " + std::to_string(test.size()));
 
   WichmannHill generator(settings.seed);
-  nn::Sequential model({std::make_shared<ConvLayer>(1, 8, 3, 1, generator), std::make_shared<nn::ReLU>(),
-                        std::make_shared<MaxPoolLayer>(2), std::make_shared<ConvLayer>(8, 16, 3, 1, generator),
+  nn::Sequential model({std::make_shared<ConvLayer>(1, 16, 3, 1, generator), std::make_shared<nn::ReLU>(),
+                        std::make_shared<MaxPoolLayer>(2), std::make_shared<ConvLayer>(16, 32, 3, 1, generator),
                         std::make_shared<nn::ReLU>(), std::make_shared<MaxPoolLayer>(2), std::make_shared<nn::Flatten>(),
-                        std::make_shared<nn::Linear>(784, 64, generator), std::make_shared<nn::ReLU>(),
+                        std::make_shared<nn::Linear>(1568, 64, generator), std::make_shared<nn::ReLU>(),
                         std::make_shared<nn::Linear>(64, 10, generator)});
-  optim::Adam optimizer(model.parameters(), 2e-3f);
+  const float base_lr = 2e-3f;
+  optim::Adam optimizer(model.parameters(), base_lr);
   DataLoader loader(train, 64, /*shuffle=*/true, settings.seed);
+  const int total_steps = settings.epochs * static_cast<int>(loader.num_batches());
+  int steps_taken = 0;
   auto as_images = [](const Tensor& x) { return x.reshape({x.shape()[0], 1, 28, 28}); };
 
   auto snapshot = [&] {
@@ -88,6 +92,7 @@ int main(int argc, char** argv) {
     double total = 0;
     std::int64_t seen = 0, step = 0;
     for (const Batch& batch : loader.epoch()) {
+      optimizer.set_learning_rate(optim::cosine_lr(base_lr, 0.0f, steps_taken++, total_steps));
       optimizer.zero_grad();
       Tensor loss = nn::cross_entropy_loss(model(as_images(batch.images)), batch.labels);
       loss.backward();
