@@ -20,9 +20,12 @@
 
 #include "kiln/layers.h"
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 
 namespace kiln {
 namespace {
+
+using testing::TrustedWichmannHill;
 
 using testing::data_of;
 using testing::observe;
@@ -112,27 +115,6 @@ bool check_gradients(const char* file, int line, const std::vector<Tensor>& valu
 
 #define CHECK_GRADIENTS(values, ids, stream) check_gradients(__FILE__, __LINE__, values, ids, stream)
 
-// Module 01's Wichmann-Hill generator, written out here so that the expected weights depend on
-// no code outside this file.
-class TrustedWichmannHill {
- public:
-  explicit TrustedWichmannHill(std::uint64_t seed) {
-    x_ = static_cast<std::int64_t>(seed % 30268) + 1;
-    seed /= 30268;
-    y_ = static_cast<std::int64_t>(seed % 30306) + 1;
-    seed /= 30306;
-    z_ = static_cast<std::int64_t>(seed % 30322) + 1;
-  }
-  double next() {
-    x_ = 171 * x_ % 30269;
-    y_ = 172 * y_ % 30307;
-    z_ = 170 * z_ % 30323;
-    return std::fmod(x_ / 30269.0 + y_ / 30307.0 + z_ / 30323.0, 1.0);
-  }
-
- private:
-  std::int64_t x_, y_, z_;
-};
 
 // The Kaiming-uniform weights of Linear(in, out) drawn from `generator`, in row-major order.
 TensorData kaiming_weights(std::int64_t in, std::int64_t out, TrustedWichmannHill& generator) {

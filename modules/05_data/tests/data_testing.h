@@ -20,8 +20,12 @@
 
 #include "kiln/data.h"
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 
 namespace kiln::data_testing {
+
+using testing::ScratchDir;
+using testing::TrustedWichmannHill;
 
 namespace fs = std::filesystem;
 using Bytes = std::vector<std::uint8_t>;
@@ -90,55 +94,7 @@ inline Bytes gzip_stored(const Bytes& data) {
   return out;
 }
 
-// A scratch folder, removed with everything in it when the check ends.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& what)
-      : path_(fs::temp_directory_path() / fmt::format("kiln-05-{}-{}", what, static_cast<long>(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
 
-  // Writes the bytes to the file `name` in this folder and returns its path.
-  std::string write(const std::string& name, const Bytes& bytes) const {
-    const fs::path file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
-    return file.string();
-  }
-  std::string path_of(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
-
-// Module 01's Wichmann-Hill generator, written out here so that expected orders depend on no
-// code outside the tests.
-class TrustedWichmannHill {
- public:
-  explicit TrustedWichmannHill(std::uint64_t seed) {
-    x_ = static_cast<std::int64_t>(seed % 30268) + 1;
-    seed /= 30268;
-    y_ = static_cast<std::int64_t>(seed % 30306) + 1;
-    seed /= 30306;
-    z_ = static_cast<std::int64_t>(seed % 30322) + 1;
-  }
-  double next() {
-    x_ = 171 * x_ % 30269;
-    y_ = 172 * y_ % 30307;
-    z_ = 170 * z_ % 30323;
-    return std::fmod(x_ / 30269.0 + y_ / 30307.0 + z_ / 30323.0, 1.0);
-  }
-
- private:
-  std::int64_t x_, y_, z_;
-};
 
 // Fisher-Yates as kiln/data.h states it.
 inline std::vector<std::int64_t> trusted_shuffle(std::int64_t n, TrustedWichmannHill& generator) {

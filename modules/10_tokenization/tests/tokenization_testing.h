@@ -19,9 +19,12 @@
 #include <fmt/format.h>
 
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 #include "kiln/tokenization.h"
 
 namespace kiln::tokenization_testing {
+
+using testing::ScratchDir;
 
 namespace fs = std::filesystem;
 using Ids = std::vector<std::int64_t>;
@@ -256,32 +259,6 @@ inline const Pairs kWikipediaMerges = {{97, 97}, {97, 98}, {256, 257}};
 // ---------------------------------------------------------------------------------------------
 // Files and messages
 
-// A scratch folder, removed with everything in it when the check ends.
-class ScratchDir {
- public:
-  explicit ScratchDir(const std::string& what)
-      : path_(fs::temp_directory_path() / fmt::format("kiln-10-{}-{}", what, static_cast<long>(::getpid()))) {
-    fs::remove_all(path_);
-    fs::create_directories(path_);
-  }
-  ~ScratchDir() {
-    std::error_code ignored;
-    fs::remove_all(path_, ignored);
-  }
-  ScratchDir(const ScratchDir&) = delete;
-  ScratchDir& operator=(const ScratchDir&) = delete;
-
-  std::string write(const std::string& name, const std::string& text) const {
-    const fs::path file = path_ / name;
-    std::ofstream out(file, std::ios::binary);
-    out << text;
-    return file.string();
-  }
-  std::string path_of(const std::string& name) const { return (path_ / name).string(); }
-
- private:
-  fs::path path_;
-};
 
 inline std::string read_file(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
