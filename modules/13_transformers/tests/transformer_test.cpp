@@ -1,0 +1,819 @@
+// Module 13 checks: one TEST per check in module.yaml.
+//
+// Every expected value comes from transformer_testing.h, a GPT written again as plain loops in
+// double, or is worked out by hand; gradients are central finite differences of those loops, also
+// in double. Models get parameters drawn by the run (load_parameters writes them by name inside
+// the observation), so that every path of the network carries a visible signal. Behaviour is
+// judged as behaviour: causality by changing later tokens, position by repeating one token,
+// learning by the loss after training.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/optimizers.h"
+#include "kiln/testing.h"
+#include "kiln/transformer.h"
+#include "transformer_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace transformer_testing;
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+
+// A new trusted tensor with the values of t, for a call that marks it as requiring grad.
+Tensor fresh(const Tensor& t) { return data_of(t).tensor(); }
+
+// The (batch, T) token tensor of ids, built here (not with the module's token_tensor).
+Tensor tokens_of(const std::vector<std::int64_t>& ids, std::int64_t batch) {
+  return Tensor({batch, static_cast<std::int64_t>(ids.size()) / batch}, std::vector<float>(ids.begin(), ids.end()));
+}
+
+// dL/d(inputs[which]) for L = Σ weights ⊙ f(inputs), by central differences in double.
+Values numeric_gradient(const std::function<Values(const std::vector<Values>&)>& f, std::vector<Values> inputs,
+                        std::size_t which, const Values& weights, double eps = 1e-6) {
+  const auto loss = [&] {
+    const Values y = f(inputs);
+    double total = 0;
+    for (std::size_t n = 0; n < y.size(); ++n) total += weights[n] * y[n];
+    return total;
+  };
+  Values grad(inputs[which].size());
+  for (std::size_t n = 0; n < grad.size(); ++n) {
+    const double original = inputs[which][n];
+    inputs[which][n] = original + eps;
+    const double up = loss();
+    inputs[which][n] = original - eps;
+    const double down = loss();
+    inputs[which][n] = original;
+    grad[n] = (up - down) / (2 * eps);
+  }
+  return grad;
+}
+
+// Whether an observed gradient is within 1e-4 + 1e-3·|expected|; the comparison in *detail if not.
+bool gradient_close(const TensorData& actual, const Shape& shape, const Values& expected, std::string* detail) {
+  const testing::Comparison c = testing::compare(actual, floats(shape, expected), 1e-4, 1e-3);
+  if (c.close) return true;
+  *detail = c.shapes_match ? c.describe() : "got shape " + to_string(actual.shape) + ", expected " + to_string(shape);
+  return false;
+}
+
+bool close(const TensorData& actual, const TensorData& expected, double tolerance) {
+  return testing::compare(actual, expected, tolerance, tolerance).close;
+}
+
+// "(2, 3, 4)" of a shape, for the names of calls.
+std::string shape_text(const Shape& shape) { return to_string(shape); }
+
+// A seed for the course's generator, drawn by the run.
+std::uint64_t drawn_seed(testing::Generator& draw) { return static_cast<std::uint64_t>(draw.below(1'000'000'000'000)); }
+
+// A GPT of the given sizes whose parameters are the test's (inside an observation only).
+nn::GPT gpt_with(const GptSizes& s, const Parameters& p) {
+  WichmannHill generator(1);
+  nn::GPT model(config_of(s), generator);
+  load_parameters(model, p);
+  return model;
+}
+
+std::string sizes_text(const GptSizes& s) {
+  return fmt::format("GPT(V = {}, max_length = {}, D = {}, H = {}, N = {})", s.vocab, s.max_length, s.width, s.heads,
+                     s.layers);
+}
+
+}  // namespace
+
+TEST(Transformer, LayerNorm) {
+  // The hand-worked case, D = 4, gain [1, 2, 0.5, -1], bias [0, 0.5, -1, 2]:
+  //   [1, 2, 3, 4]: μ = 2.5, σ² = 1.25, x̂ = [-1.3416354, -0.4472118, 0.4472118, 1.3416354],
+  //                 y = [-1.3416354, -0.3944236, -0.7763941, 0.6583646]
+  //   [0.001, -0.001, 0.001, -0.001]: σ² = 1e-6, so eps matters: x̂ = ±0.001/√(1.1e-5) = ±0.3015113,
+  //                 y = [0.3015113, -0.1030227, -0.8492443, 2.3015113]
+  //   [5, 5, 5, 5]: σ² = 0, x̂ = 0, y = the bias
+  const Tensor hand_x({3, 4}, {1, 2, 3, 4, 0.001f, -0.001f, 0.001f, -0.001f, 5, 5, 5, 5});
+  const Tensor hand_gain({4}, {1, 2, 0.5f, -1}), hand_bias({4}, {0, 0.5f, -1, 2});
+  const auto judge = [](const Tensor& x, const Tensor& gain, const Tensor& bias, const std::string& note) {
+    const auto y = observe(fmt::format("layer_norm(x, gain, bias) with x {}{}", shape_text(x.shape()), note),
+                           [&] { return nn::layer_norm(x, gain, bias); });
+    if (!KILN_EXPECT_OK(y, "layer_norm_wrong")) return false;
+    const std::int64_t width = x.shape().back();
+    const auto expected_for = [&](NormVariant variant) {
+      return floats(x.shape(), trusted_layer_norm(doubles(x), width, doubles(gain), doubles(bias), variant));
+    };
+    const TensorData expected = expected_for(NormVariant::right);
+    if (close(*y, expected, 1e-5)) return true;
+    const std::string detail = y.call() + ": " + testing::compare(*y, expected, 1e-5, 1e-5).describe();
+    if (close(*y, expected_for(NormVariant::unbiased), 1e-4)) {
+      KILN_FAIL("unbiased_variance", {}, detail);
+      return false;
+    }
+    if (close(*y, expected_for(NormVariant::eps_outside), 1e-4)) {
+      KILN_FAIL("eps_wrong", {}, detail);
+      return false;
+    }
+    return testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5);
+  };
+  if (!judge(hand_x, hand_gain, hand_bias, " (the hand-worked case)")) return;
+  const auto hand = observe("layer_norm(x, gain, bias) with x (3, 4) (the hand-worked case)",
+                            [&] { return nn::layer_norm(hand_x, hand_gain, hand_bias); });
+  if (!KILN_EXPECT_CLOSE(hand,
+                         data_of({3, 4}, {-1.3416354f, -0.3944236f, -0.7763941f, 0.6583646f, 0.3015113f, -0.1030227f,
+                                          -0.8492443f, 2.3015113f, 0, 0.5f, -1, 2}),
+                         2e-6, "layer_norm_wrong"))
+    return;
+
+  // Rows of 7, a (2, 3, 6) batch, rows of 33, a single value per row (x̂ = 0), sizes of the run.
+  testing::Generator draw(1301);
+  const Shape drawn{1 + draw.below(4), 1 + draw.below(5), 2 + draw.below(9)};
+  std::uint64_t stream = 1302;
+  for (const Shape& shape : std::vector<Shape>{{5, 7}, {2, 3, 6}, {3, 33}, {4, 1}, drawn}) {
+    const std::int64_t width = shape.back();
+    const Tensor x = random_tensor(shape, stream++, -3.0f, 3.0f);
+    const Tensor gain = random_tensor({width}, stream++, 0.5f, 1.5f), bias = random_tensor({width}, stream++);
+    if (!judge(x, gain, bias, "")) return;
+  }
+  // The layer: LayerNorm(6) starts with gain 1 and bias 0.
+  const Tensor x = random_tensor({2, 5, 6}, 1310, -2.0f, 2.0f);
+  const auto layer = observe("LayerNorm(6).forward(x) with x (2, 5, 6)", [&] { return nn::LayerNorm(6).forward(x); });
+  if (!KILN_EXPECT_CLOSE_REL(layer, floats({2, 5, 6}, trusted_layer_norm(doubles(x), 6, Values(6, 1.0), Values(6, 0.0))),
+                             1e-5, 1e-5, "layer_norm_wrong"))
+    return;
+
+  // gain or bias of the wrong size.
+  const Tensor x234 = random_tensor({2, 3, 4}, 1311), gain5 = random_tensor({5}, 1312), bias4 = random_tensor({4}, 1313);
+  const Tensor gain4 = random_tensor({4}, 1314), bias41 = random_tensor({4, 1}, 1315);
+  KILN_EXPECT_THROWS(nn::layer_norm(x234, gain5, bias4), ShapeError, "layer_norm_shape_not_reported",
+                     {"(2, 3, 4)", "(5)"});
+  KILN_EXPECT_THROWS(nn::layer_norm(x234, gain4, bias41), ShapeError, "layer_norm_shape_not_reported",
+                     {"(2, 3, 4)", "(4, 1)"});
+}
+
+TEST(Transformer, LayerNormGradients) {
+  // L = Σ G ⊙ layer_norm(x, gain, bias): the gradients backward() leaves in x, gain and bias
+  // against central differences of the trusted loops, for rows of 5, a (2, 3, 4) batch, rows of one
+  // value and sizes of the run.
+  testing::Generator draw(1321);
+  const Shape drawn{1 + draw.below(3), 1 + draw.below(4), 2 + draw.below(8)};
+  std::uint64_t stream = 1322;
+  for (const Shape& shape : std::vector<Shape>{{3, 5}, {2, 3, 4}, {4, 1}, drawn}) {
+    const std::int64_t width = shape.back();
+    const Tensor x = random_tensor(shape, stream++, -2.0f, 2.0f);
+    const Tensor gain = random_tensor({width}, stream++, 0.5f, 1.5f), bias = random_tensor({width}, stream++);
+    const Tensor g = random_tensor(shape, stream++);
+    const auto grads = observe(
+        fmt::format("layer_norm(x, gain, bias) with x {}, then backward(G): x.grad(), gain.grad(), bias.grad()",
+                    shape_text(shape)),
+        [&] {
+          Tensor leaf_x = fresh(x), leaf_gain = fresh(gain), leaf_bias = fresh(bias);
+          leaf_x.set_requires_grad(true);
+          leaf_gain.set_requires_grad(true);
+          leaf_bias.set_requires_grad(true);
+          nn::layer_norm(leaf_x, leaf_gain, leaf_bias).backward(g);
+          return std::tuple(leaf_x.grad(), leaf_gain.grad(), leaf_bias.grad());
+        });
+    if (!KILN_EXPECT_OK(grads, "ln_grad_input_wrong")) return;
+    const auto f = [width](const std::vector<Values>& in) { return trusted_layer_norm(in[0], width, in[1], in[2]); };
+    const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
+    const Values weights = doubles(g);
+    const std::pair<const TensorData*, const char*> checks[] = {{&std::get<0>(*grads), "ln_grad_input_wrong"},
+                                                                {&std::get<1>(*grads), "ln_grad_gain_wrong"},
+                                                                {&std::get<2>(*grads), "ln_grad_bias_wrong"}};
+    const Shape shapes[] = {shape, {width}, {width}};
+    for (std::size_t which = 0; which < 3; ++which) {
+      std::string detail;
+      if (!gradient_close(*checks[which].first, shapes[which], numeric_gradient(f, inputs, which, weights), &detail)) {
+        KILN_FAIL(checks[which].second, {}, grads.call() + ": " + detail);
+        return;
+      }
+    }
+  }
+}
+
+TEST(Transformer, Mlp) {
+  // autograd::gelu: values and the gradient backward() leaves in x, against Φ(x)·x and
+  // G·(Φ(x) + x·φ(x)) in double; hand values, then a (3, 7) tensor of the run.
+  testing::Generator draw(1331);
+  for (const Tensor& x : {Tensor({5}, {-2, -0.5f, 0, 0.5f, 2}), random_tensor({3, 7}, 1332, -3.0f, 3.0f)}) {
+    const Tensor g = random_tensor(x.shape(), 1333);
+    const auto out = observe(fmt::format("autograd::gelu(x) with x {}, then backward(G): the output and x.grad()",
+                                         shape_text(x.shape())),
+                             [&] {
+                               Tensor leaf = fresh(x);
+                               leaf.set_requires_grad(true);
+                               Tensor y = autograd::gelu(leaf);
+                               y.backward(g);
+                               return std::pair(y, leaf.grad());
+                             });
+    if (!KILN_EXPECT_OK(out, "gelu_node_wrong")) return;
+    Values y, dx;
+    const Values xv = doubles(x), gv = doubles(g);
+    for (std::size_t n = 0; n < xv.size(); ++n) {
+      y.push_back(trusted_gelu(xv[n]));
+      dx.push_back(gv[n] * trusted_gelu_derivative(xv[n]));
+    }
+    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
+                               floats(x.shape(), y), 1e-5, "gelu_node_wrong", 1e-5))
+      return;
+    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
+                               floats(x.shape(), dx), 1e-5, "gelu_node_wrong", 1e-5))
+      return;
+  }
+
+  // MLP(D) with the test's weights: (2, 3, 5) with x's gradient, (7, 3) rows, sizes of the run.
+  struct Case {
+    Shape shape;
+    bool gradient;
+  };
+  const Shape drawn{1 + draw.below(3), 1 + draw.below(4), 1 + draw.below(6)};
+  std::uint64_t stream = 1334;
+  for (const Case& c : std::vector<Case>{{{2, 3, 5}, true}, {{7, 3}, false}, {drawn, true}}) {
+    const std::int64_t width = c.shape.back();
+    const Parameters p = random_parameters({{"fc.weight", {width, 4 * width}},
+                                            {"fc.bias", {4 * width}},
+                                            {"proj.weight", {4 * width, width}},
+                                            {"proj.bias", {width}}},
+                                           stream);
+    stream += 10;
+    const Tensor x = random_tensor(c.shape, stream++, -2.0f, 2.0f);
+    const Tensor g = random_tensor(c.shape, stream++);
+    const auto out = observe(fmt::format("MLP({}) with the check's weights: forward(x) with x {}, then backward(G): "
+                                         "the output and x.grad()",
+                                         width, shape_text(c.shape)),
+                             [&] {
+                               WichmannHill generator(1);
+                               nn::MLP mlp(width, generator);
+                               load_parameters(mlp, p);
+                               Tensor leaf = fresh(x);
+                               leaf.set_requires_grad(true);
+                               Tensor y = mlp.forward(leaf);
+                               if (c.gradient) y.backward(g);
+                               return std::pair(y, leaf.grad());
+                             });
+    if (!KILN_EXPECT_OK(out, "mlp_wrong")) return;
+    const auto f = [&](const std::vector<Values>& in) {
+      return trusted_mlp(in[0], width, p.at("fc.weight"), p.at("fc.bias"), p.at("proj.weight"), p.at("proj.bias"));
+    };
+    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
+                               floats(c.shape, f({doubles(x)})), 1e-4, "mlp_wrong", 1e-4))
+      return;
+    std::string detail;
+    if (c.gradient && !gradient_close(out->second, c.shape, numeric_gradient(f, {doubles(x)}, 0, doubles(g)), &detail)) {
+      KILN_FAIL("mlp_wrong", {}, out.call() + ", the gradient of x: " + detail);
+      return;
+    }
+  }
+}
+
+TEST(Transformer, Block) {
+  // One pre-norm block with the test's parameters on x (2, 5, 6), H = 2 and H = 3, then sizes of the
+  // run, against the trusted block: LayerNorm, causal multi-head attention, residual, LayerNorm,
+  // MLP, residual.
+  testing::Generator draw(1341);
+  const std::int64_t drawn_heads = 1 + draw.below(3);
+  struct Case {
+    std::int64_t batch, length, width, heads;
+  };
+  std::uint64_t stream = 1342;
+  for (const Case& c : std::vector<Case>{{2, 5, 6, 2},
+                                         {2, 5, 6, 3},
+                                         {1 + draw.below(3), 1 + draw.below(7), drawn_heads * (1 + draw.below(3)), drawn_heads}}) {
+    const Parameters p = random_parameters(block_parameter_shapes(c.width), stream);
+    stream += 20;
+    const Shape shape{c.batch, c.length, c.width};
+    const Tensor x = random_tensor(shape, stream++, -2.0f, 2.0f);
+    const auto out = observe(fmt::format("TransformerBlock({}, {}) with the check's parameters: forward(x) with x {}",
+                                         c.width, c.heads, shape_text(shape)),
+                             [&] {
+                               WichmannHill generator(1);
+                               nn::TransformerBlock block(c.width, c.heads, generator);
+                               load_parameters(block, p);
+                               return block.forward(x);
+                             });
+    if (!KILN_EXPECT_OK(out, "block_wrong")) return;
+    const auto expected_for = [&](BlockVariant variant) {
+      return floats(shape, trusted_block(doubles(x), c.batch, c.length, c.width, c.heads, p, "", variant));
+    };
+    const TensorData expected = expected_for(BlockVariant::right);
+    if (close(*out, expected, 1e-4)) continue;
+    const std::string detail = out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe();
+    if (close(*out, expected_for(BlockVariant::post_norm), 1e-4)) {
+      KILN_FAIL("post_norm", {}, detail);
+      return;
+    }
+    if (close(*out, expected_for(BlockVariant::no_attention_residual), 1e-4)) {
+      KILN_FAIL("residual_missing", {}, detail);
+      return;
+    }
+    testing::expect_close(__FILE__, __LINE__, out, expected, 1e-4, "block_wrong", 1e-4);
+    return;
+  }
+}
+
+TEST(Transformer, GptForward) {
+  // GPT with the test's parameters: V = 7, D = 6, H = 3, N = 2 on (2, 5) tokens; the full context
+  // (T = max_length = 6); one token each of three sequences; sizes of the run.
+  testing::Generator draw(1351);
+  const std::int64_t heads = 1 + draw.below(3), max_length = 1 + draw.below(7);
+  const GptSizes drawn{2 + draw.below(8), max_length, heads * (1 + draw.below(3)), heads, 1 + draw.below(2)};
+  struct Case {
+    GptSizes s;
+    std::int64_t batch, length;
+  };
+  std::uint64_t stream = 1352;
+  for (const Case& c : std::vector<Case>{{{7, 6, 6, 3, 2}, 2, 5},
+                                         {{7, 6, 6, 3, 2}, 1, 6},
+                                         {{5, 4, 4, 1, 1}, 3, 1},
+                                         {drawn, 1 + draw.below(3), 1 + draw.below(max_length)}}) {
+    const Parameters p = random_parameters(gpt_parameter_shapes(c.s), stream);
+    stream += 100;
+    const std::vector<std::int64_t> ids = random_ints(static_cast<std::size_t>(c.batch * c.length), c.s.vocab, stream++);
+    const Tensor tokens = tokens_of(ids, c.batch);
+    const auto logits = observe(fmt::format("{} with the check's parameters: forward(tokens) with tokens ({}, {})",
+                                            sizes_text(c.s), c.batch, c.length),
+                                [&] { return gpt_with(c.s, p).forward(tokens); });
+    if (!KILN_EXPECT_OK(logits, "gpt_wrong")) return;
+    const Shape shape{c.batch, c.length, c.s.vocab};
+    const TensorData expected = floats(shape, trusted_gpt(ids, c.batch, c.s, p));
+    if (close(*logits, expected, 1e-4)) continue;
+    if (close(*logits, floats(shape, trusted_gpt(ids, c.batch, c.s, p, GptVariant::no_final_norm)), 1e-4)) {
+      KILN_FAIL("final_norm_missing", {}, logits.call() + ": " + testing::compare(*logits, expected, 1e-4, 1e-4).describe());
+      return;
+    }
+    testing::expect_close(__FILE__, __LINE__, logits, expected, 1e-4, "gpt_wrong", 1e-4);
+    return;
+  }
+}
+
+TEST(Transformer, Causal) {
+  // For every position t: change the token at t (in every sequence); the logits at the positions
+  // before t must not move by more than 1e-6. Two sequences of 7 tokens, V = 9, D = 6, H = 2,
+  // N = 2, then sizes of the run.
+  testing::Generator draw(1361);
+  const std::int64_t heads = 1 + draw.below(2);
+  const GptSizes drawn{3 + draw.below(6), 8, heads * (1 + draw.below(3)), heads, 1 + draw.below(2)};
+  struct Case {
+    GptSizes s;
+    std::int64_t batch, length;
+  };
+  std::uint64_t stream = 1362;
+  for (const Case& c : std::vector<Case>{{{9, 8, 6, 2, 2}, 2, 7}, {drawn, 1 + draw.below(2), 3 + draw.below(6)}}) {
+    const Parameters p = random_parameters(gpt_parameter_shapes(c.s), stream);
+    stream += 100;
+    const std::vector<std::int64_t> ids = random_ints(static_cast<std::size_t>(c.batch * c.length), c.s.vocab, stream++);
+    const auto run = [&](const std::vector<std::int64_t>& tokens, const std::string& note) {
+      const Tensor input = tokens_of(tokens, c.batch);
+      return observe(fmt::format("{} with the check's parameters: forward(tokens) with tokens ({}, {}){}",
+                                 sizes_text(c.s), c.batch, c.length, note),
+                     [&] { return gpt_with(c.s, p).forward(input); });
+    };
+    const auto base = run(ids, "");
+    if (!KILN_EXPECT_OK(base, "future_leaks", {{"position", "0"}, {"changed", "?"}})) return;
+    const Shape shape{c.batch, c.length, c.s.vocab};
+    if (base->shape != shape) {
+      KILN_FAIL("future_leaks", {{"position", "0"}, {"changed", "?"}},
+                base.call() + fmt::format(" has shape {}, expected {}", to_string(base->shape), to_string(shape)));
+      return;
+    }
+    for (std::int64_t position = 1; position < c.length; ++position) {
+      std::vector<std::int64_t> changed_ids = ids;
+      for (std::int64_t b = 0; b < c.batch; ++b) {
+        auto& id = changed_ids[at(b * c.length + position)];
+        id = (id + 1 + draw.below(c.s.vocab - 1)) % c.s.vocab;
+      }
+      const auto changed = run(changed_ids, fmt::format(" (the token at position {} changed)", position));
+      if (!KILN_EXPECT_OK(changed, "future_leaks", {{"position", std::to_string(position)}, {"changed", "?"}})) return;
+      for (std::int64_t b = 0; b < c.batch; ++b) {
+        for (std::int64_t t = 0; t < position; ++t) {
+          for (std::int64_t v = 0; v < c.s.vocab; ++v) {
+            const std::size_t n = at((b * c.length + t) * c.s.vocab + v);
+            const double before = base->values[n];
+            const double after = n < changed->values.size() ? changed->values[n] : std::nan("");
+            const double difference = std::fabs(after - before);
+            if (difference <= 1e-6) continue;  // false for NaN
+            KILN_FAIL("future_leaks",
+                      {{"position", std::to_string(position)},
+                       {"changed", std::to_string(t)},
+                       {"difference", testing::format_number(difference)}},
+                      fmt::format("{}: logits[{}, {}, {}] was {}, is now {}", changed.call(), b, t, v,
+                                  testing::format_number(before), testing::format_number(after)));
+            return;
+          }
+        }
+      }
+    }
+  }
+}
+
+TEST(Transformer, Positions) {
+  // One token repeated over a whole sequence: only the position tells the positions apart, so the
+  // logits at every position t > 0 must differ from those at position 0 (by more than 1e-4
+  // somewhere). Two sequences (each of its own token), V = 6, D = 6, H = 2, then sizes of the run.
+  testing::Generator draw(1371);
+  const std::int64_t heads = 1 + draw.below(2);
+  // D >= 3: a LayerNorm of two values only keeps the sign of their difference.
+  const GptSizes drawn{2 + draw.below(8), 8, heads * (3 + draw.below(2)), heads, 1 + draw.below(2)};
+  struct Case {
+    GptSizes s;
+    std::int64_t length;
+  };
+  std::uint64_t stream = 1372;
+  for (const Case& c : std::vector<Case>{{{6, 7, 6, 2, 1}, 7}, {drawn, 2 + draw.below(7)}}) {
+    const Parameters p = random_parameters(gpt_parameter_shapes(c.s), stream);
+    stream += 100;
+    const std::int64_t first = draw.below(c.s.vocab), second = (first + 1) % c.s.vocab;
+    std::vector<std::int64_t> ids(at(2 * c.length), first);
+    std::fill(ids.begin() + c.length, ids.end(), second);
+    const Tensor tokens = tokens_of(ids, 2);
+    const auto logits =
+        observe(fmt::format("{} with the check's parameters: forward(tokens) with tokens (2, {}): token {} repeated, "
+                            "then token {} repeated",
+                            sizes_text(c.s), c.length, first, second),
+                [&] { return gpt_with(c.s, p).forward(tokens); });
+    if (!KILN_EXPECT_OK(logits, "position_ignored", {{"first", "0"}, {"second", "1"}})) return;
+    if (logits->shape != Shape{2, c.length, c.s.vocab}) {
+      KILN_FAIL("position_ignored", {{"first", "0"}, {"second", "1"}},
+                fmt::format("{} has shape {}", logits.call(), to_string(logits->shape)));
+      return;
+    }
+    for (std::int64_t b = 0; b < 2; ++b) {
+      for (std::int64_t t = 1; t < c.length; ++t) {
+        double largest = 0;
+        for (std::int64_t v = 0; v < c.s.vocab; ++v) {
+          const double a = logits->values[at((b * c.length) * c.s.vocab + v)];
+          const double z = logits->values[at((b * c.length + t) * c.s.vocab + v)];
+          largest = std::max(largest, std::fabs(z - a));
+        }
+        if (largest > 1e-4) continue;
+        KILN_FAIL("position_ignored", {{"first", "0"}, {"second", std::to_string(t)}},
+                  fmt::format("{}: sequence {}: the logits at positions 0 and {} differ by at most {}", logits.call(),
+                              b, t, testing::format_number(largest)));
+        return;
+      }
+    }
+  }
+}
+
+TEST(Transformer, Loss) {
+  // The hand-worked case: logits (1, 2, 3), position 0 [0, 0, 0] with target 2, position 1
+  // [1, 2, 3] with target 0: (ln 3 + ln(e + e² + e³) - 1)/2 = (1.0986123 + 2.4076060)/2 = 1.7531091.
+  // Then (2, 3, 5), (3, 1, 4) and sizes of the run, against the trusted mean over B·T positions;
+  // and the gradient that reaches the logits, (softmax - one_hot)/(B·T).
+  const auto observe_loss = [](const Tensor& logits, const std::vector<std::int64_t>& targets) {
+    return observe(fmt::format("lm_loss(logits, targets) with logits {} and {} targets, then backward(): the loss and "
+                               "logits.grad()",
+                               shape_text(logits.shape()), targets.size()),
+                   [&] {
+                     Tensor leaf = fresh(logits);
+                     leaf.set_requires_grad(true);
+                     Tensor loss = nn::lm_loss(leaf, targets);
+                     loss.backward();
+                     return std::pair(loss.item(), leaf.grad());
+                   });
+  };
+  const Tensor hand({1, 2, 3}, {0, 0, 0, 1, 2, 3});
+  const auto hand_loss = observe_loss(hand, {2, 0});
+  if (!KILN_EXPECT_OK(hand_loss, "loss_wrong")) return;
+  if (std::fabs(hand_loss->first - 1.7531091266) > 1e-5) {
+    KILN_FAIL("loss_wrong", {}, fmt::format("{}: the loss is {}, expected 1.75311", hand_loss.call(),
+                                            testing::format_number(hand_loss->first)));
+    return;
+  }
+
+  testing::Generator draw(1381);
+  const Shape drawn{1 + draw.below(3), 1 + draw.below(5), 2 + draw.below(7)};
+  std::uint64_t stream = 1382;
+  for (const Shape& shape : std::vector<Shape>{{2, 3, 5}, {3, 1, 4}, drawn}) {
+    const std::int64_t batch = shape[0], length = shape[1], vocab = shape[2];
+    const Tensor logits = random_tensor(shape, stream++, -3.0f, 3.0f);
+    const std::vector<std::int64_t> targets = random_ints(static_cast<std::size_t>(batch * length), vocab, stream++);
+    const auto out = observe_loss(logits, targets);
+    if (!KILN_EXPECT_OK(out, "loss_wrong")) return;
+    const Values z = doubles(logits);
+    const double expected = trusted_loss(z, vocab, targets);
+    if (std::fabs(out->first - expected) <= 1e-5 * (1 + std::fabs(expected))) {
+      // The gradient of the mean: (softmax - one_hot)/(B·T) at every position.
+      Values grad(z.size());
+      for (std::int64_t r = 0; r < batch * length; ++r) {
+        double largest = -INFINITY, total = 0;
+        for (std::int64_t v = 0; v < vocab; ++v) largest = std::max(largest, z[at(r * vocab + v)]);
+        for (std::int64_t v = 0; v < vocab; ++v) total += std::exp(z[at(r * vocab + v)] - largest);
+        for (std::int64_t v = 0; v < vocab; ++v) {
+          const double p = std::exp(z[at(r * vocab + v)] - largest) / total;
+          grad[at(r * vocab + v)] = (p - (v == targets[at(r)] ? 1.0 : 0.0)) / static_cast<double>(batch * length);
+        }
+      }
+      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
+                                 floats(shape, grad), 1e-5, "loss_wrong", 1e-4))
+        return;
+      continue;
+    }
+    // Position-major: the targets of (b, t) read at t·B + b.
+    std::vector<std::int64_t> swapped(targets.size());
+    for (std::int64_t b = 0; b < batch; ++b) {
+      for (std::int64_t t = 0; t < length; ++t) swapped[at(t * batch + b)] = targets[at(b * length + t)];
+    }
+    Values position_major;
+    for (std::int64_t t = 0; t < length; ++t) {
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t v = 0; v < vocab; ++v) position_major.push_back(z[at((b * length + t) * vocab + v)]);
+      }
+    }
+    const std::string detail =
+        fmt::format("{}: the loss is {}, expected {}", out.call(), testing::format_number(out->first),
+                    testing::format_number(expected));
+    if (std::fabs(out->first - trusted_loss(position_major, vocab, targets)) <= 1e-5 * (1 + std::fabs(expected))) {
+      KILN_FAIL("loss_targets_misaligned", {}, detail);
+      return;
+    }
+    KILN_FAIL("loss_wrong", {}, detail);
+    return;
+  }
+
+  const Tensor logits235 = random_tensor({2, 3, 5}, 1390);
+  const std::vector<std::int64_t> five{0, 1, 2, 3, 4};
+  KILN_EXPECT_THROWS(nn::lm_loss(logits235, five), ShapeError, "loss_shape_not_reported", {"(2, 3, 5)", "(5)"});
+}
+
+TEST(Transformer, Gradients) {
+  // One lm_loss(model(tokens), targets).backward() through a GPT of two blocks (V = 5, D = 4,
+  // H = 2, B = 2, T = 3) with the test's parameters: every parameter must receive a gradient that
+  // is not all zeros, and each must match central differences of the trusted model's loss.
+  const GptSizes s{5, 4, 4, 2, 2};
+  const Parameters p = random_parameters(gpt_parameter_shapes(s), 1391);
+  const std::vector<std::int64_t> ids = random_ints(6, s.vocab, 1392), targets = random_ints(6, s.vocab, 1393);
+  const Tensor tokens = tokens_of(ids, 2);
+  const auto grads = observe(
+      fmt::format("{} with the check's parameters: lm_loss(model(tokens), targets) with tokens (2, 3), then "
+                  "backward(): every parameter's name and gradient",
+                  sizes_text(s)),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        nn::lm_loss(model(tokens), targets).backward();
+        std::vector<std::string> names;
+        std::vector<Tensor> gradients;
+        for (const auto& [name, parameter] : model.named_parameters()) {
+          names.push_back(name);
+          gradients.push_back(parameter.grad());
+        }
+        return std::pair(names, gradients);
+      });
+  if (!KILN_EXPECT_OK(grads, "gpt_grad_wrong", {{"parameter", "?"}})) return;
+  const auto shapes = gpt_parameter_shapes(s);
+  std::vector<std::string> expected_names;
+  for (const auto& [name, shape] : shapes) expected_names.push_back(name);
+  if (grads->first != expected_names || grads->second.size() != shapes.size()) {
+    KILN_FAIL("gpt_grad_wrong", {{"parameter", "?"}}, grads.call() + ": the parameters are not the GPT's, in order");
+    return;
+  }
+  for (std::size_t n = 0; n < shapes.size(); ++n) {
+    const auto& values = grads->second[n].values;
+    if (std::any_of(values.begin(), values.end(), [](float v) { return v != 0.0f; })) continue;
+    KILN_FAIL("param_without_grad", {{"parameter", shapes[n].first}},
+              grads.call() + ": the gradient of " + shapes[n].first + " is all zeros");
+    return;
+  }
+  // L as a function of one parameter at a time, the others fixed.
+  for (std::size_t n = 0; n < shapes.size(); ++n) {
+    const std::string& name = shapes[n].first;
+    const auto f = [&](const std::vector<Values>& in) {
+      Parameters q = p;
+      q[name] = in[0];
+      return Values{trusted_loss(trusted_gpt(ids, 2, s, q), s.vocab, targets)};
+    };
+    std::string detail;
+    if (!gradient_close(grads->second[n], shapes[n].second, numeric_gradient(f, {p.at(name)}, 0, {1.0}), &detail)) {
+      KILN_FAIL("gpt_grad_wrong", {{"parameter", name}}, grads.call() + ", the gradient of " + name + ": " + detail);
+      return;
+    }
+  }
+}
+
+TEST(Transformer, Sampling) {
+  testing::Generator draw(1401);
+  // Greedy: temperature 0 takes the first largest logit (id 1 of [0.5, 2, -1, 2, 1.5]; id 3 ties)
+  // and draws nothing: the generator's next value afterwards is its first. Then 33 logits of the run.
+  for (const std::vector<float>& logits : {std::vector<float>{0.5f, 2, -1, 2, 1.5f},
+                                           data_of(random_tensor({33}, 1402, -3.0f, 3.0f)).values}) {
+    const std::uint64_t seed = drawn_seed(draw);
+    const auto out = observe(fmt::format("sample_token(logits, 0, 0, generator) with {} logits, then generator.next()",
+                                         logits.size()),
+                             [&] {
+                               WichmannHill generator(seed);
+                               const std::int64_t token = nn::sample_token(logits, 0.0, 0, generator);
+                               return std::pair(token, generator.next());
+                             });
+    if (!KILN_EXPECT_OK(out, "greedy_wrong")) return;
+    const std::int64_t expected = std::max_element(logits.begin(), logits.end()) - logits.begin();
+    const double first_draw = TrustedWichmannHill(seed).next();
+    if (out->first != expected || out->second != first_draw) {
+      KILN_FAIL("greedy_wrong", {},
+                fmt::format("{}: got token {}{}, expected token {} and no draw", out.call(), out->first,
+                            out->second == first_draw ? "" : " and a draw", expected));
+      return;
+    }
+  }
+
+  // Draws from one generator, compared with the rule replayed: top-k with ties at the boundary
+  // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2), then temperatures 1, 0.5 and 2 with and without
+  // top-k on logits of the run (7 and 31 of them).
+  struct Case {
+    std::vector<float> logits;
+    double temperature;
+    std::int64_t top_k;
+  };
+  const std::vector<float> seven = data_of(random_tensor({7}, 1403, -2.0f, 2.0f)).values;
+  const std::vector<float> many = data_of(random_tensor({31}, 1404, -2.0f, 2.0f)).values;
+  for (const Case& c : std::vector<Case>{{{1, 3, 3, 0, 3, 2}, 1.0, 2},
+                                         {seven, 1.0, 0},
+                                         {seven, 0.5, 0},
+                                         {seven, 2.0, 3},
+                                         {many, 0.7, 7},
+                                         {many, 1.3, 40}}) {
+    const std::uint64_t seed = drawn_seed(draw);
+    constexpr std::size_t kDraws = 300;
+    const auto out = observe(fmt::format("{} draws of sample_token(logits, {}, {}, generator) with {} logits", kDraws,
+                                         c.temperature, c.top_k, c.logits.size()),
+                             [&] {
+                               WichmannHill generator(seed);
+                               std::vector<std::int64_t> tokens;
+                               for (std::size_t n = 0; n < kDraws; ++n) {
+                                 tokens.push_back(nn::sample_token(c.logits, c.temperature, c.top_k, generator));
+                               }
+                               return tokens;
+                             });
+    if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
+    const Values p = trusted_probabilities(c.logits, c.temperature, c.top_k);
+    for (const std::int64_t token : *out) {
+      if (token >= 0 && token < static_cast<std::int64_t>(p.size()) && p[at(token)] > 0) continue;
+      KILN_FAIL("top_k_leaks", {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)}},
+                fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
+                            testing::list(std::vector<float>(p.begin(), p.end()), 40)));
+      return;
+    }
+    const auto expected = trusted_samples(c.logits, c.temperature, c.top_k, seed, kDraws);
+    if (*out == expected) continue;
+    std::size_t first = 0;
+    while (first < expected.size() && first < out->size() && (*out)[first] == expected[first]) ++first;
+    const std::string detail = fmt::format("{}: draw {} is token {}, expected {}", out.call(), first,
+                                           first < out->size() ? (*out)[first] : -1, expected[first]);
+    const bool temperature_flipped = *out == trusted_samples(c.logits, 1.0 / c.temperature, c.top_k, seed, kDraws);
+    const bool temperature_ignored = *out == trusted_samples(c.logits, 1.0, c.top_k, seed, kDraws);
+    if (c.temperature != 1.0 && (temperature_flipped || temperature_ignored)) {
+      KILN_FAIL("temperature_wrong", {{"temperature", fmt::format("{}", c.temperature)}}, detail);
+      return;
+    }
+    KILN_FAIL("sampling_wrong", {}, detail);
+    return;
+  }
+}
+
+TEST(Transformer, Generate) {
+  // generate() on a GPT with the test's parameters (V = 6, max_length = 5, D = 4, H = 2): the
+  // prompt [2, 5] with 6 new tokens, greedy and sampled (temperature 0.8, top-3), the sampled run
+  // twice with one seed; then a prompt of 7 tokens, longer than max_length. Each step is judged on
+  // the sequence itself: the trusted model's logits at the last position of the last 5 tokens, and
+  // the generator's next draw, must give the token that came.
+  testing::Generator draw(1411);
+  const GptSizes s{6, 5, 4, 2, 1};
+  const Parameters p = random_parameters(gpt_parameter_shapes(s), 1412);
+  struct Case {
+    std::vector<std::int64_t> prompt;
+    std::int64_t n_new;
+    double temperature;
+    std::int64_t top_k;
+    std::uint64_t seed;
+  };
+  const std::uint64_t seed = drawn_seed(draw);
+  const std::vector<std::int64_t> long_prompt = random_ints(7, s.vocab, 1413);
+  std::vector<std::int64_t> first_sampled;
+  for (const Case& c : std::vector<Case>{{{2, 5}, 6, 0.0, 0, seed},
+                                         {{2, 5}, 6, 0.8, 3, seed},
+                                         {{2, 5}, 6, 0.8, 3, seed},
+                                         {long_prompt, 3, 1.0, 0, drawn_seed(draw)}}) {
+    const auto out = observe(fmt::format("generate(model, prompt, {}, {}, {}, WichmannHill({})) with {} and a prompt of "
+                                         "{} tokens",
+                                         c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s), c.prompt.size()),
+                             [&] {
+                               nn::GPT model = gpt_with(s, p);
+                               WichmannHill generator(c.seed);
+                               return nn::generate(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+                             });
+    if (!out.ok() && out.error().is("kiln::IndexError")) {
+      KILN_FAIL("context_not_cropped", {}, out.describe_error());
+      return;
+    }
+    if (!KILN_EXPECT_OK(out, "generate_wrong", {{"step", "0"}})) return;
+    const std::vector<std::int64_t>& sequence = *out;
+    if (sequence.size() != c.prompt.size() + static_cast<std::size_t>(c.n_new) ||
+        !std::equal(c.prompt.begin(), c.prompt.end(), sequence.begin())) {
+      KILN_FAIL("generate_wrong", {{"step", "0"}},
+                fmt::format("{} returned {} tokens; expected the {} of the prompt followed by {} new ones", out.call(),
+                            sequence.size(), c.prompt.size(), c.n_new));
+      return;
+    }
+    if (c.temperature != 0 && c.seed == seed) {
+      if (first_sampled.empty()) {
+        first_sampled = sequence;
+      } else if (sequence != first_sampled) {
+        KILN_FAIL("generate_wrong", {{"step", "?"}}, out.call() + ": the same seed gave other tokens the second time");
+        return;
+      }
+    }
+    TrustedWichmannHill generator(c.seed);
+    for (std::int64_t step = 0; step < c.n_new; ++step) {
+      const std::size_t end = c.prompt.size() + static_cast<std::size_t>(step);
+      const std::size_t begin = end > static_cast<std::size_t>(s.max_length) ? end - s.max_length : 0;
+      const std::vector<std::int64_t> context(sequence.begin() + static_cast<std::ptrdiff_t>(begin),
+                                              sequence.begin() + static_cast<std::ptrdiff_t>(end));
+      const Values logits = trusted_gpt(context, 1, s, p);
+      const std::vector<float> last(logits.end() - s.vocab, logits.end());
+      const std::int64_t token = sequence[end];
+      bool right = token >= 0 && token < s.vocab;
+      std::int64_t expected = 0;
+      if (c.temperature == 0) {
+        expected = std::max_element(last.begin(), last.end()) - last.begin();
+        right = right && last[at(token)] >= last[at(expected)] - 1e-4;
+      } else {
+        const Values prob = trusted_probabilities(last, c.temperature, c.top_k);
+        const double u = generator.next();
+        expected = trusted_pick(prob, u);
+        // The draw u must fall in token's slice of the cumulative probabilities, give or take the
+        // rounding of float logits.
+        double before = 0;
+        for (std::int64_t id = 0; right && id < token; ++id) before += prob[at(id)];
+        right = right && (token == expected || (prob[at(token)] > 0 && before - 1e-4 <= u && u < before + prob[at(token)] + 1e-4));
+      }
+      if (right) continue;
+      KILN_FAIL("generate_wrong", {{"step", std::to_string(step)}},
+                fmt::format("{}: new token {} is {}, expected {} (from the logits at the last position of {})",
+                            out.call(), step, token, expected,
+                            testing::list(std::vector<float>(context.begin(), context.end()))));
+      return;
+    }
+  }
+}
+
+TEST(Transformer, Learns) {
+  // A GPT(V = 8, max_length = 8, D = 8, H = 2, N = 1), initialised from WichmannHill(seed of the
+  // run), trained with Adam (lr 0.01) for 300 steps on the six windows of the repeating sequence
+  // 0 3 1 3 5 7 0 3 1 3 5 7 ...: inputs 8 tokens, targets the 8 that follow. After 3 comes 1 or 5,
+  // depending on the token before it, so the model must attend: without attention the loss stays
+  // above (16/48)·ln 2 = 0.23. Two windows start with a 3, whose successor no model can know, so
+  // the loss cannot go below (2/48)·ln 2 = 0.029. It starts near ln 8 = 2.08 and must end below
+  // 0.06.
+  testing::Generator draw(1421);
+  const std::uint64_t seed = drawn_seed(draw);
+  const std::vector<std::int64_t> pattern{0, 3, 1, 3, 5, 7};
+  constexpr std::int64_t kLength = 8, kSteps = 300;
+  std::vector<std::int64_t> inputs, targets;
+  for (std::size_t offset = 0; offset < pattern.size(); ++offset) {
+    for (std::int64_t t = 0; t < kLength; ++t) {
+      inputs.push_back(pattern[(offset + at(t)) % pattern.size()]);
+      targets.push_back(pattern[(offset + at(t) + 1) % pattern.size()]);
+    }
+  }
+  const Tensor tokens = tokens_of(inputs, static_cast<std::int64_t>(pattern.size()));
+  const auto losses = observe(
+      fmt::format("{} steps of Adam(lr 0.01) on lm_loss(model(tokens), targets) with GPT(V = 8, max_length = 8, D = 8, "
+                  "H = 2, N = 1) from WichmannHill({}) and tokens (6, 8): the losses",
+                  kSteps, seed),
+      [&] {
+        nn::GPT model(nn::GPTConfig{8, 8, 8, 2, 1}, seed);
+        optim::Adam adam(model.parameters(), 0.01f);
+        std::vector<float> out;
+        for (std::int64_t step = 0; step < kSteps; ++step) {
+          adam.zero_grad();
+          Tensor loss = nn::lm_loss(model(tokens), targets);
+          loss.backward();
+          adam.step();
+          out.push_back(loss.item());
+        }
+        return out;
+      });
+  if (!KILN_EXPECT_OK(losses, "does_not_learn", {{"loss", "?"}})) return;
+  const float last = losses->empty() ? NAN : losses->back();
+  if (losses->size() == static_cast<std::size_t>(kSteps) && last < 0.06f) return;
+  KILN_FAIL("does_not_learn", {{"loss", testing::format_number(last)}},
+            fmt::format("{}: {}", losses.call(),
+                        losses->empty() ? std::string("none")
+                                        : fmt::format("first {}, then every 50th: {}", testing::format_number(losses->front()),
+                                                      [&] {
+                                                        std::vector<float> every;
+                                                        for (std::size_t n = 49; n < losses->size(); n += 50)
+                                                          every.push_back((*losses)[n]);
+                                                        return testing::list(every);
+                                                      }())));
+}
+
+}  // namespace kiln
