@@ -1,6 +1,7 @@
 // grader release OUT: the student repository (no solutions, no mutants, no instructor-only
 // files), proven free of solution code; and grader bundle gradescope OUT.zip: a Gradescope
 // autograder built on `grader grade`.
+#include <algorithm>
 #include <sys/stat.h>
 
 #include <cstdio>
@@ -103,11 +104,21 @@ std::string student_readme(const Workspace& ws) {
 std::vector<Body> solution_bodies(const Workspace& ws) {
   std::vector<Body> bodies;
   for (const auto& m : ws.course.modules) {
+    std::vector<Body> mine;
     for (const auto& f : m.student_files) {
       const fs::path file = ws.course.solution_dir(m) / f;
       if (!fs::exists(file)) continue;
       auto found = function_bodies(file, 12);
-      bodies.insert(bodies.end(), found.begin(), found.end());
+      mine.insert(mine.end(), found.begin(), found.end());
+    }
+    // A helper the reference shares with the module's given code (an error-raising helper, say)
+    // is public already: students receive it. Only the rest is solution code.
+    const auto given = find_leaks(mine, m.given_sources());
+    for (auto& body : mine) {
+      const bool public_already = std::any_of(given.begin(), given.end(), [&](const Leak& l) {
+        return l.body.file == body.file && l.body.line == body.line;
+      });
+      if (!public_already) bodies.push_back(std::move(body));
     }
   }
   return bodies;

@@ -124,6 +124,26 @@ def cnn_fashion(train_count, seed=1, batch=64, root="/usr/share/datasets/fashion
     return first_losses(layers, fashion_batches(train_count, seed, batch, root), 2e-3, model=cnn_forward)
 
 
+def mlp_digits(seed=4, batch=32, path="/usr/lib/python3/dist-packages/sklearn/datasets/data/digits.csv.gz"):
+    rows = [[float(v) for v in line.split(",")] for line in gzip.open(path, "rt").read().strip().split("\n")]
+    train = [r for i, r in enumerate(rows) if i % 5 != 4]
+    images = torch.tensor([r[:64] for r in train], dtype=torch.float32) / 16.0
+    mean = images.double().mean().item()
+    std = math.sqrt(((images.double() - mean) ** 2).mean().item())
+    images = ((images.double() - mean) / std).float()
+    targets = torch.tensor([int(r[64]) for r in train])
+    generator = WichmannHill(seed)
+    layers = [linear(generator, 64, 256), linear(generator, 256, 128), linear(generator, 128, 10)]
+    shuffle = WichmannHill(seed)
+    order = list(range(len(train)))
+    for i in range(len(order) - 1, 0, -1):
+        j = int(shuffle.next() * (i + 1))
+        order[i], order[j] = order[j], order[i]
+    batches = [(images[torch.tensor(order[s:s + batch])], targets[torch.tensor(order[s:s + batch])])
+               for s in (0, batch)]
+    return first_losses(layers, batches, 2e-3)
+
+
 def mlp_fashion(train_count, seed=1, batch=64, root="/usr/share/datasets/fashion-mnist"):
     (n, rows, cols), pixels = idx(root + "/train-images-idx3-ubyte.gz")
     _, labels = idx(root + "/train-labels-idx1-ubyte.gz")
@@ -152,5 +172,6 @@ if __name__ == "__main__":
     print("01_xor (both runs):", ", ".join(f"{v:.7f}" for v in xor()))
     print("02_mlp_fashion quick (6,000 images):", ", ".join(f"{v:.7f}" for v in mlp_fashion(6000)))
     print("02_mlp_fashion full (60,000 images):", ", ".join(f"{v:.7f}" for v in mlp_fashion(60000)))
+    print("04_mlp_digits (both runs):", ", ".join(f"{v:.7f}" for v in mlp_digits()))
     print("03_cnn_fashion quick (4,000 images):", ", ".join(f"{v:.7f}" for v in cnn_fashion(4000)))
     print("03_cnn_fashion full (60,000 images):", ", ".join(f"{v:.7f}" for v in cnn_fashion(60000)))

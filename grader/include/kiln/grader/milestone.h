@@ -101,6 +101,8 @@ int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd);
 
 // Reads the labels of an IDX file (magic 0x00000801), gzip-compressed or not.
 std::vector<std::int64_t> read_idx_labels(const fs::path& file);
+// The labels of scikit-learn's digits.csv.gz (gzip) on its held-out lines: every fifth, 4, 9, 14, ...
+std::vector<std::int64_t> read_digits_held_out_labels(const fs::path& file);
 // Accuracy (argmax, ties to the lowest index) and mean cross-entropy of logits against labels.
 std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
                                             const std::vector<std::int64_t>& labels);
