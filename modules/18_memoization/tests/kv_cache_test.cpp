@@ -1,0 +1,322 @@
+// Module 18 checks: one TEST per check in module.yaml.
+//
+// The cached step is judged against the full forward pass of the same model: every check observes
+// both forward_step's logits and GPT::forward's logits (module 13) of one model with the test's
+// parameters, and compares them here as plain data. Generation is judged the same way against
+// module 13's generate() with the same seed. Parameters, token sequences and some sizes are drawn
+// by the run; the helpers (random parameters, load_parameters, the GPT's parameter shapes) are
+// module 13's trusted test code.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "../../13_transformers/tests/transformer_testing.h"
+#include "kiln/kv_cache.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace transformer_testing;
+using testing::observe;
+using testing::random_ints;
+
+using Steps = std::vector<std::vector<float>>;
+
+std::uint64_t drawn_seed(testing::Generator& draw) { return static_cast<std::uint64_t>(draw.below(1'000'000'000'000)); }
+
+// A GPT of the given sizes whose parameters are the test's (inside an observation only).
+nn::GPT gpt_with(const GptSizes& s, const Parameters& p) {
+  WichmannHill generator(1);
+  nn::GPT model(config_of(s), generator);
+  load_parameters(model, p);
+  return model;
+}
+
+std::string sizes_text(const GptSizes& s) {
+  return fmt::format("GPT(V = {}, max_length = {}, D = {}, H = {}, N = {})", s.vocab, s.max_length, s.width, s.heads,
+                     s.layers);
+}
+
+std::string ids_text(const std::vector<std::int64_t>& ids) {
+  return testing::list(std::vector<float>(ids.begin(), ids.end()), 16);
+}
+
+// The (1, T) token tensor of ids, built here.
+Tensor tokens_of(const std::vector<std::int64_t>& ids) {
+  return Tensor({1, static_cast<std::int64_t>(ids.size())}, std::vector<float>(ids.begin(), ids.end()));
+}
+
+// The largest |cached - full| over the V logits of `position`, or infinity when the sizes differ.
+double step_difference(const std::vector<float>& cached, const TensorData& full, std::int64_t position,
+                       std::int64_t vocab) {
+  if (static_cast<std::int64_t>(cached.size()) != vocab) return INFINITY;
+  double largest = 0;
+  for (std::int64_t c = 0; c < vocab; ++c) {
+    const double expected = full.values[at(position * vocab + c)];
+    largest = std::max(largest, std::abs(static_cast<double>(cached[at(c)]) - expected));
+  }
+  return largest;
+}
+
+// Sizes drawn by the run: H heads of d_h, N layers, a vocabulary and a context of awkward sizes.
+GptSizes drawn_sizes(testing::Generator& draw) {
+  const std::int64_t heads = 1 + draw.below(3), head_dim = 1 + draw.below(3);
+  return {2 + draw.below(11), 1 + draw.below(9), heads * head_dim, heads, 1 + draw.below(2)};
+}
+
+}  // namespace
+
+TEST(Memoization, StepLogits) {
+  // The tokens of a sequence of max_length go through forward_step one by one; the logits of step
+  // t must equal, within 1e-5, the full forward's logits at position t of the whole sequence (the
+  // full forward is causal, so position t there sees exactly the tokens 0 .. t).
+  testing::Generator draw(1801);
+  std::uint64_t stream = 1802;
+  for (const GptSizes& s : {GptSizes{11, 9, 6, 2, 2}, GptSizes{5, 7, 4, 4, 1}, GptSizes{3, 1, 3, 1, 3},
+                            drawn_sizes(draw)}) {
+    const Parameters p = random_parameters(gpt_parameter_shapes(s), stream);
+    stream += 100;
+    const std::vector<std::int64_t> ids = random_ints(at(s.max_length), s.vocab, stream++);
+    const Tensor tokens = tokens_of(ids);
+    const auto cached = observe(fmt::format("forward_step on the tokens {} one by one, {}", ids_text(ids), sizes_text(s)),
+                                [&] {
+                                  nn::GPT model = gpt_with(s, p);
+                                  nn::KVCache cache(model.config);
+                                  Steps steps;
+                                  for (const std::int64_t token : ids) steps.push_back(nn::forward_step(model, cache, token));
+                                  return steps;
+                                });
+    const auto full = observe(fmt::format("GPT::forward of the tokens {}, {}", ids_text(ids), sizes_text(s)),
+                              [&] { return gpt_with(s, p).forward(tokens); });
+    // The same model with its position table zeroed: what a step without positions computes.
+    Parameters no_positions = p;
+    std::fill(no_positions["position_embedding"].begin(), no_positions["position_embedding"].end(), 0.0);
+    const auto blind = observe(fmt::format("GPT::forward of the tokens {} with the position table zeroed, {}", ids_text(ids),
+                                           sizes_text(s)),
+                               [&] { return gpt_with(s, no_positions).forward(tokens); });
+    if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
+    // The full forward is module 13's: its own checks judge it.
+    if (!full.ok() || !blind.ok()) {
+      KILN_FAIL("step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
+                "module 13's GPT::forward failed, run grader check 13: " +
+                    (full.ok() ? blind.describe_error() : full.describe_error()));
+      return;
+    }
+    const Steps& steps = *cached;
+    if (steps.size() != ids.size()) {
+      KILN_FAIL("step_logits_wrong", {{"position", std::to_string(steps.size())}, {"difference", "?"}},
+                fmt::format("{} gave {} results for {} tokens", cached.call(), steps.size(), ids.size()));
+      return;
+    }
+    bool like_blind = true;
+    for (std::int64_t t = 0; t < s.max_length; ++t) {
+      like_blind = like_blind && step_difference(steps[at(t)], *blind, t, s.vocab) <= 1e-4;
+    }
+    for (std::int64_t t = 0; t < s.max_length; ++t) {
+      const double difference = step_difference(steps[at(t)], *full, t, s.vocab);
+      if (difference <= 1e-5) continue;
+      const std::vector<float> expected(full->values.begin() + t * s.vocab, full->values.begin() + (t + 1) * s.vocab);
+      const std::string detail = fmt::format("{}: step {} gave {}, the full forward's position {} is {}", cached.call(), t,
+                                             testing::list(steps[at(t)]), t, testing::list(expected));
+      const testing::Params params{{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)}};
+      if (like_blind) {
+        KILN_FAIL("position_missing", params, detail);
+      } else if (t == 0) {
+        KILN_FAIL("step_logits_wrong", params, detail);
+      } else {
+        KILN_FAIL("cache_misused", params, detail);
+      }
+      return;
+    }
+  }
+}
+
+TEST(Memoization, GenerateCached) {
+  // generate_cached and module 13's generate, on one model with the same seed, must give the same
+  // tokens: greedy, and sampled at temperature 0.8 with top-3, for three seeds drawn by the run,
+  // from prompts of 1, 3 and max_length tokens.
+  testing::Generator draw(1811);
+  const GptSizes s{11, 9, 6, 2, 2};
+  const Parameters p = random_parameters(gpt_parameter_shapes(s), 1812);
+  struct Case {
+    std::vector<std::int64_t> prompt;
+    std::int64_t n_new;
+    double temperature;
+    std::int64_t top_k;
+    std::uint64_t seed;
+  };
+  std::vector<Case> cases;
+  std::uint64_t stream = 1813;
+  for (int n = 0; n < 3; ++n) {
+    const std::uint64_t seed = drawn_seed(draw);
+    cases.push_back({random_ints(1, s.vocab, stream++), 8, 0.0, 0, seed});
+    cases.push_back({random_ints(3, s.vocab, stream++), 6, 0.8, 3, seed});
+  }
+  cases.push_back({random_ints(2, s.vocab, stream++), 7, 1.0, 0, drawn_seed(draw)});
+  cases.push_back({random_ints(9, s.vocab, stream++), 0, 0.8, 3, drawn_seed(draw)});
+  for (const Case& c : cases) {
+    const std::string arguments = fmt::format("(model, {}, {}, {}, {}, WichmannHill({})) with {}", ids_text(c.prompt),
+                                              c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s));
+    const testing::Params params{{"prompt", std::to_string(c.prompt.size())},
+                                 {"n_new", std::to_string(c.n_new)},
+                                 {"temperature", fmt::format("{}", c.temperature)},
+                                 {"top_k", std::to_string(c.top_k)}};
+    const auto cached = observe("generate_cached" + arguments, [&] {
+      nn::GPT model = gpt_with(s, p);
+      WichmannHill generator(c.seed);
+      return nn::generate_cached(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+    });
+    const auto full = observe("generate" + arguments, [&] {
+      nn::GPT model = gpt_with(s, p);
+      WichmannHill generator(c.seed);
+      return nn::generate(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+    });
+    testing::Params with_step = params;
+    with_step.emplace_back("step", "0");
+    if (!KILN_EXPECT_OK(cached, "generate_differs", with_step)) return;
+    if (!full.ok()) {
+      KILN_FAIL("generate_differs", with_step, "module 13's generate failed, run grader check 13: " + full.describe_error());
+      return;
+    }
+    const std::vector<std::int64_t>& mine = *cached;
+    const std::vector<std::int64_t>& theirs = *full;
+    if (mine == theirs) continue;
+    std::size_t first = 0;
+    while (first < mine.size() && first < theirs.size() && mine[first] == theirs[first]) ++first;
+    with_step.back().second = std::to_string(first >= c.prompt.size() ? first - c.prompt.size() : 0);
+    KILN_FAIL("generate_differs", with_step,
+              fmt::format("{} returned {}; generate returned {}", cached.call(), ids_text(mine), ids_text(theirs)));
+    return;
+  }
+}
+
+TEST(Memoization, CacheMemory) {
+  // A KVCache holds N keys and N values tensors of (H, max_length, d_h), zeros, with length 0;
+  // each forward_step adds one to its length; kv_cache_bytes is 2·N·T·D·4 and equals the bytes of
+  // the cache's tensors at T = max_length.
+  testing::Generator draw(1821);
+  std::uint64_t stream = 1822;
+  for (const GptSizes& s : {GptSizes{11, 9, 6, 2, 2}, GptSizes{3, 7, 3, 3, 3}, drawn_sizes(draw)}) {
+    const nn::GPTConfig config = config_of(s);
+    const Shape expected_shape{s.heads, s.max_length, s.width / s.heads};
+    const std::int64_t expected_bytes = 2 * s.layers * s.max_length * s.width * 4;
+    const auto layout = observe(fmt::format("KVCache(config) for {}", sizes_text(s)), [&] {
+      nn::KVCache cache(config);
+      bool zeros = true;
+      std::vector<Shape> shapes;
+      for (const auto* tensors : {&cache.keys, &cache.values}) {
+        for (const Tensor& t : *tensors) {
+          shapes.push_back(t.shape());
+          for (const float value : t.to_vector()) zeros = zeros && value == 0.0f;
+        }
+      }
+      return std::make_tuple(shapes, static_cast<std::int64_t>(cache.keys.size()), cache.length, zeros);
+    });
+    const testing::Params params{{"config", sizes_text(s)},
+                                 {"layers", std::to_string(s.layers)},
+                                 {"shape", to_string(expected_shape)},
+                                 {"bytes", std::to_string(expected_bytes)}};
+    if (!KILN_EXPECT_OK(layout, "cache_layout_wrong", params)) return;
+    const auto& [shapes, key_count, length, zeros] = *layout;
+    std::int64_t held = 0;
+    bool shapes_right = key_count == s.layers && static_cast<std::int64_t>(shapes.size()) == 2 * s.layers;
+    for (const Shape& shape : shapes) {
+      held += 4 * numel(shape);
+      shapes_right = shapes_right && shape == expected_shape;
+    }
+    if (!shapes_right || length != 0 || !zeros) {
+      std::string seen;
+      for (const Shape& shape : shapes) seen += (seen.empty() ? "" : ", ") + to_string(shape);
+      KILN_FAIL("cache_layout_wrong", params,
+                fmt::format("{} holds {} keys tensors and {} in all: [{}] ({} bytes), length {}{}", layout.call(), key_count,
+                            shapes.size(), seen, held, length, zeros ? "" : ", not all zeros"));
+      return;
+    }
+    // The bytes formula against the tensors (T = max_length), and at other lengths.
+    const std::int64_t drawn_length = draw.below(s.max_length + 1);
+    for (const std::int64_t t : {s.max_length, std::int64_t{0}, std::int64_t{1}, drawn_length}) {
+      const auto bytes = observe(fmt::format("kv_cache_bytes(config, {}) for {}", t, sizes_text(s)),
+                                 [&] { return nn::kv_cache_bytes(config, t); });
+      const std::int64_t expected = 2 * s.layers * t * s.width * 4;
+      const testing::Params b{{"call", bytes.call()}, {"expected", std::to_string(expected)}};
+      if (!KILN_EXPECT_OK(bytes, "bytes_wrong", b)) return;
+      if (*bytes != expected) {
+        KILN_FAIL("bytes_wrong", b,
+                  fmt::format("{} is {}{}", bytes.call(), *bytes,
+                              t == s.max_length ? fmt::format("; the cache's tensors hold {} bytes", held) : ""));
+        return;
+      }
+    }
+    // The length after each of max_length steps on tokens drawn by the run.
+    const std::vector<std::int64_t> ids = random_ints(at(s.max_length), s.vocab, stream++);
+    const Parameters p = random_parameters(gpt_parameter_shapes(s), stream);
+    stream += 100;
+    const auto lengths = observe(fmt::format("cache.length after each forward_step on {}, {}", ids_text(ids), sizes_text(s)),
+                                 [&] {
+                                   nn::GPT model = gpt_with(s, p);
+                                   nn::KVCache cache(model.config);
+                                   std::vector<std::int64_t> out;
+                                   for (const std::int64_t token : ids) {
+                                     nn::forward_step(model, cache, token);
+                                     out.push_back(cache.length);
+                                   }
+                                   return out;
+                                 });
+    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "?"}})) return;
+    for (std::size_t n = 0; n < ids.size(); ++n) {
+      const std::int64_t got = n < lengths->size() ? (*lengths)[n] : -1;
+      if (got == static_cast<std::int64_t>(n) + 1) continue;
+      KILN_FAIL("length_not_counted", {{"step", std::to_string(n + 1)}, {"length", std::to_string(got)}},
+                lengths.call() + " gave " + testing::list(std::vector<float>(lengths->begin(), lengths->end())));
+      return;
+    }
+  }
+  // Real sizes, by the formula alone: GPT-2 small at 1024 positions, GPT-3 at 2048.
+  for (const auto& [config, length, expected] :
+       {std::make_tuple(nn::GPTConfig{50257, 1024, 768, 12, 12}, std::int64_t{1024}, std::int64_t{75'497'472}),
+        std::make_tuple(nn::GPTConfig{50257, 2048, 12288, 96, 96}, std::int64_t{2048}, std::int64_t{19'327'352'832})}) {
+    const auto bytes = observe(fmt::format("kv_cache_bytes(config, {}) for N = {}, D = {}", length, config.layers, config.model_dim),
+                               [&] { return nn::kv_cache_bytes(config, length); });
+    const testing::Params b{{"call", bytes.call()}, {"expected", std::to_string(expected)}};
+    if (!KILN_EXPECT_OK(bytes, "bytes_wrong", b)) return;
+    KILN_EXPECT(*bytes == expected, "bytes_wrong", b, fmt::format("{} is {}", bytes.call(), *bytes));
+  }
+}
+
+TEST(Memoization, PastMaxLength) {
+  // A step past max_length has no row in the position table nor in the cache: forward_step on a
+  // full cache raises kiln::IndexError naming max_length, and generate_cached refuses, with
+  // std::invalid_argument before it runs anything, a prompt and n_new that do not fit.
+  const GptSizes s{7, 3, 4, 2, 1};
+  const Parameters p = random_parameters(gpt_parameter_shapes(s), 1831);
+  const std::vector<std::int64_t> ids = random_ints(4, s.vocab, 1832);
+  const auto step = observe(fmt::format("forward_step of a 4th token {} after 3, {}", ids_text(ids), sizes_text(s)), [&] {
+    nn::GPT model = gpt_with(s, p);
+    nn::KVCache cache(model.config);
+    std::vector<float> logits;
+    for (const std::int64_t token : ids) logits = nn::forward_step(model, cache, token);
+    return logits;
+  });
+  testing::expect_throws<IndexError>(__FILE__, __LINE__, step, "full_cache_not_rejected", {"3"});
+  for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {
+    const std::vector<std::int64_t> prompt = random_ints(prompt_length, s.vocab, 1833 + prompt_length);
+    const auto out = observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
+                                         sizes_text(s)),
+                             [&] {
+                               nn::GPT model = gpt_with(s, p);
+                               WichmannHill generator(1);
+                               return nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+                             });
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_length_not_checked", {"3"},
+                                                  {{"prompt", std::to_string(prompt_length)}, {"n_new", std::to_string(n_new)}});
+  }
+}
+
+}  // namespace kiln
