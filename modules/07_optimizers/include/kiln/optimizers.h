@@ -80,7 +80,8 @@ class SGD : public Optimizer {
   SGD(std::vector<Tensor> parameters, float learning_rate, float momentum = 0.0f, bool nesterov = false,
       float weight_decay = 0.0f);
 
-  // Yours (src/sgd.cpp).
+  // Yours (src/sgd.cpp): one SGD update of every parameter that has a gradient, with weight
+  // decay, momentum and Nesterov momentum as set (the rule above).
   void step() override;
 
  protected:
