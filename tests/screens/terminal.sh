@@ -16,7 +16,7 @@ mkdir -p "$out"
 work=$(mktemp -d /tmp/kiln-screens-XXXXXX)
 trap 'tmux kill-server 2>/dev/null || true; rm -rf "$work"' EXIT
 git -C "$here" ls-files -z --cached --others --exclude-standard |
-  (cd "$here" && xargs -0 cp --parents -t "$work" 2>/dev/null)
+  (cd "$here" && xargs -0 cp -P --parents -t "$work" 2>/dev/null)
 cd "$work"
 git init -q && git add -A && git -c user.name=k -c user.email=k@k commit -qm course
 

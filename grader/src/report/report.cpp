@@ -295,14 +295,15 @@ std::string render_text(const Report& report, const TextStyle& style) {
     const Diagnostic& d = *report.build_error;
     out += paint(style, fmt::terminal_color::red, "  Did not compile", true) + "\n";
     if (!d.file.empty())
-      out += fmt::format("    {}:{}:{}: {}\n", d.file.generic_string(), d.line, d.column, d.message);
+      out += "    " + wrap(fmt::format("{}:{}:{}: {}", d.file.generic_string(), d.line, d.column, d.message), style.width,
+                             "      ") + "\n";
     else
-      out += fmt::format("    {}\n", d.message);
+      out += "    " + wrap(d.message, style.width, "      ") + "\n";
     if (!d.source_line.empty()) {
       out += fmt::format("    {:>5} | {}\n", d.line, d.source_line);
       if (d.column > 0) out += fmt::format("          | {}^\n", std::string(d.column - 1, ' '));
     }
-    for (const auto& note : d.notes) out += "    note: " + note + "\n";
+    for (const auto& note : d.notes) out += "    " + wrap("note: " + note, style.width, "          ") + "\n";
     if (!d.explanation.empty())
       out += "    " + wrap("What it usually means: " + d.explanation, style.width, "    ") + "\n";
     if (style.verbose) out += "\n" + report.build_log + "\n";
@@ -349,7 +350,7 @@ std::string render_text(const Report& report, const TextStyle& style) {
                                   report.checks.size() - static_cast<std::size_t>(skipped));
   if (skipped > 0) tally += fmt::format(" · {} skipped", skipped);
   out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
-  if (!report.next_step.empty()) out += "  Next: " + report.next_step + "\n";
+  if (!report.next_step.empty()) out += "  " + wrap("Next: " + report.next_step, style.width, "        ") + "\n";
   if (style.verbose) {
     out += "\n  Commands (run them by hand to reproduce this result):\n";
     for (const auto& cmd : report.commands) out += "    " + cmd + "\n";
