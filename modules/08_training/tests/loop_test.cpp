@@ -230,6 +230,12 @@ TEST(Training, Predict) {
   if (!expect_classes(observe("argmax_rows(x) with x (33, 7) of the run", [&] { return nn::argmax_rows(wide); }),
                       tt::argmax(tt::matrix_of(data_of(wide)))))
     return;
+  // Logits that are not a matrix: a ShapeError that names the shape.
+  for (const Shape& bad : {Shape{2, 2, 2}, Shape{3, 4, 1}}) {
+    const Tensor t = Tensor::zeros(bad);
+    KILN_EXPECT_THROWS(nn::argmax_rows(t), ShapeError, "argmax_shape_unchecked", {to_string(bad)},
+                       {{"shape", to_string(bad)}});
+  }
   // predict: a Linear(4, 3) of zeros gives all-equal logits, so class 0 for every row; then a
   // 4-5-3 MLP of the run on 33 rows.
   const Tensor x5 = random_tensor({5, 4}, 893);
