@@ -145,27 +145,9 @@ def mlp_digits(seed=4, batch=32, path="/usr/lib/python3/dist-packages/sklearn/da
 
 
 def mlp_fashion(train_count, seed=1, batch=64, root="/usr/share/datasets/fashion-mnist"):
-    (n, rows, cols), pixels = idx(root + "/train-images-idx3-ubyte.gz")
-    _, labels = idx(root + "/train-labels-idx1-ubyte.gz")
-    n = min(n, train_count)
-    images = torch.tensor(list(pixels[:n * rows * cols]), dtype=torch.float32).reshape(n, rows * cols) / 255.0
-    mean = images.double().mean().item()
-    std = math.sqrt(((images.double() - mean) ** 2).mean().item())
-    images = ((images.double() - mean) / std).float()
-    targets = torch.tensor(list(labels[:n]))
     generator = WichmannHill(seed)
     layers = [linear(generator, 784, 256), linear(generator, 256, 128), linear(generator, 128, 10)]
-    # Module 05's loader: Fisher-Yates from the last index down, j = floor(u·(i + 1)).
-    shuffle = WichmannHill(seed)
-    order = list(range(n))
-    for i in range(n - 1, 0, -1):
-        j = int(shuffle.next() * (i + 1))
-        order[i], order[j] = order[j], order[i]
-    batches = []
-    for start in range(0, 2 * batch, batch):
-        index = torch.tensor(order[start:start + batch])
-        batches.append((images[index], targets[index]))
-    return first_losses(layers, batches, 1e-3)
+    return first_losses(layers, fashion_batches(train_count, seed, batch, root), 1e-3)
 
 
 if __name__ == "__main__":

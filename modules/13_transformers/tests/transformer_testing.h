@@ -18,9 +18,12 @@
 #include <fmt/format.h>
 
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 #include "kiln/transformer.h"
 
 namespace kiln::transformer_testing {
+
+using testing::TrustedWichmannHill;
 
 using testing::TensorData;
 using Values = std::vector<double>;
@@ -32,27 +35,6 @@ inline TensorData floats(const Shape& shape, const Values& values) {
   return testing::data_of(shape, std::vector<float>(values.begin(), values.end()));
 }
 inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
-
-// Module 01's Wichmann-Hill generator, written out here.
-class TrustedWichmannHill {
- public:
-  explicit TrustedWichmannHill(std::uint64_t seed) {
-    x_ = static_cast<std::int64_t>(seed % 30268) + 1;
-    seed /= 30268;
-    y_ = static_cast<std::int64_t>(seed % 30306) + 1;
-    seed /= 30306;
-    z_ = static_cast<std::int64_t>(seed % 30322) + 1;
-  }
-  double next() {
-    x_ = 171 * x_ % 30269;
-    y_ = 172 * y_ % 30307;
-    z_ = 170 * z_ % 30323;
-    return std::fmod(x_ / 30269.0 + y_ / 30307.0 + z_ / 30323.0, 1.0);
-  }
-
- private:
-  std::int64_t x_, y_, z_;
-};
 
 // ---------------------------------------------------------------------------------------------
 // LayerNorm
