@@ -442,7 +442,12 @@ std::string loss_curve_svg(const MilestoneResult& r) {
     s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n",
                      left, py(y), w - right, py(y), left - 6, py(y) + 4, y);
   }
-  for (int e = 0; e <= static_cast<int>(std::ceil(x1)); ++e) {
+  // An epoch tick every 1, 2, 5, 10, 20, ... epochs: a dozen labels at most.
+  int every = 1;
+  for (int scale = 1; std::ceil(x1) / every > 12; scale *= 10)
+    for (const int step : {1, 2, 5})
+      if (std::ceil(x1) / every > 12) every = step * scale;
+  for (int e = 0; e <= static_cast<int>(std::ceil(x1)); e += every) {
     s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
                      px(e), top, h - bottom, h - bottom + 16, e);
   }
