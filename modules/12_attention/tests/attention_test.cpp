@@ -21,6 +21,7 @@
 
 #include "kiln/attention.h"
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 
 namespace kiln {
 namespace {
@@ -158,28 +159,6 @@ bool judge_forward(const char* file, int line, const testing::Observed<TensorDat
 // The transpose of a contiguous matrix as a view (strides (1, rows)), built with the given
 // make_view so that the inputs depend on none of module 01's written functions.
 Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
-
-// dL/d(inputs[which]) for L = Σ weights ⊙ f(inputs), by central differences in double.
-Values numeric_gradient(const std::function<Values(const std::vector<Values>&)>& f, std::vector<Values> inputs,
-                        std::size_t which, const Values& weights, double eps = 1e-6) {
-  const auto loss = [&] {
-    const Values y = f(inputs);
-    double total = 0;
-    for (std::size_t n = 0; n < y.size(); ++n) total += weights[n] * y[n];
-    return total;
-  };
-  Values grad(inputs[which].size());
-  for (std::size_t n = 0; n < grad.size(); ++n) {
-    const double original = inputs[which][n];
-    inputs[which][n] = original + eps;
-    const double up = loss();
-    inputs[which][n] = original - eps;
-    const double down = loss();
-    inputs[which][n] = original;
-    grad[n] = (up - down) / (2 * eps);
-  }
-  return grad;
-}
 
 // Whether a gradient (observed) is within 1e-4 + 1e-3·|expected| of the finite differences; the
 // comparison's description in *detail otherwise.
@@ -524,12 +503,12 @@ TEST(Attention, Gradients) {
     const std::vector<Values> inputs{doubles(q), doubles(k), doubles(v)};
     const Values weights = doubles(g);
     std::string q_detail, k_detail, v_detail;
-    if (!gradient_close(std::get<2>(*grads), v.shape(), numeric_gradient(f, inputs, 2, weights), &v_detail)) {
+    if (!gradient_close(std::get<2>(*grads), v.shape(), testing::double_numeric_gradient(f, inputs, 2, weights), &v_detail)) {
       KILN_FAIL("grad_value_wrong", {}, grads.call() + ", the gradient of v: " + v_detail);
       return;
     }
-    const bool q_right = gradient_close(std::get<0>(*grads), q.shape(), numeric_gradient(f, inputs, 0, weights), &q_detail);
-    const bool k_right = gradient_close(std::get<1>(*grads), k.shape(), numeric_gradient(f, inputs, 1, weights), &k_detail);
+    const bool q_right = gradient_close(std::get<0>(*grads), q.shape(), testing::double_numeric_gradient(f, inputs, 0, weights), &q_detail);
+    const bool k_right = gradient_close(std::get<1>(*grads), k.shape(), testing::double_numeric_gradient(f, inputs, 1, weights), &k_detail);
     if (!q_right && !k_right) {
       KILN_FAIL("grad_scores_wrong", {},
                 grads.call() + ", the gradient of q: " + q_detail + "; the gradient of k: " + k_detail);
@@ -661,7 +640,7 @@ TEST(Attention, MultiHeadGradients) {
   const auto f = [s](const std::vector<Values>& in) { return trusted_multi_head(in, s); };
   for (std::size_t n = 0; n < shapes.size(); ++n) {
     std::string detail;
-    if (!gradient_close((*grads)[n], shapes[n], numeric_gradient(f, values, n, doubles(g)), &detail)) {
+    if (!gradient_close((*grads)[n], shapes[n], testing::double_numeric_gradient(f, values, n, doubles(g)), &detail)) {
       KILN_FAIL("multihead_grad_wrong", {}, grads.call() + ", the gradient of " + names[n] + ": " + detail);
       return;
     }
@@ -702,7 +681,7 @@ TEST(Attention, MultiHeadGradients) {
   for (std::size_t n = 0; n < 5; ++n) {
     std::string detail;
     const Shape shape = n == 0 ? Shape{2, 4, 6} : Shape{6, 6};
-    if (!gradient_close((*layer_grads)[n], shape, numeric_gradient(layer_f, layer_values, n, doubles(layer_g)),
+    if (!gradient_close((*layer_grads)[n], shape, testing::double_numeric_gradient(layer_f, layer_values, n, doubles(layer_g)),
                         &detail)) {
       KILN_FAIL("multihead_grad_wrong", {}, layer_grads.call() + ", the gradient of " + layer_names[n] + ": " + detail);
       return;

@@ -19,6 +19,7 @@
 
 #include "kiln/optimizers.h"
 #include "kiln/testing.h"
+#include "kiln/trusted.h"
 #include "kiln/transformer.h"
 #include "transformer_testing.h"
 
@@ -37,28 +38,6 @@ Tensor fresh(const Tensor& t) { return data_of(t).tensor(); }
 // The (batch, T) token tensor of ids, built here (not with the module's token_tensor).
 Tensor tokens_of(const std::vector<std::int64_t>& ids, std::int64_t batch) {
   return Tensor({batch, static_cast<std::int64_t>(ids.size()) / batch}, std::vector<float>(ids.begin(), ids.end()));
-}
-
-// dL/d(inputs[which]) for L = Σ weights ⊙ f(inputs), by central differences in double.
-Values numeric_gradient(const std::function<Values(const std::vector<Values>&)>& f, std::vector<Values> inputs,
-                        std::size_t which, const Values& weights, double eps = 1e-6) {
-  const auto loss = [&] {
-    const Values y = f(inputs);
-    double total = 0;
-    for (std::size_t n = 0; n < y.size(); ++n) total += weights[n] * y[n];
-    return total;
-  };
-  Values grad(inputs[which].size());
-  for (std::size_t n = 0; n < grad.size(); ++n) {
-    const double original = inputs[which][n];
-    inputs[which][n] = original + eps;
-    const double up = loss();
-    inputs[which][n] = original - eps;
-    const double down = loss();
-    inputs[which][n] = original;
-    grad[n] = (up - down) / (2 * eps);
-  }
-  return grad;
 }
 
 // Whether an observed gradient is within 1e-4 + 1e-3·|expected|; the comparison in *detail if not.
@@ -192,7 +171,7 @@ TEST(Transformer, LayerNormGradients) {
     const Shape shapes[] = {shape, {width}, {width}};
     for (std::size_t which = 0; which < 3; ++which) {
       std::string detail;
-      if (!gradient_close(*checks[which].first, shapes[which], numeric_gradient(f, inputs, which, weights), &detail)) {
+      if (!gradient_close(*checks[which].first, shapes[which], testing::double_numeric_gradient(f, inputs, which, weights), &detail)) {
         KILN_FAIL(checks[which].second, {}, grads.call() + ": " + detail);
         return;
       }
@@ -268,7 +247,7 @@ TEST(Transformer, Mlp) {
                                floats(c.shape, f({doubles(x)})), 1e-4, "mlp_wrong", 1e-4))
       return;
     std::string detail;
-    if (c.gradient && !gradient_close(out->second, c.shape, numeric_gradient(f, {doubles(x)}, 0, doubles(g)), &detail)) {
+    if (c.gradient && !gradient_close(out->second, c.shape, testing::double_numeric_gradient(f, {doubles(x)}, 0, doubles(g)), &detail)) {
       KILN_FAIL("mlp_wrong", {}, out.call() + ", the gradient of x: " + detail);
       return;
     }
@@ -592,7 +571,7 @@ TEST(Transformer, Gradients) {
       return Values{trusted_loss(trusted_gpt(ids, 2, s, q), s.vocab, targets)};
     };
     std::string detail;
-    if (!gradient_close(grads->second[n], shapes[n].second, numeric_gradient(f, {p.at(name)}, 0, {1.0}), &detail)) {
+    if (!gradient_close(grads->second[n], shapes[n].second, testing::double_numeric_gradient(f, {p.at(name)}, 0, {1.0}), &detail)) {
       KILN_FAIL("gpt_grad_wrong", {{"parameter", name}}, grads.call() + ", the gradient of " + name + ": " + detail);
       return;
     }

@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,6 +36,30 @@ class TrustedWichmannHill {
  private:
   std::int64_t x_, y_, z_;
 };
+
+// dL/d(inputs[which]) for L = Σ weights ⊙ f(inputs), by central differences in double: for a
+// trusted f written in double, exact up to rounding where f is at most quadratic in each input.
+inline std::vector<double> double_numeric_gradient(
+    const std::function<std::vector<double>(const std::vector<std::vector<double>>&)>& f,
+    std::vector<std::vector<double>> inputs, std::size_t which, const std::vector<double>& weights, double eps = 1e-6) {
+  const auto loss = [&] {
+    const std::vector<double> y = f(inputs);
+    double total = 0;
+    for (std::size_t n = 0; n < y.size(); ++n) total += weights[n] * y[n];
+    return total;
+  };
+  std::vector<double> grad(inputs[which].size());
+  for (std::size_t n = 0; n < grad.size(); ++n) {
+    const double original = inputs[which][n];
+    inputs[which][n] = original + eps;
+    const double up = loss();
+    inputs[which][n] = original - eps;
+    const double down = loss();
+    inputs[which][n] = original;
+    grad[n] = (up - down) / (2 * eps);
+  }
+  return grad;
+}
 
 // A scratch folder, removed with everything in it when the check ends.
 class ScratchDir {
