@@ -10,15 +10,6 @@ namespace kiln {
 
 namespace {
 
-// The elements of x in row-major order, wherever a view keeps them: contiguous() copies a
-// transposed, offset or broadcast view into a fresh row-major tensor (and returns x itself when
-// it is one already).
-std::vector<float> values_of(const Tensor& x) {
-  const Tensor input = x.contiguous();
-  const float* first = input.data();
-  return std::vector<float>(first, first + input.numel());
-}
-
 // A backward pass pairs each element of its first tensor with the same element of grad_output:
 // the two shapes must be equal, not merely hold as many elements.
 void check_same_shape(const char* name, const Tensor& a, const Tensor& grad_output) {
@@ -44,15 +35,15 @@ float normal_cdf(float x) { return 0.5f * (1.0f + std::erf(x * kInvSqrt2)); }
 }  // namespace
 
 Tensor relu(const Tensor& x) {
-  std::vector<float> y = values_of(x);
+  std::vector<float> y = x.to_vector();
   for (float& v : y) v = v > 0.0f ? v : 0.0f;
   return Tensor(x.shape(), std::move(y));
 }
 
 Tensor relu_backward(const Tensor& x, const Tensor& grad_output) {
   check_same_shape("relu_backward", x, grad_output);
-  const std::vector<float> inputs = values_of(x);
-  std::vector<float> grad = values_of(grad_output);
+  const std::vector<float> inputs = x.to_vector();
+  std::vector<float> grad = grad_output.to_vector();
   for (std::size_t i = 0; i < grad.size(); ++i) {
     if (!(inputs[i] > 0.0f)) grad[i] = 0.0f;
   }
@@ -60,49 +51,49 @@ Tensor relu_backward(const Tensor& x, const Tensor& grad_output) {
 }
 
 Tensor sigmoid(const Tensor& x) {
-  std::vector<float> y = values_of(x);
+  std::vector<float> y = x.to_vector();
   for (float& v : y) v = stable_sigmoid(v);
   return Tensor(x.shape(), std::move(y));
 }
 
 Tensor sigmoid_backward(const Tensor& y, const Tensor& grad_output) {
   check_same_shape("sigmoid_backward", y, grad_output);
-  const std::vector<float> outputs = values_of(y);
-  std::vector<float> grad = values_of(grad_output);
+  const std::vector<float> outputs = y.to_vector();
+  std::vector<float> grad = grad_output.to_vector();
   for (std::size_t i = 0; i < grad.size(); ++i) grad[i] *= outputs[i] * (1.0f - outputs[i]);
   return Tensor(y.shape(), std::move(grad));
 }
 
 Tensor tanh_activation(const Tensor& x) {
-  std::vector<float> y = values_of(x);
+  std::vector<float> y = x.to_vector();
   for (float& v : y) v = std::tanh(v);
   return Tensor(x.shape(), std::move(y));
 }
 
 Tensor tanh_backward(const Tensor& y, const Tensor& grad_output) {
   check_same_shape("tanh_backward", y, grad_output);
-  const std::vector<float> outputs = values_of(y);
-  std::vector<float> grad = values_of(grad_output);
+  const std::vector<float> outputs = y.to_vector();
+  std::vector<float> grad = grad_output.to_vector();
   for (std::size_t i = 0; i < grad.size(); ++i) grad[i] *= 1.0f - outputs[i] * outputs[i];
   return Tensor(y.shape(), std::move(grad));
 }
 
 Tensor gelu(const Tensor& x) {
-  std::vector<float> y = values_of(x);
+  std::vector<float> y = x.to_vector();
   for (float& v : y) v = v * normal_cdf(v);
   return Tensor(x.shape(), std::move(y));
 }
 
 Tensor gelu_tanh(const Tensor& x) {
-  std::vector<float> y = values_of(x);
+  std::vector<float> y = x.to_vector();
   for (float& v : y) v = 0.5f * v * (1.0f + std::tanh(kSqrt2OverPi * (v + 0.044715f * v * v * v)));
   return Tensor(x.shape(), std::move(y));
 }
 
 Tensor gelu_backward(const Tensor& x, const Tensor& grad_output) {
   check_same_shape("gelu_backward", x, grad_output);
-  const std::vector<float> inputs = values_of(x);
-  std::vector<float> grad = values_of(grad_output);
+  const std::vector<float> inputs = x.to_vector();
+  std::vector<float> grad = grad_output.to_vector();
   for (std::size_t i = 0; i < grad.size(); ++i) {
     const float v = inputs[i];
     const float density = kInvSqrt2Pi * std::exp(-0.5f * v * v);  // φ(v)

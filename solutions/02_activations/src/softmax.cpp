@@ -34,13 +34,6 @@ Rows rows_along(const Shape& shape, std::int64_t d) {
   return rows;
 }
 
-// The elements of x in row-major order, wherever a view keeps them.
-std::vector<float> values_of(const Tensor& x) {
-  const Tensor input = x.contiguous();
-  const float* first = input.data();
-  return std::vector<float>(first, first + input.numel());
-}
-
 // Writes softmax (or log_softmax) of every row of x along dimension d into out.
 void softmax_rows(const std::vector<float>& x, std::vector<float>& out, const Rows& rows, bool take_log) {
   for (std::int64_t o = 0; o < rows.outer; ++o) {
@@ -64,7 +57,7 @@ void softmax_rows(const std::vector<float>& x, std::vector<float>& out, const Ro
 
 Tensor softmax(const Tensor& x, std::int64_t dim) {
   const std::int64_t d = checked_dim("softmax", x, dim);
-  const std::vector<float> values = values_of(x);
+  const std::vector<float> values = x.to_vector();
   std::vector<float> out(values.size());
   softmax_rows(values, out, rows_along(x.shape(), d), false);
   return Tensor(x.shape(), std::move(out));
@@ -72,7 +65,7 @@ Tensor softmax(const Tensor& x, std::int64_t dim) {
 
 Tensor log_softmax(const Tensor& x, std::int64_t dim) {
   const std::int64_t d = checked_dim("log_softmax", x, dim);
-  const std::vector<float> values = values_of(x);
+  const std::vector<float> values = x.to_vector();
   std::vector<float> out(values.size());
   softmax_rows(values, out, rows_along(x.shape(), d), true);
   return Tensor(x.shape(), std::move(out));
@@ -85,8 +78,8 @@ Tensor softmax_backward(const Tensor& y, const Tensor& grad_output, std::int64_t
   }
   const std::int64_t d = checked_dim("softmax_backward", y, dim);
   const Rows rows = rows_along(y.shape(), d);
-  const std::vector<float> probs = values_of(y);
-  const std::vector<float> grad = values_of(grad_output);
+  const std::vector<float> probs = y.to_vector();
+  const std::vector<float> grad = grad_output.to_vector();
   std::vector<float> out(probs.size());
   for (std::int64_t o = 0; o < rows.outer; ++o) {
     for (std::int64_t i = 0; i < rows.inner; ++i) {

@@ -26,13 +26,6 @@ void check_targets(const char* name, const Tensor& scores, const std::vector<std
   }
 }
 
-// The elements of x in row-major order, wherever a view keeps them.
-std::vector<float> values_of(const Tensor& x) {
-  const Tensor input = x.contiguous();
-  const float* first = input.data();
-  return std::vector<float>(first, first + input.numel());
-}
-
 // Y (N, C), row-major: 1 at (n, targets[n]), 0 elsewhere.
 Tensor one_hot_rows(const std::vector<std::int64_t>& targets, std::int64_t classes) {
   const std::int64_t rows = static_cast<std::int64_t>(targets.size());
@@ -46,7 +39,7 @@ Tensor one_hot_rows(const std::vector<std::int64_t>& targets, std::int64_t class
 Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets) {
   check_targets("nll_loss", log_probs, targets);
   const std::int64_t rows = log_probs.shape()[0], classes = log_probs.shape()[1];
-  const std::vector<float> logp = values_of(log_probs);  // (N, C), row-major
+  const std::vector<float> logp = log_probs.to_vector();  // (N, C), row-major
   // One lookup per row: N reads and N additions, whatever C is.
   double total = 0.0;
   for (std::int64_t n = 0; n < rows; ++n) total += logp[n * classes + targets[n]];
@@ -78,7 +71,7 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targ
 Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64_t>& targets) {
   check_targets("cross_entropy_backward", logits, targets);
   const std::int64_t rows = logits.shape()[0], classes = logits.shape()[1];
-  std::vector<float> grad = values_of(softmax(logits, 1));  // (N, C), each row sums to 1
+  std::vector<float> grad = softmax(logits, 1).to_vector();  // (N, C), each row sums to 1
   for (std::int64_t n = 0; n < rows; ++n) grad[n * classes + targets[n]] -= 1.0f;
   for (float& g : grad) g /= static_cast<float>(rows);
   return Tensor({rows, classes}, std::move(grad));

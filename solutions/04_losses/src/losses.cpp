@@ -11,13 +11,6 @@ namespace kiln {
 
 namespace {
 
-// The elements of x in row-major order, wherever a view keeps them.
-std::vector<float> values_of(const Tensor& x) {
-  const Tensor input = x.contiguous();
-  const float* first = input.data();
-  return std::vector<float>(first, first + input.numel());
-}
-
 // Both tensors pair up element by element: equal shapes, not merely equal counts.
 void check_same_shape(const char* name, const Tensor& a, const Tensor& b) {
   if (a.shape() != b.shape()) {
@@ -30,7 +23,7 @@ void check_same_shape(const char* name, const Tensor& a, const Tensor& b) {
 
 Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
   check_same_shape("mse_loss", prediction, target);
-  const std::vector<float> p = values_of(prediction), t = values_of(target);
+  const std::vector<float> p = prediction.to_vector(), t = target.to_vector();
   double total = 0.0;
   for (std::size_t i = 0; i < p.size(); ++i) {
     const double error = static_cast<double>(p[i]) - t[i];
@@ -41,8 +34,8 @@ Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
 
 Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target) {
   check_same_shape("mse_loss_backward", prediction, target);
-  std::vector<float> grad = values_of(prediction);
-  const std::vector<float> t = values_of(target);
+  std::vector<float> grad = prediction.to_vector();
+  const std::vector<float> t = target.to_vector();
   const float scale = 2.0f / static_cast<float>(grad.size());
   for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = scale * (grad[i] - t[i]);
   return Tensor(prediction.shape(), std::move(grad));
@@ -50,7 +43,7 @@ Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target) {
 
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets) {
   check_same_shape("binary_cross_entropy_with_logits", logits, targets);
-  const std::vector<float> z = values_of(logits), t = values_of(targets);
+  const std::vector<float> z = logits.to_vector(), t = targets.to_vector();
   double total = 0.0;
   for (std::size_t i = 0; i < z.size(); ++i) {
     // -[t·log σ(z) + (1 - t)·log(1 - σ(z))], rearranged so that no exp or log can overflow:
@@ -62,8 +55,8 @@ Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targ
 
 Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets) {
   check_same_shape("binary_cross_entropy_with_logits_backward", logits, targets);
-  std::vector<float> grad = values_of(sigmoid(logits));  // module 02's stable sigmoid
-  const std::vector<float> t = values_of(targets);
+  std::vector<float> grad = sigmoid(logits).to_vector();  // module 02's stable sigmoid
+  const std::vector<float> t = targets.to_vector();
   const float scale = 1.0f / static_cast<float>(grad.size());
   for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = (grad[i] - t[i]) * scale;
   return Tensor(logits.shape(), std::move(grad));
