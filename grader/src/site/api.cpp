@@ -280,6 +280,20 @@ std::vector<Entity> parse(const std::string& src) {
   };
 
   std::size_t start = 0;
+  // A function declared or defined by the statement from `start`: its declaration ends before
+  // token `end`, and its comment runs to token `last` (the ';', or the body's closing brace).
+  auto function_entity = [&](const Declarator& d, std::size_t end, std::size_t last) {
+    Entity e;
+    e.scope = scope_names();
+    e.scope.insert(e.scope.end(), d.qualifiers.begin(), d.qualifiers.end());
+    e.name = d.name;
+    e.params = normalise_params(t, d.open, d.close);
+    e.text = source_text(src, t, start, end - 1);
+    e.name_at = source_text(src, t, start, d.name_first).size() - t[d.name_first].text.size();
+    e.line = t[start].line;
+    e.comment = describe(start, last);
+    return e;
+  };
   for (std::size_t i = 0; i < t.size(); ++i) {
     const std::string& s = t[i].text;
     if (s == "}") {
@@ -289,16 +303,7 @@ std::vector<Entity> parse(const std::string& src) {
       if (start < i && !starts_with_any(t, start, {"using", "typedef", "friend", "static_assert", "return"})) {
         const Declarator d = find_declarator(t, start, i);
         if (d.found) {
-          Entity e;
-          e.scope = scope_names();
-          e.scope.insert(e.scope.end(), d.qualifiers.begin(), d.qualifiers.end());
-          e.name = d.name;
-          e.params = normalise_params(t, d.open, d.close);
-          e.text = source_text(src, t, start, i - 1);
-          e.name_at = source_text(src, t, start, d.name_first).size() - t[d.name_first].text.size();
-          e.line = t[start].line;
-          e.comment = describe(start, i);
-          out.push_back(std::move(e));
+          out.push_back(function_entity(d, i, i));
         } else {
           describe(start, i);
         }
@@ -364,15 +369,7 @@ std::vector<Entity> parse(const std::string& src) {
       }
       const std::size_t close = matching(t, i, "{", "}");
       if (d.found && !initialiser) {
-        Entity e;
-        e.scope = scope_names();
-        e.scope.insert(e.scope.end(), d.qualifiers.begin(), d.qualifiers.end());
-        e.name = d.name;
-        e.params = normalise_params(t, d.open, d.close);
-        e.text = source_text(src, t, start, i - 1);
-        e.name_at = source_text(src, t, start, d.name_first).size() - t[d.name_first].text.size();
-        e.line = t[start].line;
-        e.comment = describe(start, close);
+        Entity e = function_entity(d, i, close);
         for (std::size_t k = i + 1; k + 1 < close; ++k) {
           e.not_implemented |= t[k].text == "KILN_NOT_IMPLEMENTED";  // a kernel's stub: it cannot throw
           if (t[k].text != "throw") continue;
