@@ -23,6 +23,8 @@ int run_bench_command(const Workspace& ws, const BenchCommand& cmd) {
   }
   for (const auto& k : report.kernels)
     if (!k.error.empty()) return 1;
+  for (const auto& k : report.counted)
+    if (!k.error.empty()) return 1;
   return 0;
 }
 

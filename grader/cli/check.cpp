@@ -2,6 +2,7 @@
 // solution), run them in isolation, report.
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
@@ -9,6 +10,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/commands.h"
+#include "kiln/grader/speed.h"
 
 namespace kiln::grader {
 
@@ -66,6 +68,15 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
   const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
   Report report = grade_target(ws, ws.build_dir("check"), standard_targets(ws.course), target, options,
                                cmd.solution ? "solution" : "student");
+  // Speed-graded checks that passed: timed beside the reference, where there is one.
+  if (std::any_of(report.checks.begin(), report.checks.end(), [&](const CheckReport& c) {
+        const Check* check = m.check(c.id);
+        return check && check->speed && c.status == Status::passed;
+      })) {
+    std::fprintf(stderr, "Timing the speed-graded checks beside the reference...\n");
+    const std::optional<SpeedPrograms> programs = local_speed_programs(ws, m, target);
+    score_speed_checks(report, m, programs ? &*programs : nullptr);
+  }
   report.notes = notes;
   if (!cmd.solution && cmd.checks.empty()) record_progress(ws, m, report);
 

@@ -22,6 +22,7 @@
 #include "kiln/grader/judge.h"
 #include "kiln/grader/recipe.h"
 #include "kiln/grader/sandbox.h"
+#include "kiln/grader/speed.h"
 
 namespace kiln::grader {
 
@@ -239,6 +240,36 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
       // run is also clean under AddressSanitizer and UndefinedBehaviorSanitizer.
       recipe = make_recipe(reference, judge_target, device, /*sanitized=*/true);
     }
+    // Speed-graded checks: the submission is compiled a second time, optimised and without the
+    // sanitizers, by a recipe from a trusted optimised build of the stubs; the reference's test
+    // program is built the same way in a folder no sandbox sees.
+    const bool timed = std::any_of(m->checks.begin(), m->checks.end(), [](const Check& c) { return c.speed.has_value(); });
+    const fs::path speed_dir = ws.build_dir("grade-speed") / m->name();
+    Recipe speed_recipe;
+    fs::path reference_program;
+    if (timed) {
+      const std::string flags = "-O2 -march=native -DNDEBUG";
+      TestTarget optimised = pristine_target(ws, *m, stubs);
+      optimised.with_device = false;
+      {
+        const auto lock = lock_build_dir(speed_dir);
+        CourseBuild build(ws.course, speed_dir, ws.kiln_home, flags);
+        build.set_device_builds(false);
+        const BuildResult stubs_built = build.build({optimised}, optimised);
+        if (!stubs_built.ok)
+          throw CourseError("the course's own tests for module " + m->number_text() + " do not build optimised:\n" + stubs_built.log);
+        speed_recipe = make_recipe(build, optimised, /*device=*/false, /*sanitized=*/false);
+      }
+      const fs::path solution_dir = ws.build_dir("grade-speed-reference") / m->name();
+      const auto lock = lock_build_dir(solution_dir);
+      CourseBuild build(ws.course, solution_dir, ws.kiln_home, flags);
+      build.set_device_builds(false);
+      TestTarget solution = solution_target(ws.course, *m);
+      solution.with_device = false;
+      const BuildResult built = build.build(standard_targets(ws.course), solution);
+      if (!built.ok) throw CourseError("the reference solution of module " + m->number_text() + " does not build:\n" + built.log);
+      reference_program = built.binary;
+    }
     std::vector<fs::path> headers;  // what a compile may read of the course: the headers it includes
     for (const Module* dep : ws.course.prerequisites(*m)) headers.push_back(dep->dir / "include");
     headers.push_back(m->dir / "include");
@@ -371,6 +402,46 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
             mine.judge += seconds_since(t);
             t = clock();
             report = make_report(ws.course, *m, checks, built, &judged, "submission");
+            // 4. The speed-graded checks that passed: timed beside the reference.
+            const bool to_time = std::any_of(report.checks.begin(), report.checks.end(), [&](const CheckReport& c) {
+              const Check* check = m->check(c.id);
+              return check && check->speed && c.status == Status::passed;
+            });
+            if (to_time) {
+              const fs::path speed_work = work / "speed";
+              const Cooked optimised = cook(speed_recipe, sources, speed_work);
+              for (const auto& c : optimised.host)
+                for (const auto& o : outputs_of(c)) fs::create_directories(o.parent_path());
+              if (geteuid() == 0 && !cmd.no_sandbox)
+                for (const auto& p : fs::recursive_directory_iterator(work))
+                  if (chown(p.path().c_str(), uid, uid) != 0) throw CourseError("cannot hand the work folder to the sandbox user");
+              SandboxSpec speed_compile = compile;
+              speed_compile.mounts = {};
+              for (const auto& h : headers) speed_compile.mounts.push_back({Mount::read_only, h});
+              speed_compile.mounts.push_back({Mount::read_only, speed_dir});
+              speed_compile.mounts.push_back({Mount::writable, work});
+              speed_compile.workdir = speed_dir;
+              const auto speed_launcher = cmd.no_sandbox ? std::vector<std::string>{} : sandbox_prefix(speed_compile);
+              const Compiled compiled = run_commands(optimised.host, speed_launcher, speed_dir, compile_limits, budget);
+              end_sandbox_user(cmd.no_sandbox ? 0 : uid);
+              SpeedPrograms programs;
+              std::random_device fresh;
+              programs.env = {{"KILN_SEED", std::to_string((std::uint64_t(fresh()) << 32) ^ fresh())}};
+              programs.reference = reference_program;
+              programs.verifier = judge.binary;
+              programs.scratch = work / "speed-rounds";
+              programs.student = optimised.binary;
+              if (!cmd.no_sandbox) {
+                SandboxSpec timing;
+                timing.mounts = {{Mount::read_only, optimised.binary}};
+                timing.uid = uid;
+                timing.wrapper = sandbox_wrapper();
+                programs.student_launcher = sandbox_prefix(timing);
+              }
+              score_speed_checks(report, *m, compiled.ok ? &programs : nullptr,
+                                 "its optimised build (-O2, no sanitizers) failed where the checked one compiled");
+              end_sandbox_user(cmd.no_sandbox ? 0 : uid);
+            }
             for (auto& c : report.checks) c.summary = course_paths(c.summary);
           }
           bound_report(report);

@@ -95,6 +95,9 @@ int main(int argc, char** argv) {
   bench_cmd->add_flag("--remeasure", bench.remeasure, "Measure the machine's peak and bandwidth again");
   bench_cmd->add_flag("--gpu", bench.gpu,
                       "Time the module's GPU kernels on a CUDA device beside cuBLAS (needs nvcc and a device)");
+  bench_cmd->add_flag("--emulator", bench.emulator,
+                      "Count what the GPU kernels do on the grid emulator (memory transactions, bank conflicts, "
+                      "reuse) instead of timing, and draw one warp's accesses");
   bench_cmd->add_option("--repetitions", bench.repetitions, "Timed repetitions per kernel (median reported)")
       ->check(CLI::Range(1, 100));
   bench_cmd->add_option("--min-time", bench.min_time_s, "Seconds each repetition runs at least")

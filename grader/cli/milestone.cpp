@@ -19,8 +19,10 @@ std::string percent(double fraction) { return fmt::format("{:.2f}%", 100 * fract
 std::string render_text(const MilestoneResult& r) {
   std::string out = fmt::format("\n{} {} ({} run, {:.1f} s)\n", r.passed ? "✓" : "✗", r.title, r.run, r.seconds);
   for (const auto& j : r.judged)
-    out += fmt::format("    {}: accuracy {} on {} examples, mean loss {:.4f} nats (target {}) {}\n", j.output,
-                       percent(j.accuracy), j.rows, j.loss, j.target, j.met ? "✓" : "✗");
+    out += fmt::format("    {}: accuracy {} on {} examples, mean loss {:.4f} nats{} (target {}) {}\n", j.output,
+                       percent(j.accuracy), j.rows, j.loss,
+                       j.bytes >= 0 ? fmt::format(", {} weight bytes", j.bytes) : "", j.target, j.met ? "✓" : "✗");
+  for (const auto& b : r.behaved) out += fmt::format("    {}: {} {}\n", b.what, b.detail, b.met ? "✓" : "✗");
   if (!r.first_losses.empty() && !r.golden.empty()) {
     std::string steps;
     for (std::size_t i = 0; i < r.first_losses.size(); ++i)
@@ -43,11 +45,13 @@ nlohmann::json to_json(const MilestoneResult& r) {
   nlohmann::json judged = nlohmann::json::array();
   for (const auto& j : r.judged)
     judged.push_back({{"output", j.output}, {"rows", j.rows}, {"accuracy", j.accuracy}, {"loss", j.loss},
-                      {"target", j.target}, {"met", j.met}});
+                      {"target", j.target}, {"met", j.met}, {"bytes", j.bytes}});
+  nlohmann::json behaved = nlohmann::json::array();
+  for (const auto& b : r.behaved) behaved.push_back({{"check", b.what}, {"detail", b.detail}, {"met", b.met}});
   nlohmann::json moved = nlohmann::json::object();
   for (const auto& [name, change] : r.moved) moved[name] = change;
   return {{"id", r.id},       {"title", r.title},          {"run", r.run},         {"passed", r.passed},
-          {"problem", r.problem}, {"seconds", r.seconds},  {"judged", judged},     {"moved", moved},
+          {"problem", r.problem}, {"seconds", r.seconds},  {"judged", judged},     {"behaviour", behaved}, {"moved", moved},
           {"first_losses", r.first_losses}, {"golden", r.golden}, {"epoch_losses", r.epoch_losses},
           {"notes", r.notes}, {"plot", r.plot.string()}};
 }

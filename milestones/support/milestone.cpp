@@ -73,10 +73,11 @@ Settings parse(int argc, char** argv) {
     if (option == "--epochs") settings.epochs = std::stoi(value);
     else if (option == "--train") settings.train_count = std::stoll(value);
     else if (option == "--test") settings.test_count = std::stoll(value);
+    else if (option == "--steps") settings.steps = std::stoll(value);
     else if (option == "--seed") settings.seed = std::stoull(value);
     else if (option == "--data") settings.data_dir = value;
     else if (option == "--out") settings.out_dir = value;
-    else throw std::invalid_argument("unknown option " + option + " (known: --epochs --train --test --seed --data --out)");
+    else throw std::invalid_argument("unknown option " + option + " (known: --epochs --train --test --steps --seed --data --out)");
   }
   current = &settings;
   return settings;
@@ -123,6 +124,11 @@ void logits(const std::string& name, const Tensor& rows) {
   emit("{\"event\": \"logits\", \"name\": " + quoted(name) + ", \"rows\": " + std::to_string(rows.shape()[0]) +
            ", \"classes\": " + std::to_string(rows.shape()[1]) + "}",
        "logits " + name + ": " + to_string(rows.shape()));
+}
+
+void size(const std::string& output, std::int64_t bytes) {
+  emit("{\"event\": \"size\", \"name\": " + quoted(output) + ", \"bytes\": " + std::to_string(bytes) + "}",
+       output + ": " + std::to_string(bytes) + " weight bytes");
 }
 
 void note(const std::string& text) { emit("{\"event\": \"note\", \"text\": " + quoted(text) + "}", text); }

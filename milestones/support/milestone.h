@@ -5,8 +5,8 @@
 // and loss from the logits the trainer writes, the labels read by the grader itself, whether the
 // parameters moved) and draws the loss curve.
 //
-// The run's settings come on the command line (`--epochs 3 --train 6000 --test 1000 --seed 5
-// --data DIR --out DIR`); events go as JSON lines to the descriptor named by KILN_MILESTONE_FD, and
+// The run's settings come on the command line (`--epochs 3 --train 6000 --test 1000 --steps 100
+// --seed 5 --data DIR --out DIR`); events go as JSON lines to the descriptor named by KILN_MILESTONE_FD, and
 // to standard error as plain text when it is not set, so that a trainer also runs by hand.
 #pragma once
 
@@ -23,6 +23,7 @@ struct Settings {
   int epochs = 1;
   std::int64_t train_count = -1;  // examples of the training set used; -1: all
   std::int64_t test_count = -1;   // examples of the test set evaluated; -1: all
+  std::int64_t steps = -1;        // optimizer steps per epoch, for trainers that sample their batches
   std::uint64_t seed = 1;
   std::string data_dir;           // where the data set's files are
   std::string out_dir = ".";      // where logits and parameters are written
@@ -43,6 +44,9 @@ void parameters(const std::string& which, const std::vector<std::pair<std::strin
 // A model's outputs for the evaluated examples, one row of logits each, in the data set's order:
 // written as raw float32 to OUT/logits-<name>.f32. The grader judges them.
 void logits(const std::string& name, const Tensor& rows);
+// The bytes an output's model keeps its weights in (a quantized or pruned model's are fewer),
+// shown beside its accuracy.
+void size(const std::string& output, std::int64_t bytes);
 // A line for the person watching, shown under the progress bar (a sample, a note).
 void note(const std::string& text);
 

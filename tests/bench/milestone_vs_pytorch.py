@@ -1,13 +1,14 @@
 #!/usr/bin/python3
-"""One training epoch of the milestones' models: Kiln's reference library against PyTorch.
+"""Training speed of the milestones' models: Kiln's reference library against PyTorch.
 
-Both run single-threaded on this machine, one after the other, on the same 60,000 Fashion-MNIST
-images in batches of 64 with Adam: the reference solutions' trainer (built by
-`bin/grader milestone --solution --quick`) and the same model written in PyTorch (Debian's
-python3-torch). A benchmark, not a test: it prints images per second and the ratio.
+Both run single-threaded on this machine, one after the other: the reference solutions' trainer
+(built by `bin/grader milestone --solution --quick`) and the same model written in PyTorch
+(Debian's python3-torch). The image models train one epoch on the same 60,000 Fashion-MNIST images
+in batches of 64 with Adam; the GPT of gpt_fortunes trains 100 steps on batches of 16 windows of
+64 characters. A benchmark, not a test: it prints images or tokens per second and the ratio.
 
-    bin/grader milestone mlp_fashion cnn_fashion --solution --quick   # builds the trainers
-    /usr/bin/python3 tests/bench/milestone_vs_pytorch.py [--train N]
+    bin/grader milestone mlp_fashion cnn_fashion gpt_fortunes --solution --quick   # builds the trainers
+    /usr/bin/python3 tests/bench/milestone_vs_pytorch.py [--train N] [--steps N]
 """
 import argparse
 import gzip
@@ -43,6 +44,65 @@ def kiln_epoch(name, train):
     return float(re.search(r"epoch 1 done: mean loss \S+ in (\S+) s", out).group(1))
 
 
+def kiln_gpt(steps):
+    """Tokens a second of the GPT trainer's first epoch of `steps` steps, as it reports them."""
+    binary = os.path.join(BUILD, "milestone_gpt_fortunes__solution")
+    if not os.path.exists(binary):
+        sys.exit(f"{binary} is not built: run bin/grader milestone gpt_fortunes --solution --quick first")
+    out = subprocess.run([binary, "--epochs", "1", "--steps", str(steps), "--test", "64", "--data",
+                          "/usr/share/games/fortunes", "--out", "/tmp"], env={**os.environ, "OMP_NUM_THREADS": "1"},
+                         capture_output=True, text=True, check=True).stderr
+    return steps * 16 * 64 / float(re.search(r"epoch 1 done: mean loss \S+ in (\S+) s", out).group(1))
+
+
+class Block(torch.nn.Module):
+    """module 13's pre-norm block: x + attention(ln1(x)), then x + mlp(ln2(x))."""
+
+    def __init__(self, d, heads):
+        super().__init__()
+        self.heads = heads
+        self.ln1, self.ln2 = torch.nn.LayerNorm(d), torch.nn.LayerNorm(d)
+        self.q, self.k, self.v, self.o = (torch.nn.Linear(d, d, bias=False) for _ in range(4))
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(d, 4 * d), torch.nn.GELU(),
+                                       torch.nn.Linear(4 * d, d))
+
+    def forward(self, x):
+        b, t, d = x.shape
+        h = self.ln1(x)
+        split = lambda y: y.view(b, t, self.heads, d // self.heads).transpose(1, 2)
+        att = torch.nn.functional.scaled_dot_product_attention(split(self.q(h)), split(self.k(h)), split(self.v(h)),
+                                                               is_causal=True)
+        x = x + self.o(att.transpose(1, 2).reshape(b, t, d))
+        return x + self.mlp(self.ln2(x))
+
+
+class GPT(torch.nn.Module):
+    def __init__(self, vocab=98, context=64, d=96, heads=4, layers=2):
+        super().__init__()
+        self.tokens, self.positions = torch.nn.Embedding(vocab, d), torch.nn.Embedding(context, d)
+        self.blocks = torch.nn.Sequential(*(Block(d, heads) for _ in range(layers)))
+        self.ln, self.head = torch.nn.LayerNorm(d), torch.nn.Linear(d, vocab)
+
+    def forward(self, ids):
+        x = self.tokens(ids) + self.positions(torch.arange(ids.shape[1]))
+        return self.head(self.ln(self.blocks(x)))
+
+
+def torch_gpt(steps):
+    torch.manual_seed(1)
+    model = GPT()
+    optimizer = torch.optim.Adam(model.parameters(), lr=3e-3)
+    ids = torch.randint(0, 98, (steps, 16, 65))
+    started = time.perf_counter()
+    for s in range(steps):
+        optimizer.zero_grad()
+        logits = model(ids[s, :, :64])
+        loss = torch.nn.functional.cross_entropy(logits.reshape(-1, 98), ids[s, :, 1:].reshape(-1))
+        loss.backward()
+        optimizer.step()
+    return steps * 16 * 64 / (time.perf_counter() - started)
+
+
 def torch_epoch(model, images, labels):
     torch.manual_seed(1)
     optimizer = torch.optim.Adam(model.parameters(), lr=1e-3)
@@ -60,6 +120,7 @@ def torch_epoch(model, images, labels):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--train", type=int, default=60000)
+    parser.add_argument("--steps", type=int, default=100)
     args = parser.parse_args()
     torch.set_num_threads(1)
     (n, rows, cols), pixels = idx(ROOT + "/train-images-idx3-ubyte.gz")
@@ -82,6 +143,9 @@ def main():
         kiln = kiln_epoch(name, n)
         ours = torch_epoch(model, images, labels)
         print(f"  {name:<12} {n / kiln:>12.0f} img/s {n / ours:>8.0f} img/s {ours / kiln:>15.2f}×")
+    print(f"GPT of gpt_fortunes (V 98, D 96, 4 heads, 2 blocks, context 64), {args.steps} steps of 16 windows, Adam:")
+    kiln, ours = kiln_gpt(args.steps), torch_gpt(args.steps)
+    print(f"  {'gpt_fortunes':<12} {kiln:>10.0f} tok/s {ours:>8.0f} tok/s {kiln / ours:>15.2f}×")
 
 
 if __name__ == "__main__":

@@ -231,6 +231,37 @@ Machine device_machine(const std::string& json) {
 
 }  // namespace
 
+namespace {
+
+// bench --emulator: the same bench program, asked to count its GPU kernels on the emulator.
+BenchReport run_emulator_counts(const Workspace& ws, const BenchCommand& cmd, const Module& m, BenchReport report) {
+  report.emulator = true;
+  // Counting needs no speed; the check build's flags keep the compile short.
+  CourseBuild build(ws.course, ws.build_dir("bench-emulator"), ws.kiln_home, "-O1");
+  const TestTarget target = cmd.solution ? solution_target(ws.course, m) : student_target(ws.course, m);
+  BuildResult built;
+  const bool ok = build.build_named(standard_targets(ws.course), {target.bench_name()}, built);
+  report.commands = built.commands;
+  if (!ok)
+    throw CourseError(fmt::format("the bench does not build: {}. Run grader check {} first.",
+                                  built.error ? built.error->message : "", m.number_text()));
+  const std::vector<std::string> argv = {(build.dir() / target.bench_name()).string(), "--kiln-emulator"};
+  report.commands.push_back(shell_quote(argv));
+  const ProcessResult r = run_process({.argv = argv, .output_cap = 16 << 20});
+  if (!r.started || r.signal != 0)
+    throw CourseError(fmt::format("the bench crashed: {}", r.signal ? describe_signal(r.signal) : r.start_error));
+  report.counted = parse_counted(r.out);
+  if (report.counted.empty())
+    throw CourseError(fmt::format("module {} has no kernels to count on the emulator (its bench registers none with "
+                                  "kiln::bench::add_counted)",
+                                  m.number_text()));
+  report.warp_svg = (ws.state_dir() / "bench" / (m.number_text() + "-warp.svg")).string();
+  write_if_changed(report.warp_svg, warp_access_svg(report));
+  return report;
+}
+
+}  // namespace
+
 BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   const Module& m = ws.course.find(cmd.module);
   if (!cmd.gpu && m.bench_sources().empty())
@@ -238,7 +269,9 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   if (cmd.gpu && m.device_bench_sources().empty())
     throw CourseError(fmt::format("module {} has no GPU bench (no {}/device/bench/)", m.number_text(), m.name()));
   if (cmd.solution) require_solutions(ws, "bench --solution");
+  if (cmd.emulator && cmd.gpu) throw CourseError("--emulator counts on the CPU, --gpu times on a device: choose one");
   BenchReport report{m.name(), m.number_text(), m.title, cmd.solution ? "solution" : "student", {}, {}, {}, {}, {}};
+  if (cmd.emulator) return run_emulator_counts(ws, cmd, m, report);
   report.repetitions = cmd.repetitions;
   report.gpu = cmd.gpu;
   if (!cmd.gpu) report.machine = machine_roofline(ws, cmd.remeasure);
@@ -302,7 +335,11 @@ std::string ratio(double r) { return r > 0 ? fmt::format("{:.2f}×", r) : "-"; }
 
 }  // namespace
 
+std::string render_counted_text(const BenchReport& r);  // emulator.cpp
+std::string render_counted_json(const BenchReport& r);
+
 std::string render_bench_text(const BenchReport& r) {
+  if (r.emulator) return render_counted_text(r);
   std::string out = fmt::format("Bench {} · {} ({}{})\n", r.number, r.title, r.variant, r.gpu ? ", GPU" : "");
   if (r.gpu) {
     out += fmt::format("Device: {}: FP32 peak {:.0f} GFLOP/s, memory {:.0f} GB/s, ridge at {:.1f} FLOP/byte ({})\n",
@@ -341,6 +378,7 @@ std::string render_bench_text(const BenchReport& r) {
 }
 
 std::string render_bench_json(const BenchReport& r) {
+  if (r.emulator) return render_counted_json(r);
   nlohmann::json kernels = nlohmann::json::array();
   for (const auto& k : r.kernels) {
     kernels.push_back({{"group", k.group},        {"name", k.name},        {"role", k.role},

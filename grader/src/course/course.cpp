@@ -287,6 +287,20 @@ Module load_module(const fs::path& yaml_path) {
         r.fail(device, fmt::format("'device' should be true or false, not '{}'", device.Scalar()));
       }
     }
+    if (const YAML::Node speed = r.field(node, "speed", false)) {
+      if (!speed.IsMap()) r.fail(speed, "'speed' should be a mapping: full_at, zero_at, rounds, calls");
+      Speed sp;
+      sp.full_at = r.number(speed, "full_at", sp.full_at);
+      sp.zero_at = r.number(speed, "zero_at", sp.zero_at);
+      sp.rounds = r.integer(speed, "rounds", false, sp.rounds);
+      sp.calls = r.integer(speed, "calls", false, sp.calls);
+      if (!(sp.full_at >= 1 && sp.zero_at > sp.full_at))
+        r.fail(speed, "speed needs 1 <= full_at < zero_at (ratios of the student's time to the reference's)");
+      if (sp.rounds < 1 || sp.rounds > 50 || sp.calls < 1 || sp.calls > 100)
+        r.fail(speed, "speed needs 1 to 50 rounds and 1 to 100 calls");
+      if (c.device) r.fail(speed, "a device check cannot be speed-graded here");
+      c.speed = sp;
+    }
     if (c.points < 0) r.fail(node["points"], "points cannot be negative");
     if (c.test.find('.') == std::string::npos)
       r.fail(node["test"], fmt::format("test '{}' should be a GoogleTest name, Suite.Name", c.test));

@@ -35,7 +35,13 @@ DataSource data_source(const std::string& name) {
     const fs::path dir = "/usr/lib/python3/dist-packages/sklearn/datasets/data";
     return {name, dir, dir / "digits.csv.gz"};
   }
-  throw CourseError(fmt::format("unknown data set '{}' (known: fashion-mnist, digits, none)", name));
+  if (name == "fortunes") {
+    // Debian's fortunes: the files milestones/support/text.h names, in the same order.
+    return {name, "/usr/share/games/fortunes", {},
+            {"fortunes", "literature", "riddles", "wisdom", "humorists", "platitudes", "people", "science", "work",
+             "love", "education", "food", "pets"}};
+  }
+  throw CourseError(fmt::format("unknown data set '{}' (known: fashion-mnist, digits, fortunes, none)", name));
 }
 
 namespace {
@@ -48,9 +54,15 @@ std::vector<LogitsTarget> read_targets(const YAML::Node& node, const fs::path& y
     target.output = t["output"].as<std::string>();
     if (t["min_accuracy"]) target.min_accuracy = t["min_accuracy"].as<double>();
     if (t["max_accuracy"]) target.max_accuracy = t["max_accuracy"].as<double>();
-    if (!target.min_accuracy && !target.max_accuracy)
-      throw CourseError(fmt::format("{}: the target for '{}' needs min_accuracy or max_accuracy", yaml.string(),
+    if (t["max_loss"]) target.max_loss = t["max_loss"].as<double>();
+    if (t["max_drop"]) target.max_drop = t["max_drop"].as<double>();
+    if (t["max_drop_from"]) target.drop_from = t["max_drop_from"].as<std::string>();
+    if (target.max_drop.has_value() != !target.drop_from.empty())
+      throw CourseError(fmt::format("{}: the target for '{}' needs both max_drop and max_drop_from", yaml.string(),
                                     target.output));
+    if (!target.min_accuracy && !target.max_accuracy && !target.max_loss && !target.max_drop)
+      throw CourseError(fmt::format("{}: the target for '{}' needs min_accuracy, max_accuracy, max_loss or max_drop",
+                                    yaml.string(), target.output));
     out.push_back(target);
   }
   return out;
@@ -101,6 +113,21 @@ std::vector<Milestone> load_milestones(const Course& course) {
         throw CourseError("it needs two runs, `full` and `quick`");
       m.targets = read_targets(y["targets"], yaml);
       m.quick_targets = y["quick_targets"] ? read_targets(y["quick_targets"], yaml) : m.targets;
+      if (y["behaviour"]) {
+        for (const auto& b : y["behaviour"]) {
+          BehaviourCheck check;
+          check.kind = b["check"].as<std::string>();
+          check.output = b["output"].as<std::string>();
+          if (check.kind == "causal") {
+            check.changed = b["changed"].as<std::string>();
+            check.position = b["position"].as<std::int64_t>();
+            if (b["tolerance"]) check.tolerance = b["tolerance"].as<double>();
+          } else if (check.kind != "positional") {
+            throw CourseError(fmt::format("unknown behaviour check '{}' (known: causal, positional)", check.kind));
+          }
+          m.behaviour.push_back(check);
+        }
+      }
       if (m.targets.empty()) throw CourseError("it judges nothing: add targets");
       if (m.data.name == "none" && m.labels.empty()) throw CourseError("without a data set it needs its labels");
       // A milestone whose modules are not all in this course (yet) is left out.
@@ -156,6 +183,65 @@ std::vector<std::int64_t> read_digits_held_out_labels(const fs::path& file) {
     if (row % 5 == 4) labels.push_back(std::stoll(line.substr(comma + 1)));
   }
   return labels;
+}
+
+namespace {
+
+// The code points of UTF-8 text; a malformed sequence is an error that says where.
+std::vector<char32_t> code_points(const std::string& text, const fs::path& file) {
+  std::vector<char32_t> out;
+  out.reserve(text.size());
+  for (std::size_t i = 0; i < text.size();) {
+    const auto lead = static_cast<unsigned char>(text[i]);
+    const int length = lead < 0x80 ? 1 : (lead >> 5) == 0x6 ? 2 : (lead >> 4) == 0xE ? 3 : (lead >> 3) == 0x1E ? 4 : 0;
+    if (length == 0 || i + static_cast<std::size_t>(length) > text.size())
+      throw CourseError(fmt::format("{} is not UTF-8 (byte {})", file.string(), i));
+    char32_t c = length == 1 ? lead : lead & (0x7F >> length);
+    for (int k = 1; k < length; ++k) {
+      const auto next = static_cast<unsigned char>(text[i + static_cast<std::size_t>(k)]);
+      if ((next >> 6) != 0x2) throw CourseError(fmt::format("{} is not UTF-8 (byte {})", file.string(), i + k));
+      c = (c << 6) | (next & 0x3F);
+    }
+    out.push_back(c);
+    i += static_cast<std::size_t>(length);
+  }
+  return out;
+}
+
+}  // namespace
+
+std::pair<std::vector<std::int64_t>, std::int64_t> read_fortunes_held_out(const fs::path& dir,
+                                                                          const std::vector<std::string>& files) {
+  std::string all, held_out;
+  std::int64_t index = 0;
+  for (const std::string& name : files) {
+    const std::string text = read_file(dir / name);
+    std::string fortune;
+    auto finish = [&] {
+      if (fortune.empty()) return;
+      (++index % 10 == 0 ? held_out : all) += fortune + "%\n";
+      fortune.clear();
+    };
+    std::size_t at = 0;
+    while (at < text.size()) {
+      std::size_t end = text.find('\n', at);
+      if (end == std::string::npos) end = text.size();
+      const std::string line = text.substr(at, end - at);
+      at = end + 1;
+      if (line == "%") finish();
+      else fortune += line + "\n";
+    }
+    finish();
+  }
+  all += held_out;
+  const std::vector<char32_t> every = code_points(all, dir);
+  std::vector<char32_t> vocabulary(every.begin(), every.end());
+  std::sort(vocabulary.begin(), vocabulary.end());
+  vocabulary.erase(std::unique(vocabulary.begin(), vocabulary.end()), vocabulary.end());
+  std::vector<std::int64_t> ids;
+  for (const char32_t c : code_points(held_out, dir))
+    ids.push_back(std::lower_bound(vocabulary.begin(), vocabulary.end(), c) - vocabulary.begin());
+  return {ids, static_cast<std::int64_t>(vocabulary.size())};
 }
 
 std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
@@ -230,9 +316,10 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   std::vector<std::string> argv = {binary.string()};
   argv.insert(argv.end(), run.args.begin(), run.args.end());
   if (!m.data.dir.empty()) {
-    if (!fs::exists(m.data.test_labels))
+    const fs::path needed = m.data.corpus.empty() ? m.data.test_labels : m.data.dir / m.data.corpus.front();
+    if (!fs::exists(needed))
       throw CourseError(fmt::format("the data set {} is not installed ({} is missing): bin/grader installs it",
-                                    m.data.name, m.data.test_labels.string()));
+                                    m.data.name, needed.string()));
     argv.insert(argv.end(), {"--data", m.data.dir.string()});
   }
   argv.insert(argv.end(), {"--out", out.string()});
@@ -242,6 +329,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   std::int64_t steps_per_epoch = 1;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> logits;  // name -> rows, classes
   std::map<std::string, std::vector<std::pair<std::string, std::int64_t>>> parameters;
+  std::map<std::string, std::int64_t> sizes;  // output -> weight bytes
   Progress progress(cmd.format == "text", isatty(STDERR_FILENO) && cmd.format == "text");
   ProcessSpec spec{.argv = argv, .cwd = out, .env = {{"KILN_MILESTONE_FD", "3"}, {"OMP_NUM_THREADS", "1"}},
                    .output_cap = 1 << 20};
@@ -272,6 +360,8 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
       list.clear();
       for (const auto& t : e.value("tensors", nlohmann::json::array()))
         list.emplace_back(t.value("name", ""), t.value("numel", std::int64_t{0}));
+    } else if (event == "size") {
+      sizes[e.value("name", "")] = e.value("bytes", std::int64_t{-1});
     } else if (event == "note") {
       result.notes.push_back(e.value("text", ""));
       progress.line(e.value("text", ""));
@@ -340,39 +430,125 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   // Accuracy and loss, from the logits and labels the grader reads itself.
   if (r.ok()) {
     std::vector<std::int64_t> labels = m.labels;
-    if (labels.empty())
-      labels = m.data.name == "digits" ? read_digits_held_out_labels(m.data.test_labels) : read_idx_labels(m.data.test_labels);
-    for (const LogitsTarget& target : cmd.quick ? m.quick_targets : m.targets) {
-      MilestoneResult::Judged j{.output = target.output};
-      const auto found = logits.find(target.output);
-      const std::int64_t expected_rows = run.test_count ? run.test_count : static_cast<std::int64_t>(labels.size());
+    std::int64_t vocabulary = 0;  // a text's: the number of classes every row must have
+    if (labels.empty()) {
+      if (!m.data.corpus.empty()) {
+        auto [ids, size] = read_fortunes_held_out(m.data.dir, m.data.corpus);
+        // Row r of a text's logits predicts its character r + 1.
+        labels.assign(ids.begin() + (ids.empty() ? 0 : 1), ids.end());
+        vocabulary = size;
+      } else {
+        labels = m.data.name == "digits" ? read_digits_held_out_labels(m.data.test_labels) : read_idx_labels(m.data.test_labels);
+      }
+    }
+    const std::int64_t expected_rows = run.test_count ? run.test_count : static_cast<std::int64_t>(labels.size());
+    // One output's logits, checked for shape; nothing when they are missing or malformed.
+    auto read_logits = [&](const std::string& name, std::int64_t rows_expected) -> std::optional<std::vector<float>> {
+      const auto found = logits.find(name);
       if (found == logits.end()) {
-        fail(fmt::format("the trainer wrote no logits called '{}'", target.output));
-        continue;
+        fail(fmt::format("the trainer wrote no logits called '{}'", name));
+        return std::nullopt;
       }
       const auto [rows, classes] = found->second;
-      const std::vector<float> values = read_floats(out / ("logits-" + target.output + ".f32"));
-      if (rows != expected_rows || classes < 2 || static_cast<std::int64_t>(values.size()) != rows * classes ||
-          rows > static_cast<std::int64_t>(labels.size())) {
-        fail(fmt::format("the logits '{}' have {} rows of {} classes ({} values), where {} rows were expected",
-                         target.output, rows, classes, values.size(), expected_rows));
-        continue;
+      std::vector<float> values = read_floats(out / ("logits-" + name + ".f32"));
+      if ((rows_expected >= 0 && rows != rows_expected) || rows < 1 || classes < 2 ||
+          (vocabulary && classes != vocabulary) || static_cast<std::int64_t>(values.size()) != rows * classes) {
+        fail(fmt::format("the logits '{}' have {} rows of {} classes ({} values), where {} rows{} were expected", name,
+                         rows, classes, values.size(), rows_expected >= 0 ? std::to_string(rows_expected) : "some",
+                         vocabulary ? fmt::format(" of {} classes", vocabulary) : ""));
+        return std::nullopt;
       }
-      const auto [accuracy, loss] = accuracy_and_loss(values, rows, classes, labels);
-      j.rows = rows;
-      j.accuracy = accuracy;
-      j.loss = loss;
+      return values;
+    };
+    std::map<std::string, double> accuracy_of;
+    auto judge = [&](const std::string& name) -> std::optional<MilestoneResult::Judged> {
+      const auto values = read_logits(name, expected_rows);
+      if (!values) return std::nullopt;
+      const auto [rows, classes] = logits.at(name);
+      if (rows > static_cast<std::int64_t>(labels.size())) {
+        fail(fmt::format("the logits '{}' have {} rows, and there are only {} labels", name, rows, labels.size()));
+        return std::nullopt;
+      }
+      const auto [accuracy, loss] = accuracy_and_loss(*values, rows, classes, labels);
+      accuracy_of[name] = accuracy;
+      const auto size = sizes.find(name);
+      return MilestoneResult::Judged{.output = name, .rows = rows, .accuracy = accuracy, .loss = loss,
+                                     .bytes = size == sizes.end() ? -1 : size->second};
+    };
+    for (const LogitsTarget& target : cmd.quick ? m.quick_targets : m.targets) {
+      auto judged = judge(target.output);
+      if (!judged) continue;
+      MilestoneResult::Judged j = *judged;
       j.met = true;
-      if (target.min_accuracy) {
-        j.target = "at least " + percent(*target.min_accuracy);
-        j.met = accuracy >= *target.min_accuracy;
+      auto add = [&](const std::string& text, bool met) {
+        j.target += (j.target.empty() ? "" : ", ") + text;
+        j.met = j.met && met;
+      };
+      if (target.min_accuracy) add("at least " + percent(*target.min_accuracy), j.accuracy >= *target.min_accuracy);
+      if (target.max_accuracy) add("at most " + percent(*target.max_accuracy), j.accuracy <= *target.max_accuracy);
+      if (target.max_loss) add(fmt::format("loss at most {:g}", *target.max_loss), j.loss <= *target.max_loss);
+      if (target.max_drop) {
+        if (!accuracy_of.count(target.drop_from)) judge(target.drop_from);
+        const auto from = accuracy_of.find(target.drop_from);
+        const double base = from == accuracy_of.end() ? 1.0 : from->second;
+        add(fmt::format("at most {} points below {} ({})", 100 * *target.max_drop, target.drop_from, percent(base)),
+            from != accuracy_of.end() && j.accuracy >= base - *target.max_drop);
       }
-      if (target.max_accuracy) {
-        j.target += (j.target.empty() ? "" : ", ") + std::string("at most ") + percent(*target.max_accuracy);
-        j.met = j.met && accuracy <= *target.max_accuracy;
-      }
-      if (!j.met) fail(fmt::format("{}: accuracy {} on {} examples, where the target is {}", target.output, percent(accuracy), rows, j.target));
+      if (!j.met)
+        fail(fmt::format("{}: accuracy {}, mean loss {:.4f} on {} examples, where the target is {}", target.output,
+                         percent(j.accuracy), j.loss, j.rows, j.target));
       result.judged.push_back(j);
+    }
+
+    // How the model behaves, from the probes' logits.
+    for (const BehaviourCheck& check : m.behaviour) {
+      if (check.kind == "causal") {
+        const auto a = read_logits(check.output, -1), b = read_logits(check.changed, -1);
+        if (!a || !b) continue;
+        const auto [rows, classes] = logits.at(check.output);
+        if (logits.at(check.changed) != logits.at(check.output) || check.position >= rows) {
+          fail(fmt::format("the logits '{}' and '{}' do not have the same shape, with more than {} rows", check.output,
+                           check.changed, check.position));
+          continue;
+        }
+        double before = 0, after = 0;
+        std::int64_t worst = 0;
+        for (std::int64_t i = 0; i < rows * classes; ++i) {
+          const double change = std::fabs(static_cast<double>((*a)[i]) - (*b)[i]);
+          if (i < check.position * classes) {
+            if (change > before || std::isnan(change)) before = change, worst = i / classes;
+          } else {
+            after = std::max(after, change);
+          }
+        }
+        MilestoneResult::Behaved seen{.what = fmt::format("causal: a token changed at position {}", check.position)};
+        seen.met = before <= check.tolerance && after > check.tolerance;
+        seen.detail = fmt::format("outputs before it changed by at most {:.2g} (allowed {:g}), from it on by up to {:.3g}",
+                                before, check.tolerance, after);
+        if (before > check.tolerance)
+          fail(fmt::format("the model is not causal: changing the token at position {} changed the output at position "
+                           "{} by {:.3g} (allowed {:g}); a position must not see the tokens after it",
+                           check.position, worst, before, check.tolerance));
+        else if (!(after > check.tolerance))
+          fail(fmt::format("changing the token at position {} changed no output at all", check.position));
+        result.behaved.push_back(seen);
+      } else {
+        const auto a = read_logits(check.output, -1);
+        if (!a) continue;
+        const auto [rows, classes] = logits.at(check.output);
+        double spread = 0;
+        for (std::int64_t t = 1; t < rows; ++t)
+          for (std::int64_t c = 0; c < classes; ++c)
+            spread = std::max(spread, std::fabs(static_cast<double>((*a)[t * classes + c]) - (*a)[c]));
+        MilestoneResult::Behaved seen{.what = "positional: one token repeated"};
+        seen.met = spread > 1e-3;
+        seen.detail = fmt::format("outputs at positions 1 to {} differ from position 0's by up to {:.3g}", rows - 1, spread);
+        if (!seen.met)
+          fail(fmt::format("one token repeated gives the same output at every position (the largest difference is "
+                           "{:.2g}): the model does not see where a token is",
+                           spread));
+        result.behaved.push_back(seen);
+      }
     }
   }
   result.passed = result.problem.empty();

@@ -323,6 +323,7 @@ std::string render_text(const Report& report, const TextStyle& style) {
     if (!optional.empty()) out += dim(style, optional);
     if (c.status == Status::passed) {
       out += dim(style, wrap(c.description, style.width, pad)) + "\n";
+      if (!c.speed.empty()) out += pad + wrap("speed: " + c.speed, style.width, pad) + "\n";
       continue;
     }
     if (c.status == Status::failed) {
@@ -370,6 +371,7 @@ nlohmann::json to_json(const Report& report) {
                       {"status", status_name(c.status)},
                       {"points", c.points},
                       {"max_points", c.max_points},
+                      {"speed", c.speed},
                       {"visibility", visibility_name(c.visibility)},
                       {"device", c.device},
                       {"summary", c.summary},
@@ -467,7 +469,9 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
       if (c.visibility == Visibility::hidden) {
         // A hidden check says whether it passed, never what it tests or why it failed.
         text = passed ? "" : "This hidden check did not pass.";
-      } else if (!passed) {
+      } else if (passed) {
+        if (!c.speed.empty()) text = "Speed: " + c.speed;
+      } else {
         text = c.summary;
         for (std::size_t i = 1; i < c.messages.size(); ++i) text += "\n" + c.messages[i];
         for (const auto& d : c.details) text += "\n" + d;

@@ -171,6 +171,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
   };
   int status = 0;
+  struct rusage usage {};
   bool exited = false;
   double exited_at = 0;
   char buffer[65536];
@@ -213,7 +214,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
       }
     }
     if (!exited) {
-      const pid_t done = waitpid(pid, &status, WNOHANG);
+      const pid_t done = wait4(pid, &status, WNOHANG, &usage);
       if (done == pid) {
         exited = true;
         exited_at = elapsed();
@@ -221,7 +222,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
       } else if (spec.should_stop && spec.should_stop(elapsed())) {
         result.stopped = true;
         kill(-pid, SIGKILL);
-        waitpid(pid, &status, 0);
+        wait4(pid, &status, 0, &usage);
         exited = true;
         exited_at = elapsed();
       }
@@ -232,6 +233,8 @@ ProcessResult run_process(const ProcessSpec& spec) {
   if (spec.event_fd >= 0 && !streams.back().pending.empty() && spec.on_event)
     spec.on_event(streams.back().pending);
   result.wall_s = elapsed();
+  auto seconds = [](const timeval& t) { return static_cast<double>(t.tv_sec) + static_cast<double>(t.tv_usec) * 1e-6; };
+  result.cpu_s = seconds(usage.ru_utime) + seconds(usage.ru_stime);
   if (WIFEXITED(status)) result.exit_code = WEXITSTATUS(status);
   if (WIFSIGNALED(status)) result.signal = WTERMSIG(status);
   return result;

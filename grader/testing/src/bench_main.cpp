@@ -4,11 +4,13 @@
 #include <benchmark/benchmark.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstring>
 #include <exception>
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/bench.h"
 #include "kiln/errors.h"
@@ -22,7 +24,54 @@ std::vector<Kernel>& registry() {
 }
 }  // namespace
 
+std::vector<Counted>& counted() {
+  static std::vector<Counted> kernels;
+  return kernels;
+}
+
 void add(Kernel kernel) { registry().push_back(std::move(kernel)); }
+void add_counted(Counted kernel) { counted().push_back(std::move(kernel)); }
+
+namespace {
+
+std::string quoted(const std::string& text) {
+  std::string out = "\"";
+  for (const char c : text) {
+    if (c == '"' || c == '\\') out += '\\';
+    if (static_cast<unsigned char>(c) < 0x20) out += fmt::format("\\u{:04x}", static_cast<int>(c));
+    else out += c;
+  }
+  return out + "\"";
+}
+
+// --kiln-emulator: every counted kernel once, one JSON object per line on stdout.
+int count_kernels() {
+  for (const Counted& kernel : counted()) {
+    std::string error, figures, accesses;
+    try {
+      const Counts counts = kernel.run();
+      error = kernel.validate ? kernel.validate() : "";
+      if (!error.empty()) error = "wrong result, not counted: " + error;
+      for (const Figure& f : counts.figures)
+        figures += fmt::format("{}{{\"name\": {}, \"value\": {}}}", figures.empty() ? "" : ", ", quoted(f.name), f.value);
+      for (const WarpAccess& a : counts.accesses)
+        accesses += fmt::format("{}{{\"buffer\": {}, \"rows\": {}, \"cols\": {}, \"first_request\": [{}]}}",
+                                accesses.empty() ? "" : ", ", quoted(a.buffer), a.rows, a.cols,
+                                fmt::join(a.first_request, ", "));
+    } catch (const kiln::NotImplemented& e) {
+      error = e.what();
+    } catch (const std::exception& e) {
+      error = std::string("threw, not counted: ") + e.what();
+    }
+    if (!error.empty()) figures.clear(), accesses.clear();
+    std::printf("{\"group\": %s, \"name\": %s, \"role\": %d, \"error\": %s, \"figures\": [%s], \"accesses\": [%s]}\n",
+                quoted(kernel.group).c_str(), quoted(kernel.name).c_str(), static_cast<int>(kernel.role),
+                quoted(error).c_str(), figures.c_str(), accesses.c_str());
+  }
+  return 0;
+}
+
+}  // namespace
 
 std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance) {
   double worst = 0;
@@ -45,12 +94,15 @@ std::string compare(const float* actual, const float* expected, std::size_t n, d
 int main(int argc, char** argv) {
   kiln::bench::Options options;
   std::vector<char*> args;
+  bool emulator = false;
   for (int i = 0; i < argc; ++i) {
     if (std::strcmp(argv[i], "--kiln-full") == 0) options.full = true;
+    else if (std::strcmp(argv[i], "--kiln-emulator") == 0) emulator = true;
     else args.push_back(argv[i]);
   }
   int count = static_cast<int>(args.size());
   register_benchmarks(options);
+  if (emulator) return kiln::bench::count_kernels();
   for (auto& kernel : kiln::bench::registry()) {
     auto* b = benchmark::RegisterBenchmark((kernel.group + "/" + kernel.name).c_str(), [&kernel](benchmark::State& state) {
       state.counters["flops"] = kernel.flops;

@@ -2,7 +2,9 @@
 // the plots.
 #pragma once
 
+#include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "kiln/grader/workspace.h"
@@ -40,6 +42,20 @@ struct BenchKernel {
   double gflops = 0, gbs = 0, intensity = 0, roof_pct = 0, vs_naive = 0, vs_library = 0;
 };
 
+// A kernel counted on the grid emulator (`bench --emulator`).
+struct CountedKernel {
+  std::string group, name;
+  int role = 0;
+  std::string error;
+  std::vector<std::pair<std::string, double>> figures;
+  struct Access {
+    std::string buffer;
+    std::int64_t rows = 0, cols = 0;
+    std::vector<std::int64_t> first_request;  // the element each lane loaded, -1: none
+  };
+  std::vector<Access> accesses;
+};
+
 struct BenchReport {
   std::string module, number, title, variant;
   Machine machine;
@@ -48,6 +64,9 @@ struct BenchReport {
   std::string bars_svg, roofline_svg;  // where the plots were written
   int repetitions = 0;
   bool gpu = false;  // timed on a CUDA device: machine holds the device's figures
+  bool emulator = false;  // counted on the grid emulator: counted, not kernels
+  std::vector<CountedKernel> counted;
+  std::string warp_svg;  // emulator: the first warp's accesses, drawn
 };
 
 struct BenchCommand {
@@ -56,6 +75,7 @@ struct BenchCommand {
   bool full = false;
   bool remeasure = false;
   bool gpu = false;  // the device/bench kernels on a CUDA device, against cuBLAS
+  bool emulator = false;  // the kernels counted on the grid emulator, not timed
   int repetitions = 5;
   double min_time_s = 0.1;  // per repetition
   std::string format = "text";
@@ -68,6 +88,12 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd);
 // Parses Google Benchmark's JSON into kernels (median of the repetitions) and derives the
 // figures: GFLOP/s, GB/s, intensity, % of the roofline, ratios to the baselines of each group.
 std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine);
+
+// Parses the bench's --kiln-emulator output (one JSON object per counted kernel and line).
+std::vector<CountedKernel> parse_counted(const std::string& lines);
+// The first warp's first load of each buffer, per kernel: the matrix, the elements its lanes
+// touched and the 128-byte segments those lie in.
+std::string warp_access_svg(const BenchReport& report);
 
 std::string render_bench_text(const BenchReport& report);
 std::string render_bench_json(const BenchReport& report);

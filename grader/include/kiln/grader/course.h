@@ -27,6 +27,20 @@ struct Failure {
 
 enum class Visibility { visible, after_due_date, hidden };
 
+// A check whose points also depend on speed (`speed:` in module.yaml). Once its results are
+// right, the student's kernel is timed beside the reference's, in the same run and out of
+// process: rounds alternate the two programs, each calling the kernel on fresh inputs, and the
+// grader takes their CPU time from the kernel's accounting, never from the programs themselves.
+// Every result of a timed run is checked by trusted code before its time counts. The points go by
+// the ratio of the medians: all at full_at times the reference's time or less, none at zero_at or
+// more, and between, 1 - ln(ratio/full_at)/ln(zero_at/full_at) of them, rounded to whole points.
+struct Speed {
+  double full_at = 1.2;
+  double zero_at = 10.0;
+  int rounds = 5;   // timed rounds, each running both programs
+  int calls = 3;    // kernel calls per timed run, each on fresh inputs
+};
+
 struct Check {
   std::string id;
   std::string test;  // GoogleTest Suite.Name
@@ -38,6 +52,7 @@ struct Check {
   // without nvcc) it is skipped, saying why, and counts as neither passed nor failed.
   bool device = false;
   std::vector<Failure> failures;
+  std::optional<Speed> speed;
 
   const Failure* failure(const std::string& failure_id) const;
 };

@@ -21,9 +21,10 @@ namespace kiln::grader {
 
 // Where a data set's files are (installed by the course's packages), and how its labels are read.
 struct DataSource {
-  std::string name;             // "fashion-mnist", "digits", "none"
+  std::string name;             // "fashion-mnist", "digits", "fortunes", "none"
   fs::path dir;                 // handed to the trainer as --data
   fs::path test_labels;         // the labels the logits are judged against (IDX, gzip allowed)
+  std::vector<std::string> corpus;  // a text's files, in dir, in order (fortunes)
 };
 
 struct MilestoneRun {
@@ -38,6 +39,20 @@ struct MilestoneRun {
 struct LogitsTarget {
   std::string output;            // the trainer's logits name
   std::optional<double> min_accuracy, max_accuracy;
+  std::optional<double> max_loss;    // mean cross-entropy, nats per example (per character for a text)
+  // At most this much accuracy lost against another output (a compressed model against its
+  // original): accuracy(output) >= accuracy(drop_from) - max_drop.
+  std::string drop_from;
+  std::optional<double> max_drop;
+};
+
+// A judgement on how a model behaves, from logits the trainer wrote for probes.
+struct BehaviourCheck {
+  std::string kind;              // "causal" | "positional"
+  std::string output;            // causal: the window's logits; positional: a repeated token's
+  std::string changed;           // causal: the logits of the same window, one token changed
+  std::int64_t position = 0;     // causal: the changed token's position
+  double tolerance = 1e-6;       // causal: the largest change allowed before `position`
 };
 
 struct Milestone {
@@ -53,6 +68,7 @@ struct Milestone {
   std::vector<LogitsTarget> targets;
   // A quick run's targets, where they differ (fewer epochs on fewer examples).
   std::vector<LogitsTarget> quick_targets;
+  std::vector<BehaviourCheck> behaviour;
   fs::path dir;
 };
 
@@ -80,8 +96,14 @@ struct MilestoneResult {
     double accuracy = 0, loss = 0;
     std::string target;            // "at least 88%"
     bool met = false;
+    std::int64_t bytes = -1;       // the model's weight bytes, as the trainer counted them (-1: none)
   };
   std::vector<Judged> judged;
+  struct Behaved {
+    std::string what, detail;
+    bool met = false;
+  };
+  std::vector<Behaved> behaved;
   std::vector<std::pair<std::string, double>> moved;  // parameter, largest change
   std::vector<double> first_losses;                   // the run's first steps
   std::vector<double> golden;
@@ -103,6 +125,12 @@ int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd);
 std::vector<std::int64_t> read_idx_labels(const fs::path& file);
 // The labels of scikit-learn's digits.csv.gz (gzip) on its held-out lines: every fifth, 4, 9, 14, ...
 std::vector<std::int64_t> read_digits_held_out_labels(const fs::path& file);
+// The held-out text of a corpus of fortunes, as the trainers split it (milestones/support/text.h):
+// fortunes are the text between lines holding only "%"; every tenth is held out, each followed by
+// "%\n". Returns the held-out text's characters as ids of the whole corpus's vocabulary (its
+// distinct code points, ascending) and the vocabulary's size.
+std::pair<std::vector<std::int64_t>, std::int64_t> read_fortunes_held_out(const fs::path& dir,
+                                                                          const std::vector<std::string>& files);
 // Accuracy (argmax, ties to the lowest index) and mean cross-entropy of logits against labels.
 std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
                                             const std::vector<std::int64_t>& labels);

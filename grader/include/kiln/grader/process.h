@@ -55,6 +55,9 @@ struct ProcessResult {
   std::string status_report;
   std::string err_tail;  // the last 64 KiB of stderr, where a crash report ends up
   double wall_s = 0;
+  // The CPU time (user and system) of the child and of the descendants it waited for, as the
+  // kernel accounted it: nothing the child says about itself.
+  double cpu_s = 0;
 
   bool ok() const { return started && signal == 0 && exit_code == 0 && !stopped; }
 };

@@ -3,8 +3,10 @@
 // one against its reference just before it is timed. A kernel that is wrong is not timed.
 #pragma once
 
+#include <cstdint>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace kiln::bench {
 
@@ -27,12 +29,39 @@ struct Kernel {
   std::function<std::string()> validate;
 };
 
+// A kernel run once on the grid emulator (`grader bench N --emulator`): what it counted, in place
+// of a time. Counts depend only on the sizes, so one run is exact.
+struct Figure {
+  std::string name;   // "load transactions of b"
+  double value = 0;
+};
+// One buffer as a matrix, and the elements that the first warp's first load of it touched
+// (lane by lane, -1 for a lane that did not load): drawn as the warp's access pattern.
+struct WarpAccess {
+  std::string buffer;
+  std::int64_t rows = 0, cols = 0;
+  std::vector<std::int64_t> first_request;
+};
+struct Counts {
+  std::vector<Figure> figures;
+  std::vector<WarpAccess> accesses;
+};
+struct Counted {
+  std::string group;   // "matmul 64x64x64 on the emulator"
+  std::string name;
+  Role role = Role::kernel;
+  std::function<Counts()> run;              // one launch: its counts
+  std::function<std::string()> validate;    // as Kernel::validate, after the run
+};
+
 struct Options {
   bool full = false;  // the sources' full sizes instead of the quicker defaults
 };
 
 // Registers a kernel; call from register_benchmarks().
 void add(Kernel kernel);
+// Registers a kernel to count on the emulator; call from register_benchmarks().
+void add_counted(Counted kernel);
 
 // Relative difference check for validators: "" or "largest difference 0.5 at 17".
 std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance);

@@ -142,6 +142,34 @@ void expect_throws(const char* file, int line, const Observed<T>& observed, std:
                failure_id, must_mention, extra);
 }
 
+// ---------------------------------------------------------------------------------------------
+// Speed-graded checks
+//
+// A check whose points also depend on speed (`speed:` in module.yaml) names its kernel with three
+// pieces of trusted code: fresh inputs for a stream number (drawn from the run's seed), the call
+// of the student's kernel on them, and a judge that says what is wrong with a result ("" when it
+// is right). In a check run the kernel is observed three times and every result judged:
+//   1. on fresh inputs;
+//   2. on the same tensors after their values were overwritten in place: a kernel that keeps its
+//      last result for inputs it has seen before (by address, by shape) returns a stale answer;
+//   3. on new tensors with new values.
+// A wrong result reports failure_id, filling {which} (which of the three) and {problem} (what the
+// judge found). Its speed is measured afterwards by the grader, out of process: the same test
+// program, run with KILN_SPEED_CALLS=K, calls the kernel on K fresh inputs of the round
+// KILN_SPEED_ROUND and writes the results, unjudged, to standard output; run with
+// KILN_SPEED_VERIFY=FILE, the judge's program reads those results back and judges each.
+struct SpeedKernel {
+  std::string name;  // the call as the report names it: "tiled_matmul(a, b, 64) of (512 × 512) · (512 × 512)"
+  std::function<std::vector<Tensor>(std::uint64_t stream)> inputs;
+  std::function<Tensor(const std::vector<Tensor>& inputs)> call;  // student code: the kernel
+  std::function<std::string(const std::vector<Tensor>& inputs, const TensorData& result)> judge;
+};
+
+void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id);
+
+// Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
+bool speed_run();
+
 }  // namespace kiln::testing
 
 // Records catalogued failure `id`; optional Params, then optional detail text.
@@ -155,6 +183,8 @@ void expect_throws(const char* file, int line, const Observed<T>& observed, std:
 
 // Records `id` with {difference} and {where} unless the observed tensor is within tolerance of
 // expected (a TensorData or a trusted Tensor).
+#define KILN_SPEED_CHECK(kernel, failure_id) ::kiln::testing::speed_check(__FILE__, __LINE__, kernel, failure_id)
+
 #define KILN_EXPECT_CLOSE(observed, expected, tolerance, id) \
   ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (tolerance), id)
 // The same with the tolerance atol + rtol·|expected| per element, and optional Params.

@@ -1,0 +1,85 @@
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <fstream>
+
+#include "kiln/grader/bench.h"
+#include "kiln/grader/milestone.h"
+#include <unistd.h>
+
+namespace kiln::grader {
+namespace {
+
+void write(const fs::path& file, const std::string& text) { std::ofstream(file, std::ios::binary) << text; }
+
+// A fresh folder, removed afterwards.
+struct Scratch {
+  explicit Scratch(const std::string& what)
+      : dir(fs::temp_directory_path() / ("kiln-unit-" + what + "-" + std::to_string(::getpid()))) {
+    fs::remove_all(dir);
+    fs::create_directories(dir);
+  }
+  ~Scratch() {
+    std::error_code ignored;
+    fs::remove_all(dir, ignored);
+  }
+  fs::path dir;
+};
+
+TEST(FortunesHeldOut, EveryTenthFortuneOverTheWholeCorpusInTheCorpusVocabulary) {
+  Scratch scratch("fortunes");
+  // Twelve fortunes over two files: the tenth (in the second file) is held out. "é" is one
+  // character of two bytes; the last fortune has no "%" after it and no final newline.
+  std::string first, second;
+  for (int i = 1; i <= 7; ++i) first += "f" + std::to_string(i) + "\n%\n";
+  for (int i = 8; i <= 11; ++i) second += (i == 10 ? std::string("é b\n") : "g\n") + "%\n";
+  second += "last";
+  write(scratch.dir / "one", first);
+  write(scratch.dir / "two", second);
+  const auto [ids, size] = read_fortunes_held_out(scratch.dir, {"one", "two"});
+  // The corpus's characters, ascending: '\n' 0, ' ' 1, '%' 2, '1' to '7' 3 to 9, then a b f g l s t
+  // 10 to 16, and 'é' 17.
+  EXPECT_EQ(size, 18);
+  EXPECT_EQ(ids, (std::vector<std::int64_t>{17, 1, 11, 0, 2, 0}));  // "é b\n%\n"
+}
+
+TEST(FortunesHeldOut, TextThatIsNotUtf8IsAnErrorNamingTheFile) {
+  Scratch scratch("fortunes-bad");
+  write(scratch.dir / "bad", "caf\xe9\n%\n");
+  EXPECT_THROW(read_fortunes_held_out(scratch.dir, {"bad"}), CourseError);
+}
+
+TEST(MilestoneJudging, AccuracyAndLossOfHandWorkedLogits) {
+  // Two rows of two classes: the first right with equal logits (ties go to class 0), the second
+  // wrong. Loss: log 2, then log(1 + e^2) - 0.
+  const auto [accuracy, loss] = accuracy_and_loss({1, 1, 2, 0}, 2, 2, {0, 1});
+  EXPECT_DOUBLE_EQ(accuracy, 0.5);
+  EXPECT_NEAR(loss, (std::log(2.0) + std::log(1 + std::exp(2.0))) / 2, 1e-12);
+}
+
+TEST(EmulatorCounts, ParsedAndDrawnWithTheSegmentsTheLanesTouched) {
+  const std::string lines =
+      "{\"group\": \"mm 4\", \"name\": \"matmul_naive\", \"role\": 1, \"error\": \"\", \"figures\": "
+      "[{\"name\": \"load transactions\", \"value\": 32}], \"accesses\": [{\"buffer\": \"a\", \"rows\": 64, \"cols\": "
+      "64, \"first_request\": [0, 64, 128, -1]}]}\n"
+      "not json\n"
+      "{\"group\": \"mm 4\", \"name\": \"blocktile_1d\", \"role\": 0, \"error\": \"not written yet: x\", \"figures\": [], "
+      "\"accesses\": []}\n";
+  BenchReport report;
+  report.emulator = true;
+  report.counted = parse_counted(lines);
+  ASSERT_EQ(report.counted.size(), 2u);
+  EXPECT_EQ(report.counted[0].figures.at(0).second, 32);
+  EXPECT_EQ(report.counted[0].accesses.at(0).first_request, (std::vector<std::int64_t>{0, 64, 128, -1}));
+  EXPECT_EQ(report.counted[1].error, "not written yet: x");
+  const std::string svg = warp_access_svg(report);
+  // Elements 0, 64 and 128 lie in rows 0, 1 and 2: three segments of 32 floats.
+  EXPECT_NE(svg.find("a: 3 elements in 3 segments"), std::string::npos) << svg;
+  EXPECT_NE(svg.find("not counted"), std::string::npos);
+  const std::string text = render_bench_text(report);
+  EXPECT_NE(text.find("load transactions"), std::string::npos) << text;
+  EXPECT_NE(text.find("not written yet: x"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln::grader
