@@ -9,6 +9,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/commands.h"
+#include "kiln/grader/speed.h"
 #include "kiln/grader/mutants.h"
 
 namespace kiln::grader {
@@ -184,6 +185,22 @@ int run_verify(const Workspace& ws, const VerifyCommand& cmd) {
           v.fail(fmt::format("reference solution: check {} {}", c.id, describe(c)));
     }
     for (const auto& d : disagreements(solution, solution_job.in_process)) v.fail("reference solution: " + d);
+    // Speed-graded checks: the reference timed against itself must be measured, right in every
+    // timed run, and near 1×.
+    if (solution.every_check_passed()) {
+      if (const auto programs = local_speed_programs(ws, *m, solution_target(ws.course, *m))) {
+        Report timed = solution;
+        score_speed_checks(timed, *m, &*programs);
+        for (const auto& c : timed.checks) {
+          const Check* check = m->check(c.id);
+          if (!check || !check->speed) continue;
+          if (c.status != Status::passed) v.fail(fmt::format("speed check {}: the reference against itself {}", c.id, c.summary));
+          else if (c.points == c.max_points) v.pass(fmt::format("speed check {}: the reference against itself: {}", c.id, c.speed));
+          else v.not_here(fmt::format("speed check {}: the reference against itself scored less than full (a busy machine?): {}",
+                                      c.id, c.speed));
+        }
+      }
+    }
 
     const Report& stubs = stub_job.judged;
     if (stubs.build_error) {

@@ -88,11 +88,13 @@ void finish(const char* kernel) {
   check(cudaDeviceSynchronize(), kernel);
 }
 
-unsigned blocks(std::int64_t size) { return static_cast<unsigned>((size + kTile - 1) / kTile); }
+unsigned blocks(std::int64_t size, int per_block = kTile) {
+  return static_cast<unsigned>((size + per_block - 1) / per_block);
+}
 
 // The grid's y size is at most 65535 blocks on CUDA devices: 1,048,560 rows of 16.
-unsigned blocks_y(std::int64_t size) {
-  const unsigned count = blocks(size);
+unsigned blocks_y(std::int64_t size, int per_block = kTile) {
+  const unsigned count = blocks(size, per_block);
   if (count > 65535)
     throw std::length_error("a grid of " + std::to_string(count) +
                             " blocks in y is more than a CUDA device launches (65535): at most 1,048,560 rows");
@@ -200,6 +202,17 @@ void Matmul::run(MatmulKernel kernel) {
     case MatmulKernel::tiled:
       matmul_tiled_kernel<<<dim3(blocks(m), blocks_y(n)), block>>>(a_, b_, c_, n, k, m);
       finish("matmul_tiled_kernel");
+      break;
+    // The challenge's register-blocked kernels: one block per 64 × 64 tile of c.
+    case MatmulKernel::blocktile_1d:
+      matmul_blocktile_1d_kernel<<<dim3(blocks(m, kBlockN), blocks_y(n, kBlockM)), dim3(kBlockN, kBlockM / kThreadM)>>>(
+          a_, b_, c_, n, k, m);
+      finish("matmul_blocktile_1d_kernel");
+      break;
+    case MatmulKernel::blocktile_2d:
+      matmul_blocktile_2d_kernel<<<dim3(blocks(m, kBlockN), blocks_y(n, kBlockM)),
+                                   dim3(kBlockN / kThreadN, kBlockM / kThreadM)>>>(a_, b_, c_, n, k, m);
+      finish("matmul_blocktile_2d_kernel");
       break;
   }
 }

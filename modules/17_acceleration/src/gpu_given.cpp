@@ -25,7 +25,9 @@ void check_guard(const std::vector<float>& buffer, std::size_t n, const char* ke
   }
 }
 
-unsigned blocks(std::int64_t size) { return static_cast<unsigned>((size + kTile - 1) / kTile); }
+unsigned blocks(std::int64_t size, int per_block = kTile) {
+  return static_cast<unsigned>((size + per_block - 1) / per_block);
+}
 
 std::vector<float> padded_copy(const Tensor& t) {
   std::vector<float> values = t.to_vector();
@@ -54,6 +56,14 @@ Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel) {
       break;
     case MatmulKernel::tiled:
       grid::launch({blocks(m), blocks(n), 1}, block, matmul_tiled_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
+      break;
+    case MatmulKernel::blocktile_1d:
+      grid::launch({blocks(m, kBlockN), blocks(n, kBlockM), 1}, {kBlockN, kBlockM / kThreadM, 1},
+                   matmul_blocktile_1d_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
+      break;
+    case MatmulKernel::blocktile_2d:
+      grid::launch({blocks(m, kBlockN), blocks(n, kBlockM), 1}, {kBlockN / kThreadN, kBlockM / kThreadM, 1},
+                   matmul_blocktile_2d_kernel, a_ptr, b_ptr, c_ptr, n, k, m);
       break;
   }
   check_guard(c, std::size_t(n) * m, "the matmul kernel");

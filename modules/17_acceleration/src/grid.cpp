@@ -133,6 +133,12 @@ void record_global(Access access, const void* address) {
     const Memory& mem = memory[buffer];
     if (at < mem.begin || at >= mem.begin + mem.bytes) continue;
     const std::uint64_t offset = at - mem.begin;  // from the buffer's start, as cudaMalloc aligns it
+    if (access == Access::load && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 &&
+        running->linear < kWarp && issued[running->linear][{static_cast<int>(buffer), access}] == 0) {
+      std::vector<std::int64_t>& first = counts.buffers[buffer].first_request;
+      first.resize(kWarp, -1);
+      first[running->linear] = static_cast<std::int64_t>(offset / mem.element_bytes);
+    }
     add_access(static_cast<int>(buffer), access, offset);
     std::vector<std::int64_t>& reads = counts.buffers[buffer].reads;
     if (access == Access::load && offset / mem.element_bytes < reads.size()) ++reads[offset / mem.element_bytes];

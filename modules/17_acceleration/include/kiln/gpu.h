@@ -7,7 +7,9 @@
 // kiln_load and kiln_store (kiln/grid.h): plain accesses under nvcc, counted on the emulator.
 // Launch shape: blocks of kTile × kTile = 16 × 16 threads, and enough blocks to cover the output,
 // rounded up; so threads past the edge exist whenever a size is not a multiple of 16, and each
-// kernel must check that its element lies inside the output before it writes.
+// kernel must check that its element lies inside the output before it writes. The two
+// register-blocked kernels (challenge) give each block a kBlockM × kBlockN = 64 × 64 tile of c
+// instead, again with the grid rounded up.
 #pragma once
 
 #include <cstddef>
@@ -36,6 +38,30 @@ KILN_GLOBAL void matmul_coalesced_kernel(const float* a, const float* b, float* 
 // outside the matrices), kiln_syncthreads(), multiply the tiles, kiln_syncthreads() again.
 KILN_GLOBAL void matmul_tiled_kernel(const float* a, const float* b, float* c, int n, int k, int m);
 
+// ---- Challenge: register blocking ----------------------------------------------------------------
+// A block computes a kBlockM × kBlockN tile of c, c[64·by .. 64·by + 63, 64·bx .. 64·bx + 63] for
+// (bx, by) = blockIdx, walking the inner dimension in steps of kBlockK: its threads load a 64 × 8
+// tile of a into a_tile[kBlockM][kBlockK] and an 8 × 64 tile of b into b_tile[kBlockK][kBlockN]
+// (0 outside the matrices), kiln_syncthreads(), multiply, kiln_syncthreads(). Each thread keeps
+// several results in registers (a local float array), so that one read of shared memory serves
+// several multiply-adds.
+inline constexpr int kBlockM = 64, kBlockN = 64, kBlockK = 8, kThreadM = 8, kThreadN = 8;
+
+// 1D block tiling: blocks of kBlockN × (kBlockM / kThreadM) = 64 × 8 threads. Thread (tx, ty)
+// computes kThreadM = 8 results of one column: rows 8·ty .. 8·ty + 7 of the block's tile, column
+// tx. The 512 threads load one element of each tile apiece: thread t = 64·ty + tx loads
+// a_tile[t / 8][t % 8] and b_tile[ty][tx]. Per inner index, b_tile[dot][tx] is read once, into a
+// register, for 8 products.
+KILN_GLOBAL void matmul_blocktile_1d_kernel(const float* a, const float* b, float* c, int n, int k, int m);
+
+// 2D block tiling: blocks of (kBlockN / kThreadN) × (kBlockM / kThreadM) = 8 × 8 threads. Thread
+// (tx, ty) computes a kThreadM × kThreadN = 8 × 8 block of results: rows 8·ty .. 8·ty + 7, columns
+// 8·tx .. 8·tx + 7 of the block's tile. The 64 threads load 8 elements of each tile apiece:
+// thread t = 8·ty + tx loads elements t, t + 64, t + 128, ... of each tile, in row-major order.
+// Per inner index, it copies 8 values of a_tile's column and 8 of b_tile's row into registers and
+// does the 64 products from there.
+KILN_GLOBAL void matmul_blocktile_2d_kernel(const float* a, const float* b, float* c, int n, int k, int m);
+
 // out[i, :] = w[ids[i], :], one thread per element of out (x over dim, y over i).
 KILN_GLOBAL void embedding_gather_kernel(const float* w, const std::int64_t* ids, float* out, int count, int dim);
 
@@ -53,11 +79,11 @@ inline constexpr std::size_t kGuardFloats = 4096;
 inline constexpr float kUnwritten = std::numeric_limits<float>::quiet_NaN();
 
 // Given (src/gpu_given.cpp): each kernel launched on the emulator for tensors, with the launch
-// shape above. A kernel that writes past the end of its output makes these throw
+// shapes above. A kernel that writes past the end of its output makes these throw
 // std::out_of_range. After each, grid::last_launch() holds the launch's counts (kiln/grid.h),
 // with the buffers named "a", "b", "c" for a product, "w", "ids", "out" for the gather, and "g",
 // "ids", "grad_w" for the scatter-add.
-enum class MatmulKernel { naive, coalesced, tiled };
+enum class MatmulKernel { naive, coalesced, tiled, blocktile_1d, blocktile_2d };
 Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel);
 Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>& ids);
 Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int64_t>& ids, std::int64_t rows);

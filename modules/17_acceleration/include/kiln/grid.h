@@ -110,6 +110,9 @@ struct BufferCounts {
   std::string name;
   AccessCounts loads, stores, atomics;
   std::vector<std::int64_t> reads;  // how many threads loaded each element, in the buffer's order
+  // The element each lane of block (0, 0, 0)'s first warp loaded in its first load of this
+  // buffer, lane by lane (-1: that lane did not load it): what `grader bench 17 --emulator` draws.
+  std::vector<std::int64_t> first_request;
 };
 
 // What one launch did.
