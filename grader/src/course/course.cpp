@@ -1,6 +1,7 @@
 #include "kiln/grader/course.h"
 
 #include <algorithm>
+#include <cctype>
 #include <cstdlib>
 #include <functional>
 #include <set>
@@ -278,6 +279,7 @@ Module load_module(const fs::path& yaml_path) {
     c.test = r.text(node, "test");
     c.points = r.integer(node, "points", true, 1);
     c.description = r.text(node, "description");
+    while (!c.description.empty() && std::isspace(static_cast<unsigned char>(c.description.back()))) c.description.pop_back();
     c.visibility = parse_visibility(r, node);
     c.timeout_s = r.number(node, "timeout", 10.0);
     if (const YAML::Node device = r.field(node, "device", false)) {

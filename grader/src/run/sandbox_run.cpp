@@ -1,6 +1,6 @@
 // kiln-sandbox-run STATUS_FD PROGRAM [ARGS...]: runs PROGRAM inside the sandbox and reports on
-// STATUS_FD exactly how it ended ("exit N" or "signal N"), which the sandbox's own exit code
-// cannot tell apart (exit(139) and a segmentation fault both read 139). Then it ends every process
+// STATUS_FD exactly how it ended ("exit N" or "signal N", then "cpu SECONDS", its CPU time), which
+// the sandbox's own exit code cannot tell apart (exit(139) and a segmentation fault both read 139). Then it ends every process
 // PROGRAM left behind in the sandbox, so that a submission is over when its run is.
 //
 // PROGRAM never holds STATUS_FD, and this process is not dumpable, so PROGRAM can neither write to
@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -35,11 +36,16 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   int status = 0;
-  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
+  struct rusage usage {};
+  while (wait4(child, &status, 0, &usage) < 0 && errno == EINTR) {
   }
-  char report[64];
-  int n = WIFSIGNALED(status) ? std::snprintf(report, sizeof report, "signal %d\n", WTERMSIG(status))
-                              : std::snprintf(report, sizeof report, "exit %d\n", WEXITSTATUS(status));
+  // And the CPU time PROGRAM used, with the descendants it waited for, as the kernel accounted it:
+  // outside the sandbox it cannot be seen (the sandbox's own processes do not pass it on).
+  const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
+                     static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
+  char report[96];
+  int n = WIFSIGNALED(status) ? std::snprintf(report, sizeof report, "signal %d cpu %.6f\n", WTERMSIG(status), cpu)
+                              : std::snprintf(report, sizeof report, "exit %d cpu %.6f\n", WEXITSTATUS(status), cpu);
   if (status_fd > 2) (void)!write(status_fd, report, static_cast<std::size_t>(n));
   // Every other process of this user in the sandbox: what PROGRAM started and left running.
   signal(SIGKILL, SIG_DFL);
