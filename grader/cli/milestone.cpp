@@ -38,6 +38,7 @@ std::string render_text(const MilestoneResult& r) {
   }
   if (!r.problem.empty()) out += "    " + wrap(r.problem, terminal_width(), "    ") + "\n";
   out += fmt::format("    loss curve: {}\n", r.plot.string());
+  if (!r.tradeoff.empty()) out += fmt::format("    accuracy against size: {}\n", r.tradeoff.string());
   return out;
 }
 
@@ -53,7 +54,7 @@ nlohmann::json to_json(const MilestoneResult& r) {
   return {{"id", r.id},       {"title", r.title},          {"run", r.run},         {"passed", r.passed},
           {"problem", r.problem}, {"seconds", r.seconds},  {"judged", judged},     {"behaviour", behaved}, {"moved", moved},
           {"first_losses", r.first_losses}, {"golden", r.golden}, {"epoch_losses", r.epoch_losses},
-          {"notes", r.notes}, {"plot", r.plot.string()}};
+          {"notes", r.notes}, {"plot", r.plot.string()}, {"tradeoff", r.tradeoff.string()}};
 }
 
 }  // namespace

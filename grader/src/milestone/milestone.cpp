@@ -491,7 +491,8 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
         if (!accuracy_of.count(target.drop_from)) judge(target.drop_from);
         const auto from = accuracy_of.find(target.drop_from);
         const double base = from == accuracy_of.end() ? 1.0 : from->second;
-        add(fmt::format("at most {} points below {} ({})", 100 * *target.max_drop, target.drop_from, percent(base)),
+        add(fmt::format("at most {:g} point{} below {} ({})", 100 * *target.max_drop, 100 * *target.max_drop == 1 ? "" : "s",
+                        target.drop_from, percent(base)),
             from != accuracy_of.end() && j.accuracy >= base - *target.max_drop);
       }
       if (!j.met)
@@ -554,6 +555,10 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   result.passed = result.problem.empty();
   result.plot = out / "loss.svg";
   write_if_changed(result.plot, loss_curve_svg(result));
+  if (std::count_if(result.judged.begin(), result.judged.end(), [](const auto& j) { return j.bytes > 0; }) >= 2) {
+    result.tradeoff = out / "tradeoff.svg";
+    write_if_changed(result.tradeoff, tradeoff_svg(result));
+  }
   return result;
 }
 
@@ -599,6 +604,67 @@ std::vector<fs::path> build_trainers(const Workspace& ws, const std::vector<cons
   std::vector<fs::path> out;
   for (const auto& name : names) out.push_back(build.dir() / name);
   return out;
+}
+
+std::string tradeoff_svg(const MilestoneResult& r) {
+  // Accuracy against weight bytes, one point per output that has both; bytes on a log scale.
+  const double w = 760, h = 420, left = 70, right = 40, top = 56, bottom = 56;
+  double b0 = 1e300, b1 = 0, a0 = 1, a1 = 0;
+  for (const auto& j : r.judged)
+    if (j.bytes > 0) b0 = std::min(b0, double(j.bytes)), b1 = std::max(b1, double(j.bytes)), a0 = std::min(a0, j.accuracy),
+                     a1 = std::max(a1, j.accuracy);
+  const double lx0 = std::floor(std::log10(b0) * 2) / 2, lx1 = std::ceil(std::log10(b1) * 2) / 2 + (b0 == b1 ? 0.5 : 0);
+  const double ya = std::max(0.0, std::floor(a0 * 10) / 10), yb = std::min(1.0, std::ceil(a1 * 20 + 0.01) / 20);
+  auto px = [&](double bytes) { return left + (std::log10(bytes) - lx0) / (lx1 - lx0) * (w - left - right); };
+  auto py = [&](double acc) { return h - bottom - (acc - ya) / std::max(1e-9, yb - ya) * (h - top - bottom); };
+  std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
+                              "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+                              "<text x=\"{}\" y=\"22\" font-size=\"14\" font-weight=\"bold\">{}</text>\n"
+                              "<text x=\"{}\" y=\"38\" fill=\"#4a5568\">test accuracy against the bytes of the weights, {} run</text>\n",
+                              w, h, left, xml_escape(r.title), left, r.run);
+  for (double e = std::ceil(lx0); e <= lx1 + 1e-9; e += 1)
+    for (const double m : {1.0, 2.0, 5.0}) {
+      const double bytes = m * std::pow(10.0, e);
+      if (std::log10(bytes) > lx1 + 1e-9) continue;
+      const std::string label = bytes >= 1e6 ? fmt::format("{:g} MB", bytes / 1e6) : fmt::format("{:g} kB", bytes / 1e3);
+      s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+                       px(bytes), top, h - bottom, h - bottom + 16, label);
+    }
+  for (double a = ya; a <= yb + 1e-9; a += (yb - ya > 0.3 ? 0.1 : 0.05))
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.0f}%</text>\n",
+                     left, py(a), w - right, py(a), left - 6, py(a) + 4, 100 * a);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">weight bytes (log scale)</text>\n", (left + w - right) / 2, h - 16);
+  s += fmt::format("<text x=\"18\" y=\"{0}\" transform=\"rotate(-90 18 {0})\" text-anchor=\"middle\">test accuracy</text>\n", (top + h - bottom) / 2);
+  // Each label takes the first of eight places around its point whose box meets no label placed
+  // before it and no point (boxes estimated at 7 pixels a character, 14 high).
+  struct Box {
+    double x0, y0, x1, y1;
+    bool meets(const Box& o) const { return x0 < o.x1 && o.x0 < x1 && y0 < o.y1 && o.y0 < y1; }
+  };
+  std::vector<Box> taken;
+  for (const auto& j : r.judged)
+    if (j.bytes > 0) taken.push_back({px(double(j.bytes)) - 6, py(j.accuracy) - 6, px(double(j.bytes)) + 6, py(j.accuracy) + 6});
+  for (const auto& j : r.judged) {
+    if (j.bytes <= 0) continue;
+    const double x = px(double(j.bytes)), y = py(j.accuracy);
+    const std::string label = j.output + " " + percent(j.accuracy);
+    const double width = 7.0 * static_cast<double>(label.size()), height = 14;
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"{}\"/>\n", x, y, j.met ? "#2b6cb0" : "#c05621");
+    const std::pair<double, double> places[] = {{8, -height / 2}, {-8 - width, -height / 2}, {4, -height - 8}, {-width - 4, -height - 8},
+                                                {4, 8}, {-width - 4, 8}, {-width / 2, -height - 10}, {-width / 2, 10}};
+    Box chosen{x + 8, y - height / 2, x + 8 + width, y + height / 2};
+    for (const auto& [dx, dy] : places) {
+      const Box b{x + dx, y + dy, x + dx + width, y + dy + height};
+      if (b.x0 < left || b.x1 > w - 4 || b.y0 < top - 12 || b.y1 > h - bottom) continue;
+      if (std::none_of(taken.begin(), taken.end(), [&](const Box& t) { return t.meets(b); })) {
+        chosen = b;
+        break;
+      }
+    }
+    taken.push_back(chosen);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}</text>\n", chosen.x0, chosen.y1 - 3, xml_escape(label));
+  }
+  return s + "</svg>\n";
 }
 
 std::string loss_curve_svg(const MilestoneResult& r) {

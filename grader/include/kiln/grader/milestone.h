@@ -111,6 +111,7 @@ struct MilestoneResult {
   std::vector<std::pair<int, double>> epoch_losses;
   std::vector<std::string> notes;
   fs::path plot;
+  fs::path tradeoff;  // accuracy against weight bytes, when two or more outputs have a size
 };
 
 // Builds the chosen milestones' trainers, optimised, against the student's modules or (solution)
@@ -135,5 +136,6 @@ std::pair<std::vector<std::int64_t>, std::int64_t> read_fortunes_held_out(const 
 std::pair<double, double> accuracy_and_loss(const std::vector<float>& logits, std::int64_t rows, std::int64_t classes,
                                             const std::vector<std::int64_t>& labels);
 std::string loss_curve_svg(const MilestoneResult& r);
+std::string tradeoff_svg(const MilestoneResult& r);
 
 }  // namespace kiln::grader

@@ -1,0 +1,140 @@
+// Module 15, Quantization: int8 weights with one scale per output channel, activations calibrated
+// to one scale per tensor, a matrix product accumulated in int32, and a Linear layer built on them.
+//
+// Symmetric int8 quantization. A real value v and its code q are tied by one positive scale s:
+//   q = clamp(round(v / s), -127, 127)      round half away from zero: 2.5 -> 3, -2.5 -> -3
+//   v ≈ q·s                                 (dequantization)
+// The codes are symmetric about zero (-128 is never used), so zero is exactly code 0 and the
+// largest magnitude the scale was chosen for, 127·s, is exactly code ±127. Inside that range
+// |v - q·s| ≤ s/2: rounding moves a value by at most half a step.
+//
+// Layouts, all row-major:
+//   QuantizedWeight   codes (rows, cols) int8 and scales (rows) float32: row r holds the weights
+//                     of output channel r, codes[r·cols + c] ≈ weight[r, c] / scales[r]
+//   QuantizedTensor   codes (rows, cols) int8 and one float32 scale for the whole tensor:
+//                     codes[m·cols + k] ≈ x[m, k] / scale
+//   int8_matmul       x (M, K) times w (N, K), both int8, gives y (M, N) float32:
+//                       y[m, n] = x.scale · w.scales[n] · Σ_k x.codes[m·K + k] · w.codes[n·K + k]
+//                     (w is stored with one ROW per output, so the product is x·wᵀ, as PyTorch
+//                     stores its weights; module 08's Linear keeps (in, out), its transpose)
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "kiln/tensor.h"
+#include "kiln/training.h"
+
+namespace kiln::quant {
+
+// The largest code: int8 runs from -128 to 127, and the symmetric scheme uses -127 .. 127.
+constexpr int max_code = 127;
+
+// Weights quantized per output channel: one scale per row.
+struct QuantizedWeight {
+  std::vector<std::int8_t> codes;  // (rows, cols), row-major
+  std::vector<float> scales;       // (rows): the scale of each row
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+// Activations quantized per tensor: one scale for every value.
+struct QuantizedTensor {
+  std::vector<std::int8_t> codes;  // (rows, cols), row-major
+  float scale = 1.0f;
+  std::int64_t rows = 0;
+  std::int64_t cols = 0;
+};
+
+// ---------------------------------------------------------------------------------------------
+// Given (src/quantization_given.cpp)
+
+// The bytes a float32 tensor takes: numel · 4.
+std::int64_t float_bytes(const Tensor& t);
+
+// ---------------------------------------------------------------------------------------------
+// Weights (yours: src/quantize.cpp)
+
+// The code of one value: round(value / scale), half away from zero (std::round does that), then
+// clamped to [-127, 127]. scale > 0. Divide in float: value / scale.
+std::int8_t quantize_value(float value, float scale);
+
+// Per-channel symmetric quantization of weight (rows, cols), views included: for every row r,
+//   scales[r] = max_c |weight[r, c]| / 127       (in float; a row of zeros gets scale 1)
+//   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
+// A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
+// that nothing ever divides by zero. Throws ShapeError naming the shape when weight is not 2-D.
+QuantizedWeight quantize_per_channel(const Tensor& weight);
+
+// The float tensor the codes stand for: (rows, cols), element [r, c] = codes[r·cols + c]·scales[r].
+// For every weight w of row r, |w - dequantize(quantize_per_channel(w))| ≤ scales[r]/2.
+Tensor dequantize(const QuantizedWeight& q);
+
+// The bytes q's storage takes: one per code and four per scale, rows·cols + 4·rows. A float32
+// weight of the same shape takes 4·rows·cols (float_bytes): a quarter, plus the scales.
+std::int64_t weight_bytes(const QuantizedWeight& q);
+
+// ---------------------------------------------------------------------------------------------
+// Calibration (yours: src/calibration.cpp)
+
+// Sees batches of activations and keeps the largest magnitude among all of them: the range the
+// activation scale must cover.
+class ActivationObserver {
+ public:
+  // max_abs = max(max_abs, |x| for every element of batch). Any shape, views included (read
+  // through the strides). An empty batch changes nothing.
+  void update(const Tensor& batch);
+
+  // max_abs / 127 (in float): the scale that maps the largest magnitude seen to code 127. 1 while
+  // max_abs is 0 (nothing seen yet, or only zeros).
+  float scale() const;
+
+  // Given: the largest magnitude seen so far, 0 before any batch.
+  float max_abs() const { return max_abs_; }
+
+ private:
+  float max_abs_ = 0.0f;
+};
+
+// Per-tensor quantization of x (rows, cols) with a calibrated scale (> 0): codes[m·cols + k] =
+// quantize_value(x[m, k], scale). Values beyond ±127·scale, outside the calibrated range, clamp
+// to ±127. Views included. Throws ShapeError naming the shape when x is not 2-D.
+QuantizedTensor quantize_activations(const Tensor& x, float scale);
+
+// ---------------------------------------------------------------------------------------------
+// The int8 product (yours: src/int8_matmul.cpp)
+
+// The int32 sums of x (M, K) and w (N, K): acc[m·N + n] = Σ_k x.codes[m·K + k]·w.codes[n·K + k],
+// each product and each sum in std::int32_t. Exact: |acc| ≤ 127²·K, which int32 holds for K up to
+// 133,144. Throws ShapeError naming both shapes, "(M, K)" and "(N, K')", when K ≠ K'.
+std::vector<std::int32_t> int8_accumulate(const QuantizedTensor& x, const QuantizedWeight& w);
+
+// y (M, N) float32: y[m, n] = x.scale · w.scales[n] · acc[m·N + n], the sums of int8_accumulate
+// rescaled to real values. The same ShapeError when the inner sizes differ.
+Tensor int8_matmul(const QuantizedTensor& x, const QuantizedWeight& w);
+
+// ---------------------------------------------------------------------------------------------
+// The quantized layer (yours: src/quantized_linear.cpp)
+
+// A Linear layer whose weight is int8 and whose input is quantized on the way in; the bias stays
+// float32 (it is small, and adding it costs nothing).
+class QuantizedLinear {
+ public:
+  // From a trained module 08 Linear, weight (in, out) and bias (out), and the scale calibrated
+  // for its inputs (> 0):
+  //   weight = quantize_per_channel(layer.weight transposed): (out, in), one scale per output
+  //   bias   = a float32 copy of layer.bias (out), contiguous and recording no graph
+  QuantizedLinear(const nn::Linear& layer, float input_scale);
+
+  // x (N, in) float32 -> y (N, out) = int8_matmul(quantize_activations(x, input_scale), weight)
+  // + bias, the bias added to every row. A wrong x raises int8_accumulate's ShapeError.
+  Tensor forward(const Tensor& x) const;
+
+  std::int64_t in_features = 0;
+  std::int64_t out_features = 0;
+  float input_scale = 1.0f;
+  QuantizedWeight weight;  // (out_features, in_features)
+  Tensor bias;             // (out_features)
+};
+
+}  // namespace kiln::quant

@@ -1,0 +1,28 @@
+// Calibration: the running largest magnitude of the activations, and per-tensor codes from it.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <vector>
+
+#include "kiln/quantization.h"
+
+namespace kiln::quant {
+
+void ActivationObserver::update(const Tensor& batch) {
+  // max_abs_ = the larger of max_abs_ and every |value| of the batch (read through the strides).
+  // Keep the largest of ALL batches seen, not only this one's; a negative value counts by its size.
+  throw kiln::NotImplemented();
+}
+
+float ActivationObserver::scale() const {
+  // max_abs_ / max_code, or 1 while max_abs_ is 0.
+  throw kiln::NotImplemented();
+}
+
+QuantizedTensor quantize_activations(const Tensor& x, float scale) {
+  // ShapeError naming the shape unless x is 2-D. rows, cols, scale; then
+  // codes[m·cols + k] = quantize_value(x[m, k], scale), which clamps what lies beyond the range.
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln::quant

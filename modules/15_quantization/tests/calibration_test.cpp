@@ -1,0 +1,151 @@
+// Module 15 checks for activations: the observer's running largest magnitude and its scale, and
+// per-tensor codes with a calibrated scale, values beyond the range clamped.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/quantization.h"
+#include "kiln/testing.h"
+#include "quantization_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace quant_testing;
+using testing::data_of;
+using testing::observe;
+
+// After each batch: the observer's max_abs() and scale(); the first pair is before any batch.
+using Readings = std::vector<std::pair<float, float>>;
+
+// Feeds `batches` to one observer (inside the observation) and reads it before and after each.
+Readings feed(const std::vector<Tensor>& batches) {
+  quant::ActivationObserver observer;
+  Readings readings{{observer.max_abs(), observer.scale()}};
+  for (const Tensor& batch : batches) {
+    observer.update(batch);
+    readings.emplace_back(observer.max_abs(), observer.scale());
+  }
+  return readings;
+}
+
+// Judges the readings of `what` against the running max |x| computed here.
+bool expect_readings(const char* file, int line, const testing::Observed<Readings>& got,
+                     const std::vector<Tensor>& batches) {
+  if (!testing::expect_ok(file, line, got, "observer_max_wrong", {{"batch", "-"}})) return false;
+  if (got->size() != batches.size() + 1) {
+    testing::report_failure(file, line, "observer_max_wrong", {{"batch", "-"}},
+                            fmt::format("{} gave {} readings, expected {}", got.call(), got->size(), batches.size() + 1));
+    return false;
+  }
+  float largest = 0.0f;
+  for (std::size_t b = 0; b <= batches.size(); ++b) {
+    if (b > 0) {
+      const TensorData batch = data_of(batches[b - 1]);
+      largest = std::max(largest, largest_magnitude(batch.values, 0, batch.numel(), 1));
+    }
+    const auto [max_abs, scale] = (*got)[b];
+    const std::string after = b == 0 ? "before any batch" : fmt::format("after batch {}", b);
+    if (max_abs != largest) {
+      testing::report_failure(file, line, "observer_max_wrong", {{"batch", after}},
+                              fmt::format("{}: max_abs() is {} {}, expected {}", got.call(), max_abs, after, largest));
+      return false;
+    }
+    const double expected = trusted_scale(largest);
+    if (std::fabs(static_cast<double>(scale) - expected) > 1e-6 * expected) {
+      const auto [a, e] = testing::format_pair(scale, expected);
+      testing::report_failure(file, line, "observer_scale_wrong", {{"batch", after}, {"max_abs", fmt::format("{}", largest)}},
+                              fmt::format("{}: scale() is {} {}, expected {}", got.call(), a, after, e));
+      return false;
+    }
+  }
+  return true;
+}
+
+#define EXPECT_READINGS(got, batches) expect_readings(__FILE__, __LINE__, got, batches)
+
+}  // namespace
+
+TEST(Quantization, ActivationObserver) {
+  // By hand: [[0.5, -2], [1, 1.5]] -> 2 (a negative value, by its size); [[-3.5]] -> 3.5;
+  // [[1, -1, 0.25]] -> still 3.5, whose scale is 3.5/127 = 0.0275591.
+  const std::vector<Tensor> hand = {Tensor({2, 2}, {0.5f, -2, 1, 1.5f}), Tensor({1, 1}, {-3.5f}),
+                                    Tensor({1, 3}, {1, -1, 0.25f})};
+  if (!EXPECT_READINGS(observe("an ActivationObserver fed [[0.5, -2], [1, 1.5]], [[-3.5]], [[1, -1, 0.25]]",
+                               [&] { return feed(hand); }),
+                       hand))
+    return;
+
+  // Only zeros: max_abs stays 0 and the scale 1.
+  const std::vector<Tensor> zeros = {Tensor::zeros({3, 7})};
+  if (!EXPECT_READINGS(observe("an ActivationObserver fed zeros (3, 7)", [&] { return feed(zeros); }), zeros)) return;
+
+  // Batches of the run, shrinking so that a later batch's maximum is below an earlier one's, one
+  // of them a transposed view and one of them a (2, 3, 7) tensor.
+  const std::vector<Tensor> drawn = {
+      testing::random_tensor({3, 7}, 1540, -4.0f, 4.0f), transposed_view(testing::random_tensor({33, 31}, 1541, -3.0f, 3.0f)),
+      testing::random_tensor({2, 3, 7}, 1542, -2.0f, 1.0f), testing::random_tensor({1, 1}, 1543, -1.0f, 1.0f)};
+  EXPECT_READINGS(observe("an ActivationObserver fed (3, 7), a (31, 33) view, (2, 3, 7) and (1, 1) batches of the run",
+                          [&] { return feed(drawn); }),
+                  drawn);
+}
+
+TEST(Quantization, QuantizeActivations) {
+  // By hand, scale 1/8 (range ±15.875): [[1, -0.25, 0.375], [20, -20, 0.0625]] -> [[8, -2, 3],
+  // [127, -127, 1]]: 20 and -20 lie beyond the range and clamp, 0.0625 is half a step and goes up.
+  struct Case {
+    std::string what;
+    Tensor x;
+    float scale;
+    std::vector<std::int64_t> expected;
+  };
+  std::vector<Case> cases;
+  cases.push_back({"quantize_activations([[1, -0.25, 0.375], [20, -20, 0.0625]], 0.125)",
+                   Tensor({2, 3}, {1, -0.25f, 0.375f, 20, -20, 0.0625f}), 0.125f, {8, -2, 3, 127, -127, 1}});
+
+  // Activations of the run: the scale covers 80% of the largest magnitude, so that some clamp.
+  testing::Generator draw(1504);
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1}, {3, 33}, {31, 7}, {1 + draw.below(20), 1 + draw.below(40)}};
+  std::uint64_t stream = 1550;
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<float> values = data_of(testing::random_tensor({rows, cols}, stream++, -3.0f, 3.0f)).values;
+    const float scale = trusted_scale(0.8f * largest_magnitude(values, 0, rows * cols, 1));
+    away_from_ties(values, 0, rows * cols, 1, scale);
+    std::vector<std::int64_t> expected;
+    for (const float v : values) expected.push_back(trusted_code(static_cast<double>(v) / scale));
+    // The (31, 7) case is a transposed view of values stored (7, 31).
+    const bool view = rows == 31 && cols == 7;
+    const Tensor x = view ? transposed_view(stored_transposed(values, rows, cols)) : Tensor({rows, cols}, values);
+    cases.push_back({fmt::format("quantize_activations(x {}{}, {})", shape_text(rows, cols), view ? ", a transposed view" : "",
+                                 scale),
+                     x, scale, expected});
+  }
+
+  for (const Case& c : cases) {
+    const std::int64_t rows = c.x.shape()[0], cols = c.x.shape()[1];
+    const testing::Params params = {{"shape", shape_text(rows, cols)}, {"scale", fmt::format("{}", c.scale)}};
+    const auto got = observe(c.what, [&] { return parts_of(quant::quantize_activations(c.x, c.scale)); });
+    if (!KILN_EXPECT_OK(got, "activation_codes_wrong", params)) return;
+    const auto& [codes, scale, got_rows, got_cols] = *got;
+    if (got_rows != rows || got_cols != cols || scale != c.scale || static_cast<std::int64_t>(codes.size()) != rows * cols) {
+      KILN_FAIL("activation_codes_wrong", params,
+                fmt::format("{} gave rows {}, cols {}, scale {} and {} codes", c.what, got_rows, got_cols, scale,
+                            codes.size()));
+      return;
+    }
+    for (std::int64_t i = 0; i < rows * cols; ++i) {
+      if (codes[at(i)] == c.expected[at(i)]) continue;
+      KILN_FAIL("activation_codes_wrong", params,
+                fmt::format("{}: codes[{}] (row {}, column {}) is {}, expected {}", c.what, i, i / cols, i % cols,
+                            codes[at(i)], c.expected[at(i)]));
+      return;
+    }
+  }
+}
+
+}  // namespace kiln

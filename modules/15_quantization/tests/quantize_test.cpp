@@ -1,0 +1,198 @@
+// Module 15 checks for int8 weights: quantize_value, quantize_per_channel, dequantize and
+// weight_bytes. Expected codes and scales come from quantization_testing.h, written out again in
+// double; random weights are moved off the exact ties (x.5 steps) so that any correct way of
+// dividing gives the same codes, and the ties themselves are tested on hand-worked values whose
+// scales are powers of two, where the division is exact.
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/quantization.h"
+#include "kiln/testing.h"
+#include "quantization_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace quant_testing;
+using testing::data_of;
+using testing::observe;
+
+// Judges an observed quantize_per_channel(weight) against the trusted codes and scales: scales to
+// 1e-6 relative, codes exactly. Reports scales_wrong, zero_row_scale or codes_wrong; returns
+// whether all held.
+bool expect_quantized(const char* file, int line, const testing::Observed<ObservedWeight>& got, const TensorData& weight) {
+  if (!testing::expect_ok(file, line, got, "scales_wrong", {{"shape", to_string(weight.shape)}, {"row", "-"}})) return false;
+  const auto& [codes, scales, rows, cols] = *got;
+  const std::string shape = to_string(weight.shape);
+  if (rows != weight.shape[0] || cols != weight.shape[1] || static_cast<std::int64_t>(scales.size()) != rows ||
+      static_cast<std::int64_t>(codes.size()) != rows * cols) {
+    testing::report_failure(file, line, "scales_wrong", {{"shape", shape}, {"row", "-"}},
+                            fmt::format("{} gave rows {}, cols {}, {} scales and {} codes, expected {} rows of {}",
+                                        got.call(), rows, cols, scales.size(), codes.size(), weight.shape[0],
+                                        weight.shape[1]));
+    return false;
+  }
+  const Quantized expected = trusted_quantize(weight);
+  for (std::int64_t r = 0; r < rows; ++r) {
+    const double want = expected.scales[at(r)], have = scales[at(r)];
+    if (std::fabs(have - want) <= 1e-6 * want) continue;
+    const bool zero_row = largest_magnitude(weight.values, r * cols, cols, 1) == 0.0f;
+    const auto [a, b] = testing::format_pair(have, want);
+    testing::report_failure(file, line, zero_row ? "zero_row_scale" : "scales_wrong",
+                            {{"shape", shape}, {"row", std::to_string(r)}},
+                            fmt::format("{}: scales[{}] is {}, expected {}", got.call(), r, a, b));
+    return false;
+  }
+  for (std::int64_t i = 0; i < rows * cols; ++i) {
+    if (codes[at(i)] == expected.codes[at(i)]) continue;
+    const std::int64_t r = i / cols, c = i % cols;
+    testing::report_failure(
+        file, line, "codes_wrong", {{"shape", shape}, {"row", std::to_string(r)}, {"col", std::to_string(c)}},
+        fmt::format("{}: codes[{}·{} + {}] is {}, expected {} (weight {}, scale {})", got.call(), r, cols, c,
+                    codes[at(i)], expected.codes[at(i)], weight.values[at(i)], expected.scales[at(r)]));
+    return false;
+  }
+  return true;
+}
+
+#define EXPECT_QUANTIZED(got, weight) expect_quantized(__FILE__, __LINE__, got, weight)
+
+// The hand-worked (3, 5) weight of the chapter:
+//   row 0: max 127, scale 1:        127, 2.5, -2.5, 0.5, -0.7  ->  127, 3, -3, 1, -1
+//   row 1: zeros, scale 1:          all codes 0
+//   row 2: max 15.875, scale 1/8:   -15.875, 0.3125, 1, -0.0625, 3  ->  -127, 3, 8, -1, 24
+const Tensor hand_weight({3, 5}, {127, 2.5f, -2.5f, 0.5f, -0.7f, 0, 0, 0, 0, 0, -15.875f, 0.3125f, 1, -0.0625f, 3});
+
+}  // namespace
+
+TEST(Quantization, QuantizeWeights) {
+  // One value at a time: ties go away from zero, in both directions.
+  const std::tuple<float, float, std::int64_t> values[] = {
+      {2.5f, 1.0f, 3}, {-2.5f, 1.0f, -3}, {0.5f, 1.0f, 1},   {-0.5f, 1.0f, -1}, {0.49f, 1.0f, 0},
+      {1.0f, 0.125f, 8}, {-0.7f, 1.0f, -1}, {0.0f, 0.5f, 0}, {63.5f, 0.5f, 127}, {1.4375f, 0.125f, 12},
+  };
+  for (const auto& [value, scale, code] : values) {
+    const auto got = observe(fmt::format("quantize_value({}, {})", value, scale),
+                             [&] { return quant::quantize_value(value, scale); });
+    const testing::Params params = {{"value", fmt::format("{}", value)}, {"scale", fmt::format("{}", scale)},
+                                    {"expected", std::to_string(code)}};
+    if (!KILN_EXPECT_OK(got, "value_code_wrong", params)) return;
+    if (*got != code) {
+      KILN_FAIL("value_code_wrong", params, fmt::format("{} gave {}", got.call(), *got));
+      return;
+    }
+  }
+
+  // The hand-worked (3, 5) weight: a row of zeros between two others.
+  if (!EXPECT_QUANTIZED(KILN_OBSERVE(parts_of(quant::quantize_per_channel(hand_weight))), data_of(hand_weight))) return;
+
+  // Weights of the run, of awkward shapes; one row scaled down to show that each row has its own scale.
+  testing::Generator draw(1501);
+  const std::int64_t drawn_rows = 2 + draw.below(40), drawn_cols = 2 + draw.below(40);
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1}, {1, 33}, {7, 3}, {31, 33}, {drawn_rows, drawn_cols}};
+  std::uint64_t stream = 1510;
+  for (const auto& [rows, cols] : shapes) {
+    std::vector<float> values = data_of(tie_free_weight(rows, cols, stream++)).values;
+    if (rows > 1) {
+      for (std::int64_t c = 0; c < cols; ++c) values[at(cols + c)] *= 0.01f;  // row 1: a hundredth of the others
+      away_from_ties(values, cols, cols, 1, trusted_scale(largest_magnitude(values, cols, cols, 1)));
+    }
+    const Tensor weight({rows, cols}, values);
+    const auto got = observe(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)),
+                             [&] { return parts_of(quant::quantize_per_channel(weight)); });
+    if (!EXPECT_QUANTIZED(got, data_of(weight))) return;
+  }
+
+  // A transposed view: w stored (33, 7), seen (7, 33); read through the strides. w is built as the
+  // transpose of a tie-free (7, 33) weight, so that the view's rows are tie-free.
+  const Tensor rows_first = tie_free_weight(7, 33, 1520);
+  const Tensor stored = stored_transposed(data_of(rows_first).values, 7, 33);  // (33, 7)
+  const Tensor seen = transposed_view(stored);                                  // (7, 33), a view
+  EXPECT_QUANTIZED(observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
+                           [&] { return parts_of(quant::quantize_per_channel(seen)); }),
+                   data_of(rows_first));
+}
+
+TEST(Quantization, Dequantize) {
+  // Codes and scales written here: (2, 3), rows of scale 0.5 and 0.25.
+  //   [127, -3, 0] · 0.5 = [63.5, -1.5, 0];  [5, -127, 64] · 0.25 = [1.25, -31.75, 16]
+  const quant::QuantizedWeight hand = weight_of(2, 3, {127, -3, 0, 5, -127, 64}, {0.5f, 0.25f});
+  if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(quant::dequantize(hand)), data_of({2, 3}, {63.5f, -1.5f, 0, 1.25f, -31.75f, 16}), 0,
+                         "dequantize_wrong"))
+    return;
+
+  // Codes and scales of the run, of awkward shapes.
+  testing::Generator draw(1502);
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {{1, 1}, {3, 7}, {33, 31}, {1 + draw.below(9), 1 + draw.below(40)}};
+  std::uint64_t stream = 1530;
+  for (const auto& [rows, cols] : shapes) {
+    const std::vector<std::int64_t> codes = random_codes(rows * cols, stream++);
+    std::vector<float> scales;
+    for (std::int64_t r = 0; r < rows; ++r) scales.push_back(draw.uniform(1e-3f, 0.1f));
+    const quant::QuantizedWeight q = weight_of(rows, cols, codes, scales);
+    std::vector<float> expected;
+    for (std::int64_t i = 0; i < rows * cols; ++i)
+      expected.push_back(static_cast<float>(static_cast<double>(codes[at(i)]) * scales[at(i / cols)]));
+    const auto got = observe(fmt::format("dequantize of {} codes with one scale per row", shape_text(rows, cols)),
+                             [&] { return quant::dequantize(q); });
+    if (!KILN_EXPECT_CLOSE_REL(got, data_of({rows, cols}, expected), 0, 1e-6, "dequantize_wrong")) return;
+  }
+
+  // The round trip: every weight within half a step of its row's scale.
+  //   hand-worked: row 0 comes back as 127, 3, -3, 1, -1 (errors 0, 0.5, 0.5, 0.5, 0.3 of scale 1)
+  const std::pair<std::int64_t, std::int64_t> trips[] = {{3, 5}, {7, 33}, {1, 31}, {2 + draw.below(30), 2 + draw.below(30)}};
+  for (const auto& [rows, cols] : trips) {
+    const Tensor weight = rows == 3 && cols == 5 ? hand_weight : testing::random_tensor({rows, cols}, stream++);
+    const TensorData w = data_of(weight);
+    const auto got = observe(fmt::format("dequantize(quantize_per_channel(weight {}))", shape_text(rows, cols)),
+                             [&] { return quant::dequantize(quant::quantize_per_channel(weight)); });
+    if (!KILN_EXPECT_OK(got, "round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", "-"}})) return;
+    if (got->shape != w.shape) {
+      KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", "-"}},
+                got.call() + " has shape " + to_string(got->shape));
+      return;
+    }
+    for (std::int64_t r = 0; r < rows; ++r) {
+      const double half_step = trusted_scale(largest_magnitude(w.values, r * cols, cols, 1)) / 2.0;
+      for (std::int64_t c = 0; c < cols; ++c) {
+        const double error = std::fabs(static_cast<double>(got->values[at(r * cols + c)]) - w.values[at(r * cols + c)]);
+        // A float rounding of the product code·scale on top of the half step.
+        if (error <= half_step * (1 + 1e-5)) continue;
+        KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", std::to_string(r)}},
+                  fmt::format("{}: element [{}, {}] is {}, the weight {}: off by {}, more than half the scale, {}",
+                              got.call(), r, c, got->values[at(r * cols + c)], w.values[at(r * cols + c)], error,
+                              half_step));
+        return;
+      }
+    }
+  }
+}
+
+TEST(Quantization, WeightBytes) {
+  // (256, 784): 200,704 codes and 256 scales, 200,704 + 1,024 = 201,728 bytes, where float32
+  // takes 802,816: a quarter, plus the scales.
+  testing::Generator draw(1503);
+  const std::pair<std::int64_t, std::int64_t> shapes[] = {
+      {256, 784}, {1, 1}, {3, 7}, {10, 128}, {1 + draw.below(300), 1 + draw.below(300)}};
+  for (const auto& [rows, cols] : shapes) {
+    const quant::QuantizedWeight q = weight_of(rows, cols, std::vector<std::int64_t>(at(rows * cols), 0),
+                                               std::vector<float>(at(rows), 1.0f));
+    const std::int64_t expected = rows * cols + 4 * rows;
+    const testing::Params params = {{"shape", shape_text(rows, cols)}, {"expected", std::to_string(expected)}};
+    const auto got = observe(fmt::format("weight_bytes of a {} QuantizedWeight", shape_text(rows, cols)),
+                             [&] { return quant::weight_bytes(q); });
+    if (!KILN_EXPECT_OK(got, "weight_bytes_wrong", params)) return;
+    if (*got != expected) {
+      KILN_FAIL("weight_bytes_wrong", params, fmt::format("{} gave {}", got.call(), *got));
+      return;
+    }
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,37 @@
+// Magnitude pruning, and keeping a pruned model pruned while it trains.
+#include <cmath>
+#include <cstdint>
+#include <stdexcept>
+#include <vector>
+
+#include "kiln/autograd.h"
+#include "kiln/compression.h"
+
+namespace kiln::compress {
+
+Tensor magnitude_mask(const Tensor& weight, double sparsity) {
+  // Throw std::invalid_argument naming the sparsity unless 0 <= sparsity <= 1.
+  // n = weight.numel(); count = std::llround(sparsity * n), the product in double.
+  // Order the flat indices 0 .. n-1 by |w| ascending, and among equal |w| by index ascending
+  // (weight.to_vector() gives the values in row-major order, views too). The first count
+  // indices of that order get 0 in the mask, every other index 1.
+  // Return the mask as a new tensor of weight's shape.
+  throw kiln::NotImplemented();
+}
+
+Tensor prune_magnitude(Tensor& weight, double sparsity) {
+  // mask = magnitude_mask(weight, sparsity); then write 0 into weight.data()[k] wherever the
+  // mask is 0. Write into the weight's own storage: assigning a new tensor to `weight` would
+  // change only this handle, not the optimizer's or the model's. Return the mask.
+  throw kiln::NotImplemented();
+}
+
+void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks) {
+  // For every k with autograd::has_grad(weights[k]): make its gradient grad ⊙ masks[k] (for
+  // example by storing the product in weights[k].autograd()->grad, shared by every handle).
+  // Then optimizer.step(). Then, for every k, multiply weights[k] by masks[k] in place, through
+  // data(). (A copy of a handle, Tensor w = weights[k], shares the storage and the gradient.)
+  throw kiln::NotImplemented();
+}
+
+}  // namespace kiln::compress

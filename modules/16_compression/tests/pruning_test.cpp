@@ -1,0 +1,330 @@
+// Module 16 checks for pruning: the mask, pruning in place, and the masked optimizer step.
+//
+// The expected masks come from a trusted ordering written here (a stable sort of the flat
+// indices by |w| in double); the expected optimizer steps from SGD's update rule replayed in
+// double. Every value taken from the module's functions passes through observe(); parameters,
+// optimizers and gradients that a call changes are built inside its lambda.
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <numeric>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/autograd.h"
+#include "kiln/compression.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using compress::magnitude_mask;
+using compress::masked_step;
+using compress::prune_magnitude;
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::TensorData;
+
+// The transpose of a contiguous matrix as a view (strides (1, cols)), built with the given make_view.
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// The trusted mask: llround(sparsity·n) entries of smallest |w| get 0, ties to the lower flat index.
+std::vector<float> expected_mask(const std::vector<float>& w, double sparsity) {
+  const auto n = static_cast<std::int64_t>(w.size());
+  const std::int64_t count = std::llround(sparsity * static_cast<double>(n));
+  std::vector<std::int64_t> order(w.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::sort(order.begin(), order.end(), [&](std::int64_t a, std::int64_t b) {
+    const double wa = std::fabs(static_cast<double>(w[a])), wb = std::fabs(static_cast<double>(w[b]));
+    return wa < wb || (wa == wb && a < b);
+  });
+  std::vector<float> mask(w.size(), 1.0f);
+  for (std::int64_t k = 0; k < count; ++k) mask[order[k]] = 0.0f;
+  return mask;
+}
+
+// Judges an observed mask of `weight` (its values in row-major order) against the trusted one:
+// first the count and the form, then that no kept |w| is below a pruned one, then the tie order.
+// Returns false after reporting.
+bool expect_mask(const char* file, int line, const std::string& name, const Shape& shape,
+                 const std::vector<float>& w, double sparsity, const testing::Observed<TensorData>& mask) {
+  const std::int64_t count = std::llround(sparsity * static_cast<double>(w.size()));
+  const testing::Params params = {{"case", name}, {"sparsity", fmt::format("{}", sparsity)},
+                                  {"expected", std::to_string(count)}};
+  if (!testing::expect_ok(file, line, mask, "prune_count_wrong", params)) return false;
+  if (mask->shape != shape) {
+    testing::report_failure(file, line, "prune_count_wrong", params,
+                            mask.call() + " has shape " + to_string(mask->shape) + ", expected " + to_string(shape));
+    return false;
+  }
+  std::int64_t pruned = 0;
+  for (const float m : mask->values) {
+    if (m != 0.0f && m != 1.0f) {
+      testing::report_failure(file, line, "prune_count_wrong", params,
+                              fmt::format("{} holds {}, where a mask holds only 0 and 1", mask.call(), m));
+      return false;
+    }
+    pruned += m == 0.0f;
+  }
+  if (pruned != count) {
+    testing::report_failure(file, line, "prune_count_wrong", params,
+                            fmt::format("{} prunes {} of {} entries", mask.call(), pruned, w.size()));
+    return false;
+  }
+  double largest_pruned = -1.0, smallest_kept = INFINITY;
+  std::size_t at_pruned = 0, at_kept = 0;
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    const double magnitude = std::fabs(static_cast<double>(w[k]));
+    if (mask->values[k] == 0.0f && magnitude > largest_pruned) largest_pruned = magnitude, at_pruned = k;
+    if (mask->values[k] == 1.0f && magnitude < smallest_kept) smallest_kept = magnitude, at_kept = k;
+  }
+  if (largest_pruned > smallest_kept) {
+    testing::report_failure(file, line, "prune_wrong_entries", params,
+                            fmt::format("{} prunes flat index {} (|w| = {}) but keeps flat index {} (|w| = {})",
+                                        mask.call(), at_pruned, largest_pruned, at_kept, smallest_kept));
+    return false;
+  }
+  const std::vector<float> expected = expected_mask(w, sparsity);
+  for (std::size_t k = 0; k < w.size(); ++k) {
+    if (mask->values[k] != expected[k]) {
+      testing::report_failure(file, line, "prune_ties_wrong", params,
+                              fmt::format("{}: flat index {} (|w| = {}) is {}, expected {}", mask.call(), k,
+                                          std::fabs(w[k]), mask->values[k] == 0.0f ? "pruned" : "kept",
+                                          expected[k] == 0.0f ? "pruned" : "kept"));
+      return false;
+    }
+  }
+  return true;
+}
+
+// Observes magnitude_mask(weight, sparsity), named `name` in the report, and judges it.
+bool check_mask(const char* file, int line, const std::string& name, const Tensor& weight, double sparsity) {
+  const auto mask = observe(fmt::format("magnitude_mask({}, {})", name, sparsity),
+                            [&] { return magnitude_mask(weight, sparsity); });
+  return expect_mask(file, line, name, weight.shape(), data_of(weight).values, sparsity, mask);
+}
+
+#define CHECK_MASK(name, weight, sparsity) \
+  if (!check_mask(__FILE__, __LINE__, name, weight, sparsity)) return
+
+// A tensor of the run whose values are few multiples of 0.25 in [-1, 1]: many equal magnitudes.
+Tensor tied_tensor(const Shape& shape, std::uint64_t stream) {
+  std::vector<float> values;
+  for (const std::int64_t q : random_ints(static_cast<std::size_t>(numel(shape)), -4, 5, stream))
+    values.push_back(0.25f * static_cast<float>(q));
+  return Tensor(shape, values);
+}
+
+}  // namespace
+
+TEST(Compression, MagnitudeMask) {
+  // Hand-worked: 0.5 of 7 entries is 3.5, which rounds to 4. The smallest |w| are 0 (index 2),
+  // 0.5 (5), -1 (1) and -2 (4): the mask is [1, 0, 0, 1, 0, 0, 1].
+  const Tensor seven({1, 7}, {3, -1, 0, 4, -2, 0.5f, 6});
+  CHECK_MASK("[[3, -1, 0, 4, -2, 0.5, 6]]", seven, 0.5);
+  // Ties: |w| = 0.5 at flat indices 0, 1, 2 and 5; 0.5 of 6 is 3, so 0, 1 and 2 are pruned.
+  const Tensor tied({2, 3}, {0.5f, -0.5f, 0.5f, 2, -3, 0.5f});
+  CHECK_MASK("[[0.5, -0.5, 0.5], [2, -3, 0.5]]", tied, 0.5);
+  // Nothing pruned, everything pruned, and a single entry.
+  CHECK_MASK("a (3, 7) weight", random_tensor({3, 7}, 1601), 0.0);
+  CHECK_MASK("a (3, 7) weight", random_tensor({3, 7}, 1601), 1.0);
+  CHECK_MASK("a (1, 1) weight", random_tensor({1, 1}, 1602), 1.0);
+  CHECK_MASK("a (1, 1) weight", random_tensor({1, 1}, 1602), 0.4);
+  // Sizes of the run's values: 0.9 of 21, 0.5 of 1023, 0.3 of 33 (9.9 rounds to 10).
+  CHECK_MASK("a (3, 7) weight", random_tensor({3, 7}, 1603), 0.9);
+  CHECK_MASK("a (31, 33) weight", random_tensor({31, 33}, 1604), 0.5);
+  CHECK_MASK("a (33) weight", random_tensor({33}, 1605), 0.3);
+  // A transposed view: flat indices count in the view's own row-major order.
+  const Tensor view = transposed(random_tensor({3, 7}, 1606));
+  CHECK_MASK("a transposed (7, 3) view", view, 0.6);
+  // Many equal magnitudes (multiples of 0.25, zeros among them), and a sparsity drawn by the run.
+  const double sparsity = static_cast<double>(random_ints(1, 1, 20, 1607)[0]) / 20.0;
+  CHECK_MASK("a (31, 33) weight of tied magnitudes", tied_tensor({31, 33}, 1608), sparsity);
+  CHECK_MASK("a (7, 3) weight of tied magnitudes", tied_tensor({7, 3}, 1609), 0.5);
+}
+
+TEST(Compression, PruneInPlace) {
+  struct Case {
+    std::string name;
+    Tensor values;  // the weight's initial values (copied into a fresh weight inside the lambda)
+    double sparsity;
+  };
+  const std::vector<Case> cases = {
+      {"[[3, -1, 0, 4, -2, 0.5, 6]]", Tensor({1, 7}, {3, -1, 0, 4, -2, 0.5f, 6}), 0.5},
+      {"a (31, 33) weight", random_tensor({31, 33}, 1610), 0.75},
+  };
+  for (const Case& c : cases) {
+    // The weight and a second handle to it (as the model and the optimizer hold one each); the
+    // second is read after the call.
+    const auto result = observe(fmt::format("prune_magnitude({}, {}), then read a second handle", c.name, c.sparsity), [&] {
+      Tensor weight = c.values.clone();
+      const Tensor other_handle = weight;
+      const Tensor mask = prune_magnitude(weight, c.sparsity);
+      return std::pair(mask, other_handle);
+    });
+    const testing::Params params = {{"case", c.name}, {"sparsity", fmt::format("{}", c.sparsity)}};
+    if (!KILN_EXPECT_OK(result, "prune_not_in_place", params)) return;
+    const std::vector<float> w = data_of(c.values).values;
+    const std::vector<float> mask = expected_mask(w, c.sparsity);
+    std::vector<float> pruned(w.size());
+    for (std::size_t k = 0; k < w.size(); ++k) pruned[k] = mask[k] == 0.0f ? 0.0f : w[k];
+    const testing::Comparison mask_diff = testing::compare(result->first, data_of(c.values.shape(), mask), 0.0);
+    if (!mask_diff.close) {
+      KILN_FAIL("prune_not_in_place", params, result.call() + ": the returned mask " + mask_diff.describe());
+      return;
+    }
+    const testing::Comparison weight_diff = testing::compare(result->second, data_of(c.values.shape(), pruned), 0.0);
+    if (!weight_diff.close) {
+      KILN_FAIL("prune_not_in_place", params, result.call() + ": the weight, read through the second handle, " +
+                                                  weight_diff.describe());
+      return;
+    }
+  }
+}
+
+namespace {
+
+// SGD(lr 0.1, momentum 0.9) over parameters: one dense step with gradients g1, the masks applied
+// to the weights (pruning), then `masked_steps` masked steps with gradients g2, g3, ...
+struct MaskedRun {
+  std::vector<Tensor> initial;                 // the parameters' values before the dense step
+  std::vector<Tensor> masks;                   // one per parameter
+  std::vector<std::vector<Tensor>> gradients;  // gradients[s][k]: step s (0 = the dense step)
+};
+
+constexpr float kLearningRate = 0.1f;
+constexpr float kMomentum = 0.9f;
+
+// The weights and gradients after the run, replayed in double with SGD's rule: the gradient
+// masked before each masked step, the weights masked after it.
+std::pair<std::vector<std::vector<double>>, std::vector<std::vector<double>>> replay(const MaskedRun& run) {
+  std::vector<std::vector<double>> weights, grads;
+  for (std::size_t k = 0; k < run.initial.size(); ++k) {
+    const std::vector<float> w0 = data_of(run.initial[k]).values, mask = data_of(run.masks[k]).values;
+    std::vector<double> w(w0.begin(), w0.end()), buffer(w.size(), 0.0), grad(w.size(), 0.0);
+    for (std::size_t s = 0; s < run.gradients.size(); ++s) {
+      const std::vector<float> g = data_of(run.gradients[s][k]).values;
+      for (std::size_t i = 0; i < w.size(); ++i) {
+        grad[i] = s == 0 ? g[i] : g[i] * mask[i];
+        buffer[i] = s == 0 ? grad[i] : kMomentum * buffer[i] + grad[i];
+        w[i] -= kLearningRate * buffer[i];
+        // After the dense step the model is pruned; after every masked step, masked again.
+        w[i] *= mask[i];
+      }
+    }
+    weights.push_back(w);
+    grads.push_back(grad);
+  }
+  return {weights, grads};
+}
+
+// Runs `run` on the library: SGD, the dense step, pruning by the masks, then masked_step. Returns
+// every parameter's values and gradient, read through the caller's handles.
+std::vector<std::pair<Tensor, Tensor>> run_library(const MaskedRun& run) {
+  std::vector<Tensor> parameters;
+  for (const Tensor& t : run.initial) {
+    Tensor p = t.clone();
+    p.set_requires_grad(true);
+    parameters.push_back(p);
+  }
+  optim::SGD optimizer(parameters, kLearningRate, kMomentum);
+  for (std::size_t s = 0; s < run.gradients.size(); ++s) {
+    for (std::size_t k = 0; k < parameters.size(); ++k) parameters[k].autograd()->grad = run.gradients[s][k].clone();
+    if (s == 0) {
+      optimizer.step();
+      // Pruning: the weights times their masks, written into the parameters' storage.
+      for (std::size_t k = 0; k < parameters.size(); ++k) {
+        const std::vector<float> mask = data_of(run.masks[k]).values;
+        for (std::size_t i = 0; i < mask.size(); ++i) parameters[k].data()[i] *= mask[i];
+      }
+    } else {
+      masked_step(optimizer, parameters, run.masks);
+    }
+  }
+  std::vector<std::pair<Tensor, Tensor>> out;
+  for (const Tensor& p : parameters) out.emplace_back(p, p.grad());
+  return out;
+}
+
+// Judges the observed parameters and gradients of a run against the replay.
+bool expect_masked_run(const char* file, int line, const MaskedRun& run,
+                       const testing::Observed<std::vector<std::pair<TensorData, TensorData>>>& got) {
+  if (!testing::expect_ok(file, line, got, "kept_weights_wrong", {{"shape", "any"}})) return false;
+  const auto [weights, grads] = replay(run);
+  for (std::size_t k = 0; k < run.initial.size(); ++k) {
+    const Shape& shape = run.initial[k].shape();
+    const testing::Params params = {{"shape", to_string(shape)}};
+    const std::vector<float> mask = data_of(run.masks[k]).values;
+    const auto& [w, g] = (*got)[k];
+    if (w.shape != shape || g.shape != shape) {
+      testing::report_failure(file, line, "kept_weights_wrong", params,
+                              fmt::format("{}: parameter {} has shape {} and its gradient {}, expected {}", got.call(), k,
+                                          to_string(w.shape), to_string(g.shape), to_string(shape)));
+      return false;
+    }
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] == 0.0f && g.values[i] != 0.0f) {
+        testing::report_failure(file, line, "gradient_not_masked", params,
+                                fmt::format("{}: the gradient at flat index {} is {}", got.call(), i, g.values[i]));
+        return false;
+      }
+    }
+    for (std::size_t i = 0; i < mask.size(); ++i) {
+      if (mask[i] == 0.0f && w.values[i] != 0.0f) {
+        testing::report_failure(file, line, "pruned_weights_moved", params,
+                                fmt::format("{}: the weight at flat index {} is {}", got.call(), i, w.values[i]));
+        return false;
+      }
+    }
+    std::vector<float> expected(weights[k].begin(), weights[k].end());
+    const testing::Comparison c = testing::compare(w, data_of(shape, expected), 1e-5, 1e-5);
+    if (!c.close) {
+      testing::Params with_difference = params;
+      with_difference.emplace_back("difference", testing::format_number(c.max_abs_diff));
+      testing::report_failure(file, line, "kept_weights_wrong", with_difference, got.call() + ": " + c.describe());
+      return false;
+    }
+  }
+  return true;
+}
+
+// A mask of the run: each entry kept with probability 1/2.
+Tensor random_mask(const Shape& shape, std::uint64_t stream) {
+  std::vector<float> values;
+  for (const std::int64_t bit : random_ints(static_cast<std::size_t>(numel(shape)), 2, stream))
+    values.push_back(static_cast<float>(bit));
+  return Tensor(shape, values);
+}
+
+}  // namespace
+
+TEST(Compression, MaskedStep) {
+  // Hand-worked (docs/16_compression.md): w = [1, -2, 3], mask [1, 0, 1], every gradient 1.
+  // The dense step gives [0.9, -2.1, 2.9] and the momentum buffer [1, 1, 1]; pruning gives
+  // [0.9, 0, 2.9]. The masked step: gradient [1, 0, 1], buffer 0.9·[1, 1, 1] + [1, 0, 1] =
+  // [1.9, 0.9, 1.9], so the step alone gives [0.71, -0.09, 2.71], and masking [0.71, 0, 2.71].
+  const MaskedRun hand{{Tensor({1, 3}, {1, -2, 3})},
+                       {Tensor({1, 3}, {1, 0, 1})},
+                       {{Tensor::ones({1, 3})}, {Tensor::ones({1, 3})}}};
+  const auto hand_result = observe("SGD(lr 0.1, momentum 0.9): a dense step, pruning by [1, 0, 1], then masked_step",
+                                   [&] { return run_library(hand); });
+  if (!expect_masked_run(__FILE__, __LINE__, hand, hand_result)) return;
+
+  // Two parameters of the run, (7, 3) and (1, 33), half of their entries pruned, two masked steps.
+  MaskedRun run;
+  run.initial = {random_tensor({7, 3}, 1620, -2.0f, 2.0f), random_tensor({1, 33}, 1621, -2.0f, 2.0f)};
+  run.masks = {random_mask({7, 3}, 1622), random_mask({1, 33}, 1623)};
+  for (std::uint64_t s = 0; s < 3; ++s)
+    run.gradients.push_back({random_tensor({7, 3}, 1624 + 2 * s), random_tensor({1, 33}, 1625 + 2 * s)});
+  const auto result = observe("SGD(lr 0.1, momentum 0.9) on (7, 3) and (1, 33): a dense step, pruning, two masked_steps",
+                              [&] { return run_library(run); });
+  expect_masked_run(__FILE__, __LINE__, run, result);
+}
+
+}  // namespace kiln

@@ -1,0 +1,224 @@
+// Module 16 checks for compressed sparse rows: the conversion, the product and the bytes.
+//
+// The expected arrays come from a trusted conversion written here; the expected products from a
+// plain double loop over the dense matrix (never through CSR); the CSR inputs of csr_matmul and
+// csr_bytes are built here too, so that each check depends on one function of yours only.
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/compression.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using compress::CsrMatrix;
+using compress::csr_bytes;
+using compress::csr_matmul;
+using compress::to_csr;
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::TensorData;
+
+Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+
+// The trusted CSR form of a matrix (read through data_of, which follows the strides).
+CsrMatrix trusted_csr(const Tensor& dense) {
+  const TensorData d = data_of(dense);
+  CsrMatrix a;
+  a.rows = d.shape[0];
+  a.cols = d.shape[1];
+  a.row_offsets.push_back(0);
+  for (std::int64_t i = 0; i < a.rows; ++i) {
+    for (std::int64_t j = 0; j < a.cols; ++j) {
+      const float v = d.values[i * a.cols + j];
+      if (v != 0.0f) {
+        a.column_indices.push_back(static_cast<std::int32_t>(j));
+        a.values.push_back(v);
+      }
+    }
+    a.row_offsets.push_back(static_cast<std::int32_t>(a.values.size()));
+  }
+  return a;
+}
+
+// A (rows, cols) matrix of the run with about 5 in 7 entries zero, and every row listed in
+// `empty_rows` all zero.
+Tensor sparse_tensor(std::int64_t rows, std::int64_t cols, std::uint64_t stream,
+                     const std::vector<std::int64_t>& empty_rows = {}) {
+  const std::vector<float> values = data_of(random_tensor({rows, cols}, stream)).values;
+  const std::vector<std::int64_t> keep = random_ints(values.size(), 7, stream + 1000);
+  std::vector<float> out(values.size());
+  for (std::size_t k = 0; k < values.size(); ++k) out[k] = keep[k] < 2 ? values[k] : 0.0f;
+  for (const std::int64_t i : empty_rows)
+    for (std::int64_t j = 0; j < cols; ++j) out[i * cols + j] = 0.0f;
+  return Tensor({rows, cols}, out);
+}
+
+std::vector<std::int64_t> widened(const std::vector<std::int32_t>& v) { return {v.begin(), v.end()}; }
+
+// "[0, 1, 1, 3]", at most 12 of them.
+std::string list_of(const std::vector<std::int64_t>& v) {
+  std::vector<float> f(v.begin(), v.end());
+  return testing::list(f);
+}
+
+}  // namespace
+
+TEST(Compression, ToCsr) {
+  struct Case {
+    std::string name;
+    Tensor dense;
+  };
+  const std::vector<Case> cases = {
+      {"[[0, 2, 0], [0, 0, 0], [5, 0, 7]]", Tensor({3, 3}, {0, 2, 0, 0, 0, 0, 5, 0, 7})},
+      {"the (1, 1) matrix [[0]]", Tensor::zeros({1, 1})},
+      {"an all-zero (3, 7) matrix", Tensor::zeros({3, 7})},
+      {"a (7, 3) matrix whose rows 0, 3 and 6 are empty", sparse_tensor(7, 3, 1630, {0, 3, 6})},
+      {"[[-0, 1.5], [-0, -0]] (negative zeros)", Tensor({2, 2}, {-0.0f, 1.5f, -0.0f, -0.0f})},
+      {"a (31, 33) matrix, mostly zeros", sparse_tensor(31, 33, 1631)},
+      {"a transposed (33, 31) view, mostly zeros", transposed(sparse_tensor(31, 33, 1632, {5}))},
+      {"a dense (1, 7) row", random_tensor({1, 7}, 1633, 0.5f, 1.0f)},
+  };
+  for (const Case& c : cases) {
+    const auto got = observe("to_csr(" + c.name + ")", [&] {
+      const CsrMatrix a = to_csr(c.dense);
+      return std::tuple(a.rows, a.cols, a.row_offsets, a.column_indices, a.values);
+    });
+    const testing::Params params = {{"case", c.name}};
+    if (!KILN_EXPECT_OK(got, "csr_wrong", params)) return;
+    const CsrMatrix expected = trusted_csr(c.dense);
+    const auto& [rows, cols, row_offsets, column_indices, values] = *got;
+    std::string problem;
+    if (rows != expected.rows || cols != expected.cols) {
+      problem = fmt::format("rows and cols are {} and {}, expected {} and {}", rows, cols, expected.rows, expected.cols);
+    } else if (row_offsets != widened(expected.row_offsets)) {
+      problem = fmt::format("row_offsets is {}, expected {}", list_of(row_offsets), list_of(widened(expected.row_offsets)));
+    } else if (column_indices != widened(expected.column_indices)) {
+      problem = fmt::format("column_indices is {}, expected {}", list_of(column_indices),
+                            list_of(widened(expected.column_indices)));
+    } else if (values != expected.values) {
+      problem = fmt::format("values is {}, expected {}", testing::list(values), testing::list(expected.values));
+    }
+    if (!problem.empty()) {
+      KILN_FAIL("csr_wrong", params, got.call() + ": " + problem);
+      return;
+    }
+  }
+}
+
+TEST(Compression, CsrMatmul) {
+  struct Case {
+    Tensor a;  // dense; its trusted CSR form is what csr_matmul receives
+    Tensor b;
+  };
+  const std::vector<Case> cases = {
+      {Tensor({3, 3}, {0, 2, 0, 0, 0, 0, 5, 0, 7}), Tensor({3, 2}, {1, 2, 3, 4, 5, 6})},
+      {random_tensor({1, 1}, 1640), random_tensor({1, 1}, 1641)},
+      {sparse_tensor(3, 7, 1642), random_tensor({7, 1}, 1643)},
+      {sparse_tensor(7, 31, 1644), random_tensor({31, 33}, 1645)},
+      {sparse_tensor(33, 31, 1646, {0, 1, 16, 32}), random_tensor({31, 3}, 1647)},
+      {Tensor::zeros({3, 7}), random_tensor({7, 3}, 1648)},
+      {sparse_tensor(31, 33, 1649), transposed(random_tensor({7, 33}, 1650))},
+  };
+  for (const Case& c : cases) {
+    const CsrMatrix a = trusted_csr(c.a);
+    const std::string a_shape = to_string(c.a.shape()), b_shape = to_string(c.b.shape());
+    const auto got = observe(fmt::format("csr_matmul(a {}, b {})", a_shape, b_shape), [&] { return csr_matmul(a, c.b); });
+    if (!KILN_EXPECT_CLOSE_REL(got, testing::reference_matmul(c.a, c.b), 1e-5, 1e-5, "csr_matmul_wrong",
+                               {{"a_shape", a_shape}, {"b_shape", b_shape}}))
+      return;
+  }
+}
+
+TEST(Compression, CsrBytes) {
+  struct Case {
+    CsrMatrix a;
+  };
+  // A CSR matrix of the given shape with nnz entries (their values and columns do not matter here).
+  const auto of_size = [](std::int64_t rows, std::int64_t cols, std::int64_t nnz) {
+    CsrMatrix a;
+    a.rows = rows;
+    a.cols = cols;
+    a.row_offsets.assign(static_cast<std::size_t>(rows + 1), 0);
+    a.column_indices.assign(static_cast<std::size_t>(nnz), 0);
+    a.values.assign(static_cast<std::size_t>(nnz), 1.0f);
+    return a;
+  };
+  const std::int64_t run_nnz = random_ints(1, 1, 31 * 33, 1651)[0];
+  const std::vector<CsrMatrix> cases = {
+      trusted_csr(Tensor({3, 3}, {0, 2, 0, 0, 0, 0, 5, 0, 7})),  // 4·4 + 8·3 = 40
+      trusted_csr(Tensor::zeros({1, 1})),                         // 4·2 = 8
+      of_size(784, 256, 20070),                                   // 10% of 200,704: 3,140 + 160,560
+      trusted_csr(sparse_tensor(31, 33, 1652)),
+      of_size(31, 33, run_nnz),
+  };
+  for (const CsrMatrix& a : cases) {
+    const std::string shape = to_string({a.rows, a.cols});
+    const auto nnz = static_cast<std::int64_t>(a.values.size());
+    const auto got = observe(fmt::format("csr_bytes of a {} CSR matrix with {} non-zeros", shape, nnz),
+                             [&] { return csr_bytes(a); });
+    const std::int64_t expected = 4 * (a.rows + 1) + 8 * nnz;
+    testing::Params params = {{"shape", shape}, {"nnz", std::to_string(nnz)}, {"expected", std::to_string(expected)}};
+    if (!got.ok()) {
+      params.emplace_back("got", "an error");
+      KILN_EXPECT_OK(got, "csr_bytes_wrong", params);
+      return;
+    }
+    if (*got != expected) {
+      params.emplace_back("got", std::to_string(*got));
+      KILN_FAIL("csr_bytes_wrong", params);
+      return;
+    }
+  }
+}
+
+TEST(Compression, Errors) {
+  // Sparsities outside [0, 1].
+  const Tensor w = random_tensor({2, 3}, 1660);
+  for (const double sparsity : {-0.1, 1.5}) {
+    testing::expect_throws<std::invalid_argument>(
+        __FILE__, __LINE__, observe(fmt::format("magnitude_mask(w (2, 3), {})", sparsity), [&] {
+          return compress::magnitude_mask(w, sparsity);
+        }),
+        "sparsity_not_rejected", {fmt::format("{}", sparsity)}, {{"sparsity", fmt::format("{}", sparsity)}});
+  }
+  // to_csr of tensors that are not matrices.
+  const Tensor line = random_tensor({7}, 1661), cube = random_tensor({2, 3, 4}, 1662);
+  KILN_EXPECT_THROWS(to_csr(line), ShapeError, "csr_shape_not_reported", {"(7)"},
+                     {{"call", "to_csr of a (7) tensor"}, {"shapes", "(7)"}});
+  KILN_EXPECT_THROWS(to_csr(cube), ShapeError, "csr_shape_not_reported", {"(2, 3, 4)"},
+                     {{"call", "to_csr of a (2, 3, 4) tensor"}, {"shapes", "(2, 3, 4)"}});
+  // csr_matmul with a b of the wrong number of rows: (3, 7) by (3, 2), and sizes of the run.
+  const CsrMatrix a = trusted_csr(sparse_tensor(3, 7, 1663));
+  const Tensor b = random_tensor({3, 2}, 1664);
+  KILN_EXPECT_THROWS(csr_matmul(a, b), ShapeError, "csr_shape_not_reported", {"(3, 7)", "(3, 2)"},
+                     {{"call", "csr_matmul of a (3, 7) CSR matrix by a (3, 2) matrix"}, {"shapes", "(3, 7) and (3, 2)"}});
+  const std::int64_t k = random_ints(1, 1, 9, 1665)[0], d = random_ints(1, 1, 4, 1666)[0];
+  const CsrMatrix a_run = trusted_csr(sparse_tensor(5, k, 1667));
+  const Tensor b_run = random_tensor({k + d, 3}, 1668);
+  const std::string a_shape = to_string({5, k}), b_shape = to_string(b_run.shape());
+  testing::expect_throws<ShapeError>(
+      __FILE__, __LINE__,
+      observe(fmt::format("csr_matmul(a {}, b {})", a_shape, b_shape), [&] { return csr_matmul(a_run, b_run); }),
+      "csr_shape_not_reported", {a_shape, b_shape},
+      {{"call", fmt::format("csr_matmul of a {} CSR matrix by a {} matrix", a_shape, b_shape)},
+       {"shapes", a_shape + " and " + b_shape}});
+  // Ranks outside [1, min(m, n)].
+  const Tensor m = random_tensor({3, 7}, 1669);
+  for (const std::int64_t rank : {0, 4}) {
+    testing::expect_throws<std::invalid_argument>(
+        __FILE__, __LINE__,
+        observe(fmt::format("low_rank(W (3, 7), {})", rank), [&] { return compress::low_rank(m, rank).u; }),
+        "rank_not_rejected", {std::to_string(rank), "(3, 7)"}, {{"shape", "(3, 7)"}, {"rank", std::to_string(rank)}});
+  }
+}
+
+}  // namespace kiln

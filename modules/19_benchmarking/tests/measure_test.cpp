@@ -1,0 +1,159 @@
+// Module 19 checks for the harness, measure(). A scripted clock stands in for the real one: each
+// reading returns the next of a list of times drawn from the run's seed, so every sample the
+// harness should return is known exactly in advance, and no check depends on how fast this
+// machine is. The clock and the workload also write down, in one string, each reading ('C') and
+// each call ('W'): a correct harness with warmup 2 and repetitions 3 leaves "WW" then "CWC" three
+// times. Only the last check uses the real clock, and asks no more of it than that a sleep of a
+// few milliseconds lasts a few milliseconds.
+#include <chrono>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "benchmarking_testing.h"
+#include "kiln/benchmarking.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace benchmarking_testing;
+using testing::observe;
+
+// Times that only grow, from the run's generator: a start somewhere in the first 1000 seconds
+// after boot, then alternately a workload's duration (1 to 21 ms) and the harness's own gap
+// between two repetitions (1 to 101 µs). Enough readings for a harness that reads too often.
+Samples scripted_times(std::size_t readings, std::uint64_t stream) {
+  testing::Generator generator(stream);
+  Samples times(readings);
+  double now = 50 + 1000 * generator.uniform();
+  for (std::size_t k = 0; k < readings; ++k) {
+    times[k] = now;
+    now += k % 2 == 0 ? 0.001 + 0.020 * generator.uniform() : 1e-6 + 1e-4 * generator.uniform();
+  }
+  return times;
+}
+
+// One call of measure: its warm-up and repetitions.
+struct Plan {
+  int warmup = 0;
+  int repetitions = 0;
+};
+
+// The hand-picked runs and one of the run's own (warmup 0 to 4, repetitions 1 to 33).
+std::vector<Plan> plans(std::uint64_t stream) {
+  testing::Generator generator(stream);
+  const int warmup = static_cast<int>(generator.below(5));
+  const int repetitions = 1 + static_cast<int>(generator.below(33));
+  return {{3, 5}, {0, 1}, {1, 7}, {0, 33}, {warmup, repetitions}};
+}
+
+// measure() on the workload and clock that log what happens, observed as (samples, log).
+auto observe_scripted(const Plan& plan, const Samples& times) {
+  return observe(fmt::format("measure(workload, {{.warmup = {}, .repetitions = {}}}, scripted_clock)", plan.warmup,
+                             plan.repetitions),
+                 [&] {
+                   std::string log;
+                   std::size_t next = 0;
+                   const std::function<void()> workload = [&] { log += 'W'; };
+                   const Clock clock = [&] {
+                     log += 'C';
+                     if (next == times.size()) throw std::runtime_error("the scripted clock ran out of readings");
+                     return times[next++];
+                   };
+                   std::vector<double> samples = measure(workload, MeasureOptions{plan.warmup, plan.repetitions}, clock);
+                   return std::make_tuple(std::move(samples), std::move(log));
+                 });
+}
+
+testing::Params plan_params(const Plan& plan) {
+  return {{"warmup", std::to_string(plan.warmup)}, {"repetitions", std::to_string(plan.repetitions)}};
+}
+
+}  // namespace
+
+TEST(Benchmarking, MeasureOrder) {
+  for (const Plan& plan : plans(1901)) {
+    const Samples times = scripted_times(4 * static_cast<std::size_t>(plan.warmup + plan.repetitions) + 8, 1902);
+    const auto got = observe_scripted(plan, times);
+    if (!KILN_EXPECT_OK(got, "measure_order_wrong", plan_params(plan))) return;
+    std::string expected(static_cast<std::size_t>(plan.warmup), 'W');
+    for (int r = 0; r < plan.repetitions; ++r) expected += "CWC";
+    const std::string& log = std::get<1>(*got);
+    if (log != expected) {
+      KILN_FAIL("measure_order_wrong", plan_params(plan),
+                "clock readings (C) and workload calls (W), in order:\n  got      " + log + "\n  expected " + expected);
+      return;
+    }
+  }
+  // Options that make no sense are refused before anything runs.
+  const auto nothing = [] {};
+  KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{0, 0}), std::invalid_argument, "measure_options_unchecked");
+  KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{2, -3}), std::invalid_argument, "measure_options_unchecked");
+  KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{-1, 5}), std::invalid_argument, "measure_options_unchecked");
+}
+
+TEST(Benchmarking, MeasureSamples) {
+  for (const Plan& plan : plans(1903)) {
+    const Samples times = scripted_times(4 * static_cast<std::size_t>(plan.warmup + plan.repetitions) + 8, 1904);
+    const auto got = observe_scripted(plan, times);
+    if (!KILN_EXPECT_OK(got, "samples_wrong", plan_params(plan))) return;
+    // Repetition r reads times[2r] before its call and times[2r + 1] after it.
+    Samples expected;
+    for (int r = 0; r < plan.repetitions; ++r) expected.push_back(times[2 * r + 1] - times[2 * r]);
+    const Samples& samples = std::get<0>(*got);
+    if (samples.size() != expected.size()) {
+      KILN_FAIL("samples_wrong", plan_params(plan),
+                fmt::format("got {} samples, expected {}", samples.size(), expected.size()));
+      return;
+    }
+    for (std::size_t r = 0; r < expected.size(); ++r) {
+      if (samples[r] != expected[r]) {  // the same subtraction of the same doubles: exact
+        KILN_FAIL("samples_wrong", plan_params(plan), got_expected(fmt::format("sample {}", r), samples[r], expected[r]));
+        return;
+      }
+    }
+  }
+}
+
+TEST(Benchmarking, RealClock) {
+  // The real clock read twice never goes backwards.
+  const auto readings = observe("steady_seconds(), then steady_seconds() again", [] {
+    const double first = steady_seconds();
+    const double second = steady_seconds();
+    return std::make_pair(first, second);
+  });
+  if (!KILN_EXPECT_OK(readings, "real_clock_wrong")) return;
+  if (readings->second < readings->first) {
+    KILN_FAIL("real_clock_wrong", {},
+              fmt::format("the second reading {} is earlier than the first, {}", readings->second, readings->first));
+    return;
+  }
+  // A sleep of 5 to 24 ms (the run's own) lasts at least that long, and surely less than 10 s.
+  testing::Generator generator(1905);
+  const int ms = 5 + static_cast<int>(generator.below(20));
+  const auto got = observe(fmt::format("measure(sleep for {} ms, {{.warmup = 0, .repetitions = 3}})", ms), [&] {
+    return measure([ms] { std::this_thread::sleep_for(std::chrono::milliseconds(ms)); }, MeasureOptions{0, 3});
+  });
+  if (!KILN_EXPECT_OK(got, "real_clock_wrong", {})) return;
+  if (got->size() != 3) {
+    KILN_FAIL("real_clock_wrong", {}, fmt::format("got {} samples, expected 3", got->size()));
+    return;
+  }
+  const double at_least = ms / 1000.0 - 1e-4;
+  for (const double sample : *got) {
+    if (!(sample >= at_least && sample < 10.0)) {
+      KILN_FAIL("real_clock_wrong", {},
+                fmt::format("a sample of {} (expected seconds: at least {:.4f}, and below 10)", sample, at_least));
+      return;
+    }
+  }
+}
+
+}  // namespace kiln

@@ -1,0 +1,290 @@
+// Module 19 checks for the statistics: median, mean, sample standard deviation, quartiles,
+// Tukey's outliers, the interval for the mean, and Welch's comparison of two versions. Each is
+// judged against the hand-worked numbers of the chapter and against the same statistic written
+// out plainly in double in benchmarking_testing.h, on samples of awkward sizes (1, 2, 3, 7, 31,
+// 33) and on timings drawn from the run's seed.
+#include <cstddef>
+#include <cstdint>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "benchmarking_testing.h"
+#include "kiln/benchmarking.h"
+#include "kiln/testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace benchmarking_testing;
+using testing::observe;
+
+// A list of samples and how the report names it.
+struct Case {
+  std::string what;
+  Samples x;
+};
+
+Case hand(Samples x) { return {describe(x), std::move(x)}; }
+Case of_run(std::size_t n, std::uint64_t stream) {
+  return {fmt::format("{} timings of this run", n), timings(n, stream)};
+}
+
+// Reports `id` for `c` (its name in {case}) with what differs, unless got is close to want.
+bool expect_number(const char* file, int line, const testing::Observed<double>& got, double want, const Case& c,
+                   const char* id) {
+  const testing::Params params = {{"case", c.what}};
+  if (!testing::expect_ok(file, line, got, id, params)) return false;
+  if (close(*got, want)) return true;
+  testing::report_failure(file, line, id, params, got_expected(got.call(), *got, want));
+  return false;
+}
+
+}  // namespace
+
+TEST(Benchmarking, Median) {
+  struct Expected {
+    Case c;
+    double median;
+  };
+  // Odd and even counts, unsorted, one sample, zeros and negatives, then sizes 7, 31 and 33.
+  std::vector<Expected> cases = {
+      {hand({3, 1, 2}), 2},        {hand({4, 1, 3, 2}), 2.5}, {hand({7}), 7},
+      {hand({-1, 0, 0, -3}), -0.5}, {hand({0.5, 0.25}), 0.375},
+  };
+  for (const auto& [n, stream] : {std::pair<std::size_t, std::uint64_t>{7, 1911}, {31, 1912}, {33, 1913}}) {
+    Case c = of_run(n, stream);
+    cases.push_back({c, trusted_median(c.x)});
+  }
+  for (const Expected& e : cases) {
+    const auto got = observe("median(" + e.c.what + ")", [&] { return median(e.c.x); });
+    if (!expect_number(__FILE__, __LINE__, got, e.median, e.c, "median_wrong")) return;
+  }
+}
+
+TEST(Benchmarking, MeanStddev) {
+  // Mean: the classic [2, 4, 4, 4, 5, 5, 7, 9] has mean 5; fractions, one sample, the run's.
+  std::vector<Case> means = {hand({2, 4, 4, 4, 5, 5, 7, 9}), hand({-1.5, 0, 0.25}), hand({7}), of_run(33, 1921),
+                             of_run(3, 1922)};
+  for (const Case& c : means) {
+    const auto got = observe("mean(" + c.what + ")", [&] { return mean(c.x); });
+    if (!expect_number(__FILE__, __LINE__, got, trusted_mean(c.x), c, "mean_wrong")) return;
+  }
+  // Standard deviation: √(32/7) = 2.13809 for the classic list, √2 for [1, 3], 0 for a constant.
+  const std::vector<std::pair<Case, double>> hand_spreads = {
+      {hand({2, 4, 4, 4, 5, 5, 7, 9}), 2.1380899352993950}, {hand({1, 3}), 1.4142135623730951},
+      {hand({0.5, 0.5, 0.5}), 0.0}};
+  for (const auto& [c, want] : hand_spreads) {
+    const auto got = observe("sample_stddev(" + c.what + ")", [&] { return sample_stddev(c.x); });
+    if (!expect_number(__FILE__, __LINE__, got, want, c, "stddev_wrong")) return;
+  }
+  for (const Case& c : {hand({-1.5, 0, 0.25}), of_run(31, 1923), of_run(7, 1924)}) {
+    const auto got = observe("sample_stddev(" + c.what + ")", [&] { return sample_stddev(c.x); });
+    if (!expect_number(__FILE__, __LINE__, got, trusted_stddev(c.x), c, "stddev_wrong")) return;
+  }
+}
+
+TEST(Benchmarking, Quartiles) {
+  struct Expected {
+    Case c;
+    double q1, median, q3;
+  };
+  std::vector<Expected> cases = {
+      // Sorted [1, 1, 2, 3, 4, 5, 6, 9]: positions 1.75, 3.5 and 5.25.
+      {hand({3, 1, 4, 1, 5, 9, 2, 6}), 1.75, 3.5, 5.25},
+      {hand({7}), 7, 7, 7},
+      {hand({3, 1, 2}), 1.5, 2, 2.5},
+      {hand({40, 10, 70, 30, 20, 60, 50}), 25, 40, 55},
+      {hand({-2, 0, -8, 4}), -3.5, -1, 1},
+  };
+  for (const auto& [n, stream] : {std::pair<std::size_t, std::uint64_t>{31, 1931}, {33, 1932}, {2, 1933}}) {
+    Case c = of_run(n, stream);
+    cases.push_back({c, trusted_quantile(c.x, 0.25), trusted_quantile(c.x, 0.5), trusted_quantile(c.x, 0.75)});
+  }
+  for (const Expected& e : cases) {
+    const auto got = observe("quartiles(" + e.c.what + ")", [&] {
+      const Quartiles q = quartiles(e.c.x);
+      return std::make_tuple(q.q1, q.median, q.q3);
+    });
+    const testing::Params params = {{"case", e.c.what}};
+    if (!KILN_EXPECT_OK(got, "quartiles_wrong", params)) return;
+    const auto [q1, q2, q3] = *got;
+    for (const auto& [name, value, want] : {std::tuple<const char*, double, double>{"q1", q1, e.q1},
+                                            {"median", q2, e.median},
+                                            {"q3", q3, e.q3}}) {
+      if (!close(value, want)) {
+        KILN_FAIL("quartiles_wrong", params, got_expected(name, value, want));
+        return;
+      }
+    }
+  }
+}
+
+TEST(Benchmarking, Outliers) {
+  struct Expected {
+    Case c;
+    double lower, upper;
+    std::vector<std::int64_t> indices;
+  };
+  std::vector<Expected> cases = {
+      // Sorted [2, 7, 10, 11, 11, 11, 12, 15, 30]: q1 = 10, q3 = 12, IQR 2, fences 7 and 15. The 7
+      // and the 15 lie exactly on the fences and are kept; 30 (position 1) and 2 (position 5) are
+      // outliers.
+      {hand({11, 30, 7, 10, 12, 2, 11, 15, 11}), 7, 15, {1, 5}},
+      {hand({0.01}), 0.01, 0.01, {}},
+      // q1 = 1.5, q3 = 51, IQR 49.5: fences -72.75 and 125.25, nothing outside.
+      {hand({1, 2, 100}), -72.75, 125.25, {}},
+  };
+  // 33 timings of the run with three slow runs (an interrupt, a page fault, another process)
+  // planted at positions of the run.
+  Case spiky = of_run(33, 1941);
+  spiky.what = "33 timings of this run with 3 slow ones";
+  for (const std::int64_t at : testing::random_ints(3, 33, 1942)) spiky.x[static_cast<std::size_t>(at)] *= 3;
+  const double q1 = trusted_quantile(spiky.x, 0.25), q3 = trusted_quantile(spiky.x, 0.75);
+  Expected run{spiky, q1 - 1.5 * (q3 - q1), q3 + 1.5 * (q3 - q1), {}};
+  for (std::size_t i = 0; i < spiky.x.size(); ++i) {
+    if (spiky.x[i] < run.lower || spiky.x[i] > run.upper) run.indices.push_back(static_cast<std::int64_t>(i));
+  }
+  cases.push_back(run);
+
+  for (const Expected& e : cases) {
+    const auto got = observe("tukey_outliers(" + e.c.what + ")", [&] {
+      const Outliers o = tukey_outliers(e.c.x);
+      return std::make_tuple(o.lower_fence, o.upper_fence, o.indices);
+    });
+    const testing::Params params = {{"case", e.c.what}};
+    if (!KILN_EXPECT_OK(got, "fences_wrong", params)) return;
+    const auto& [lower, upper, indices] = *got;
+    if (!close(lower, e.lower) || !close(upper, e.upper)) {
+      KILN_FAIL("fences_wrong", params,
+                got_expected("lower fence", lower, e.lower) + "; " + got_expected("upper fence", upper, e.upper));
+      return;
+    }
+    if (indices != e.indices) {
+      const auto show = [](const std::vector<std::int64_t>& v) {
+        std::string out = "[";
+        for (std::size_t i = 0; i < v.size(); ++i) out += (i ? ", " : "") + std::to_string(v[i]);
+        return out + "]";
+      };
+      KILN_FAIL("outliers_wrong", params, "positions: got " + show(indices) + ", expected " + show(e.indices));
+      return;
+    }
+  }
+}
+
+TEST(Benchmarking, MeanInterval) {
+  struct Expected {
+    Case c;
+    double confidence, low, high;
+  };
+  std::vector<Expected> cases = {
+      // 11 ± 2.776445·√2.5/√5 = 11 ± 1.963243.
+      {hand({10, 12, 11, 13, 9}), 0.95, 9.0367568, 12.9632432},
+      // Two samples: one degree of freedom, t = 12.706205, s/√2 = 1: 2 ± 12.706205.
+      {hand({1, 3}), 0.95, -10.7062047, 14.7062047},
+  };
+  for (const auto& [n, stream, confidence] :
+       {std::tuple<std::size_t, std::uint64_t, double>{7, 1951, 0.9}, {33, 1952, 0.95}, {31, 1953, 0.99}}) {
+    Case c = of_run(n, stream);
+    const TrustedInterval t = trusted_mean_interval(c.x, confidence);
+    cases.push_back({c, confidence, t.low, t.high});
+  }
+  for (const Expected& e : cases) {
+    const auto got = observe(fmt::format("mean_confidence_interval({}, {})", e.c.what, e.confidence), [&] {
+      const Interval i = mean_confidence_interval(e.c.x, e.confidence);
+      return std::make_pair(i.low, i.high);
+    });
+    const testing::Params params = {{"case", e.c.what}, {"confidence", fmt::format("{}", e.confidence)}};
+    if (!KILN_EXPECT_OK(got, "interval_wrong", params)) return;
+    // The hand-worked ends are given to 8 digits.
+    const auto near = [](double value, double want) { return std::fabs(value - want) <= 1e-9 * std::fabs(want) + 1e-7; };
+    if (!near(got->first, e.low) || !near(got->second, e.high)) {
+      KILN_FAIL("interval_wrong", params,
+                got_expected("low", got->first, e.low) + "; " + got_expected("high", got->second, e.high));
+      return;
+    }
+  }
+}
+
+TEST(Benchmarking, Welch) {
+  struct Pair {
+    std::string what;
+    Samples baseline, candidate;
+  };
+  const Samples a = {10, 12, 11, 13, 9};
+  std::vector<Pair> pairs = {
+      // The same samples twice: difference 0, se 1, dof 8, interval ±2.306004. Not real.
+      {"identical samples [10, 12, 11, 13, 9] twice", a, a},
+      // Every candidate run 10 slower: interval [7.693996, 12.306004]. Real.
+      {"[10, 12, 11, 13, 9] then [20, 22, 21, 23, 19]", a, {20, 22, 21, 23, 19}},
+      // Means 11 and 12, but so noisy that the interval is 1 ± 4.786: not real.
+      {"[10, 14, 9, 15, 7] then [12, 8, 16, 10, 14]", {10, 14, 9, 15, 7}, {12, 8, 16, 10, 14}},
+      // Constant samples: se = 0, dof = 0, the interval is the difference itself.
+      {"[5, 5, 5] twice", {5, 5, 5}, {5, 5, 5}},
+      {"[5, 5, 5] then [6, 6, 6, 6]", {5, 5, 5}, {6, 6, 6, 6}},
+      // The run's: a candidate 20% faster (real), one 3 against 33 of unequal spread, and one whose
+      // shift is drawn too, so that the verdict may go either way.
+      {"31 then 33 timings of this run, the second 20% faster", timings(31, 1961, 0.010), timings(33, 1962, 0.008)},
+      {"3 then 33 timings of this run", timings(3, 1963, 0.010, 0.004), timings(33, 1964, 0.0105, 0.001)},
+  };
+  testing::Generator shift(1965);
+  pairs.push_back({"7 then 9 timings of this run", timings(7, 1966),
+                   timings(9, 1967, 0.010 + 0.002 * (2 * shift.uniform() - 1))});
+
+  for (const Pair& p : pairs) {
+    const auto got = observe("welch_compare(" + p.what + ")", [&] {
+      const Comparison c = welch_compare(p.baseline, p.candidate);
+      return std::make_tuple(c.difference, c.interval.low, c.interval.high, c.dof, c.real);
+    });
+    const testing::Params params = {{"case", p.what}};
+    if (!KILN_EXPECT_OK(got, "welch_interval_wrong", params)) return;
+    const auto& [difference, low, high, dof, real] = *got;
+    const TrustedWelch want = trusted_welch(p.baseline, p.candidate, 0.95);
+    std::string wrong;
+    for (const auto& [name, value, expected] :
+         {std::tuple<const char*, double, double>{"difference", difference, want.difference},
+          {"interval low", low, want.low},
+          {"interval high", high, want.high},
+          {"dof", dof, want.dof}}) {
+      if (!close(value, expected)) wrong += (wrong.empty() ? "" : "; ") + got_expected(name, value, expected);
+    }
+    if (!wrong.empty()) {
+      KILN_FAIL("welch_interval_wrong", params, wrong);
+      return;
+    }
+    // The verdict is judged where the interval's ends are clear of zero (always, but for a run
+    // whose interval ends within rounding of it).
+    const bool clear = std::fabs(want.low) > 1e-9 && std::fabs(want.high) > 1e-9;
+    if ((clear || want.low == want.high) && real != want.real) {
+      KILN_FAIL("verdict_wrong", params,
+                fmt::format("interval [{}, {}]: got real = {}, expected {}", low, high, real, want.real));
+      return;
+    }
+  }
+}
+
+TEST(Benchmarking, TooFewSamples) {
+  const Samples none;
+  const Samples one = timings(1, 1971);
+  const Samples two = timings(2, 1972);
+  KILN_EXPECT_THROWS(mean(none), std::invalid_argument, "too_few_not_rejected", {}, {{"function", "mean"}, {"samples", "no samples"}});
+  KILN_EXPECT_THROWS(median(none), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "median"}, {"samples", "no samples"}});
+  KILN_EXPECT_THROWS(quartiles(none), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "quartiles"}, {"samples", "no samples"}});
+  KILN_EXPECT_THROWS(tukey_outliers(none), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "tukey_outliers"}, {"samples", "no samples"}});
+  KILN_EXPECT_THROWS(sample_stddev(one), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "sample_stddev"}, {"samples", "a single sample"}});
+  KILN_EXPECT_THROWS(mean_confidence_interval(one), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "mean_confidence_interval"}, {"samples", "a single sample"}});
+  KILN_EXPECT_THROWS(welch_compare(two, one), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "welch_compare"}, {"samples", "2 baseline samples and 1 candidate sample"}});
+  KILN_EXPECT_THROWS(welch_compare(one, two), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "welch_compare"}, {"samples", "1 baseline sample and 2 candidate samples"}});
+}
+
+}  // namespace kiln
