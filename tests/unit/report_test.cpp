@@ -1,8 +1,10 @@
+#include <cmath>
 #include <sstream>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "kiln/grader/report.h"
+#include "kiln/grader/speed.h"
 
 namespace kiln::grader {
 namespace {
@@ -115,6 +117,42 @@ TEST(RenderOptional, AnOpenChallengeIsNamedAndDoesNotStandBetweenAModuleAndDone)
   const std::string text = render_text(r, {});
   EXPECT_NE(text.find("(optional challenge, no points)"), std::string::npos) << text;
   EXPECT_NE(text.find("1 of 2 checks pass"), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace kiln::grader
+
+namespace kiln::grader {
+namespace {
+
+TEST(SpeedPoints, FullAtTheFirstRatioNoneAtTheSecondAndALogarithmicCurveBetween) {
+  const Speed speed{.full_at = 1.2, .zero_at = 10};
+  EXPECT_EQ(speed_fraction(speed, 0.5), 1);
+  EXPECT_EQ(speed_fraction(speed, 1.2), 1);
+  EXPECT_EQ(speed_fraction(speed, 10), 0);
+  EXPECT_EQ(speed_fraction(speed, 40), 0);
+  EXPECT_EQ(speed_fraction(speed, 0), 0);  // no measurement earns nothing
+  // Halfway on the log scale: √(1.2·10) earns half.
+  EXPECT_NEAR(speed_fraction(speed, std::sqrt(12.0)), 0.5, 1e-12);
+  // The plain i-j-k loop of the chapter: 3.09 times the reference's time, 0.554 of the points.
+  EXPECT_NEAR(speed_fraction(speed, 3.09), 1 - std::log(3.09 / 1.2) / std::log(10 / 1.2), 1e-12);
+}
+
+TEST(RenderGradescope, TimedSpeedChecksGoOnTheLeaderboardLowerIsBetter) {
+  Report r;
+  r.number = "17";
+  r.checks.push_back(CheckReport{.id = "tiled_matmul_speed", .status = Status::passed, .points = 2, .max_points = 3,
+                                 .speed = "3.09× the reference's time", .speed_ratio = 3.0912});
+  r.checks.push_back(CheckReport{.id = "plain", .status = Status::passed, .points = 1, .max_points = 1});
+  const auto j = nlohmann::json::parse(render_gradescope({r}, 1.0));
+  ASSERT_EQ(j["leaderboard"].size(), 1u) << j;
+  EXPECT_EQ(j["leaderboard"][0]["name"], "17 tiled_matmul_speed (× reference)");
+  EXPECT_DOUBLE_EQ(j["leaderboard"][0]["value"].get<double>(), 3.091);
+  EXPECT_EQ(j["leaderboard"][0]["order"], "asc");
+  EXPECT_EQ(j["tests"][0]["output"], "Speed: 3.09× the reference's time");
+  // Without a timed check there is no leaderboard at all.
+  r.checks.erase(r.checks.begin());
+  EXPECT_FALSE(nlohmann::json::parse(render_gradescope({r}, 1.0)).contains("leaderboard"));
 }
 
 }  // namespace

@@ -494,12 +494,22 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
       tests.push_back(std::move(test));
     }
   }
-  const nlohmann::json j = {{"score", score},
-                            {"execution_time", execution_s},
-                            {"output", output},
-                            {"visibility", "visible"},
-                            {"stdout_visibility", "hidden"},
-                            {"tests", tests}};
+  nlohmann::json j = {{"score", score},
+                      {"execution_time", execution_s},
+                      {"output", output},
+                      {"visibility", "visible"},
+                      {"stdout_visibility", "hidden"},
+                      {"tests", tests}};
+  // Gradescope's leaderboard: every speed-graded check that was timed, its time as a multiple of
+  // the reference's (lower is better).
+  nlohmann::json leaderboard = nlohmann::json::array();
+  for (const auto& r : reports)
+    for (const auto& c : r.checks)
+      if (c.speed_ratio > 0 && c.visibility != Visibility::hidden)
+        leaderboard.push_back({{"name", fmt::format("{} {} (× reference)", r.number, c.id)},
+                               {"value", std::round(c.speed_ratio * 1000) / 1000},
+                               {"order", "asc"}});
+  if (!leaderboard.empty()) j["leaderboard"] = leaderboard;
   return j.dump(2) + "\n";
 }
 

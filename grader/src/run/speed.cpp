@@ -168,6 +168,7 @@ void score_speed_checks(Report& report, const Module& module, const SpeedProgram
         const SpeedResult s = time_speed_check(*check, *programs);
         if (s.measured) {
           c.points = static_cast<int>(std::lround(c.max_points * s.fraction));
+          c.speed_ratio = s.ratio;
           c.speed = fmt::format("{:.2f}× the reference's time ({} against {} a call, median of {} rounds): {} of {} "
                                 "points (all at {:g}× or less, none at {:g}× or more)",
                                 s.ratio, format_duration(s.student_ms), format_duration(s.reference_ms), s.rounds,

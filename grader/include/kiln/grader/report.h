@@ -26,6 +26,7 @@ struct CheckReport {
   std::vector<std::string> hints;
   std::vector<std::string> details;   // what was expected and what came back
   std::string speed;  // a speed-graded check: how its time compared with the reference's, and the points it earned
+  double speed_ratio = 0;  // its time over the reference's, when it was measured (a leaderboard's figure)
   double ms = 0;
 
   // An optional challenge: a check worth no points that is not a device check. It never stands
