@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <random>
 #include <exception>
 #include <vector>
 
@@ -72,6 +73,13 @@ int count_kernels() {
 }
 
 }  // namespace
+
+std::vector<float> uniform_values(std::size_t count, std::uint32_t seed) {
+  std::mt19937 generator(seed);
+  std::vector<float> values(count);
+  for (float& v : values) v = static_cast<float>(generator() >> 8) * (2.0f / 16777216.0f) - 1.0f;
+  return values;
+}
 
 std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance) {
   double worst = 0;

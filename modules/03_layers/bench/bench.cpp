@@ -27,15 +27,7 @@ namespace {
 
 using kiln::Tensor;
 using kiln::bench::Role;
-
-// Uniform values in [-1, 1), the same on every machine (std::mt19937's sequence is fixed by the
-// C++ standard; the conversion to float is done here, not by a library distribution).
-std::vector<float> uniform_values(std::size_t count, std::uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::vector<float> values(count);
-  for (float& v : values) v = static_cast<float>(generator() >> 8) * (2.0f / 16777216.0f) - 1.0f;
-  return values;
-}
+using kiln::bench::uniform_values;
 
 // One size of the ladder: A and B are (n, n); the reference C = A·B was computed in double.
 struct Problem {

@@ -34,15 +34,7 @@ namespace {
 
 using kiln::Tensor;
 using kiln::bench::Role;
-
-// Uniform values in [-1, 1), the same on every machine (std::mt19937's sequence is fixed by the
-// C++ standard; the conversion to float is done here).
-std::vector<float> uniform_values(std::size_t count, std::uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::vector<float> values(count);
-  for (float& v : values) v = static_cast<float>(generator() >> 8) * (2.0f / 16777216.0f) - 1.0f;
-  return values;
-}
+using kiln::bench::uniform_values;
 
 // Codes in [-127, 127] from the same generator.
 std::vector<std::int8_t> uniform_codes(std::size_t count, std::uint32_t seed) {

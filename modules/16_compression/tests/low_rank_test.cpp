@@ -14,6 +14,7 @@
 #include <fmt/format.h>
 
 #include "kiln/compression.h"
+#include "compression_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -27,7 +28,7 @@ using testing::random_ints;
 using testing::random_tensor;
 using testing::TensorData;
 
-Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+using compression_testing::transposed;
 
 // Judges low_rank(w, rank): the factors' shapes, the Eckart–Young error, then the factors themselves.
 bool check_low_rank(const char* file, int line, const std::string& name, const Tensor& w, std::int64_t rank) {

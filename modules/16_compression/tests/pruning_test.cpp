@@ -17,6 +17,7 @@
 
 #include "kiln/autograd.h"
 #include "kiln/compression.h"
+#include "compression_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -31,8 +32,7 @@ using testing::random_ints;
 using testing::random_tensor;
 using testing::TensorData;
 
-// The transpose of a contiguous matrix as a view (strides (1, cols)), built with the given make_view.
-Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+using compression_testing::transposed;
 
 // The trusted mask: llround(sparsity·n) entries of smallest |w| get 0, ties to the lower flat index.
 std::vector<float> expected_mask(const std::vector<float>& w, double sparsity) {

@@ -12,6 +12,7 @@
 #include <fmt/format.h>
 
 #include "kiln/compression.h"
+#include "compression_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -27,7 +28,7 @@ using testing::random_ints;
 using testing::random_tensor;
 using testing::TensorData;
 
-Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape()[0]}, {1, m.shape()[1]}, 0); }
+using compression_testing::transposed;
 
 // The trusted CSR form of a matrix (read through data_of, which follows the strides).
 CsrMatrix trusted_csr(const Tensor& dense) {

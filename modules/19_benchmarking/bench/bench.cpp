@@ -31,17 +31,9 @@ namespace {
 
 using kiln::Tensor;
 using kiln::bench::Role;
+using kiln::bench::uniform_values;
 
 constexpr std::int64_t kSize = 256;
-
-// Uniform values in [-1, 1), the same on every machine (std::mt19937's sequence is fixed by the
-// C++ standard; the conversion to float is done here).
-std::vector<float> uniform_values(std::size_t count, std::uint32_t seed) {
-  std::mt19937 generator(seed);
-  std::vector<float> values(count);
-  for (float& v : values) v = static_cast<float>(generator() >> 8) * (2.0f / 16777216.0f) - 1.0f;
-  return values;
-}
 
 // A and B (n, n), row-major, and their product computed in double.
 struct Problem {

@@ -63,6 +63,10 @@ void add(Kernel kernel);
 // Registers a kernel to count on the emulator; call from register_benchmarks().
 void add_counted(Counted kernel);
 
+// Values uniform in [-1, 1), the same on every machine: std::mt19937's sequence is fixed by the
+// C++ standard, and the conversion to float is done here, not by a library distribution.
+std::vector<float> uniform_values(std::size_t count, std::uint32_t seed);
+
 // Relative difference check for validators: "" or "largest difference 0.5 at 17".
 std::string compare(const float* actual, const float* expected, std::size_t n, double tolerance);
 

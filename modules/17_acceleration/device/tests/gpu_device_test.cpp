@@ -12,6 +12,7 @@
 
 #include <fmt/format.h>
 
+#include "device_products.h"
 #include "kiln/gpu_device.h"
 #include "kiln/testing.h"
 
@@ -25,12 +26,7 @@ using testing::random_tensor;
 using testing::reference_matmul;
 using testing::TensorData;
 
-// Empty when the kernels can run on a device here, else why not.
-std::string device_unavailable() {
-  const auto why = observe("kiln::device::unavailable_reason()", [] { return device::unavailable_reason(); });
-  if (!why.ok()) return "no CUDA device: " + why.describe_error();
-  return *why;
-}
+using device_testing::device_unavailable;
 
 #define KILN_REQUIRE_DEVICE()                                                  \
   do {                                                                         \
@@ -40,36 +36,10 @@ std::string device_unavailable() {
 TEST(GpuDevice, Matmul) {
   KILN_REQUIRE_DEVICE();
   // Below, at and past one 16 × 16 block, not square, and large enough for many blocks at once.
-  const std::vector<std::tuple<int, int, int>> sizes = {{1, 1, 1},    {16, 16, 16}, {17, 5, 33},
-                                                        {40, 23, 19}, {3, 70, 2},   {200, 130, 190}};
-  const std::pair<MatmulKernel, const char*> kernels[] = {
-      {MatmulKernel::naive, "naive"}, {MatmulKernel::coalesced, "coalesced"}, {MatmulKernel::tiled, "tiled"}};
-  for (const auto& [kernel, name] : kernels) {
-    std::uint64_t stream = 21;
-    for (const auto& [n, k, m] : sizes) {
-      const Tensor a = random_tensor({n, k}, stream++), b = random_tensor({k, m}, stream++);
-      const std::vector<float> a_values = data_of(a).values, b_values = data_of(b).values;
-      // The launch and the read-back in one call: the result, or what the launcher found.
-      const auto c = observe(fmt::format("the {} kernel on the device for ({} × {}) · ({} × {})", name, n, k, k, m), [&] {
-        device::Matmul product(a_values, b_values, n, k, m);
-        product.run(kernel);
-        return product.result();
-      });
-      if (!c.ok() && c.error().is("std::out_of_range")) {
-        KILN_FAIL("device_writes_out_of_bounds", {{"kernel", name}}, c.describe_error());
-        return;
-      }
-      if (!KILN_EXPECT_OK(c, "device_matmul_differs", {{"kernel", name}, {"difference", "-"}})) return;
-      const testing::Comparison comparison = compare(data_of({n, m}, *c), reference_matmul(a, b), 1e-4);
-      if (!comparison.close) {
-        KILN_FAIL("device_matmul_differs",
-                  {{"kernel", name}, {"difference", testing::format_number(comparison.max_abs_diff)}},
-                  c.call() + (comparison.shapes_match ? ": " + comparison.describe()
-                                                      : fmt::format(" gave {} values, expected {}", c->size(), n * m)));
-        return;
-      }
-    }
-  }
+  device_testing::check_device_products(
+      {{MatmulKernel::naive, "naive"}, {MatmulKernel::coalesced, "coalesced"}, {MatmulKernel::tiled, "tiled"}},
+      {{1, 1, 1}, {16, 16, 16}, {17, 5, 33}, {40, 23, 19}, {3, 70, 2}, {200, 130, 190}}, 21,
+      "device_writes_out_of_bounds", "device_matmul_differs");
 }
 
 TEST(GpuDevice, Embedding) {

@@ -1,0 +1,142 @@
+// Module 14 checks for the memory model. saved_activation_bytes and largest_transient_bytes are
+// judged on profile records written here (the milestone MLP and CNN at batch 64, small and
+// random-sized versions of them); estimate_memory on models built inside the observed call,
+// with the same records. Every answer is an exact count of bytes.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/profiling.h"
+#include "kiln/testing.h"
+#include "profiling_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace profiling_testing;
+using testing::observe;
+
+struct MemoryCase {
+  std::string name;
+  std::vector<LayerRecord> records;
+};
+
+std::vector<MemoryCase> memory_cases(std::uint64_t stream) {
+  const auto r = testing::random_ints(5, 1, 65, stream);
+  return {{"the MLP 784-256-128-10 at batch 64", mlp_records(64, {784, 256, 128, 10})},
+          {"the CNN of the milestone at batch 64", cnn_records(64, 28, 16, 32, 64)},
+          {"an MLP 7-5-3 at batch 1", mlp_records(1, {7, 5, 3})},
+          {"a CNN on 4×4 images at batch 3", cnn_records(3, 4, 1, 2, 3)},
+          {fmt::format("an MLP {}-{}-{} at batch {}", r[1], r[2], r[3], r[0]), mlp_records(r[0], {r[1], r[2], r[3]})},
+          {fmt::format("a CNN on {0}×{0} images at batch {1}", 4 * (1 + r[4] % 8), r[0]),
+           cnn_records(r[0], 4 * (1 + r[4] % 8), 1 + r[1] % 7, 1 + r[2] % 9, r[3])},
+          {"no layers", {}}};
+}
+
+// The test models of estimate_memory, built inside the observation: layers and their records.
+struct ModelCase {
+  std::string name;
+  std::int64_t parameters;  // the count of parameter floats, worked out by hand
+  std::function<std::shared_ptr<nn::Sequential>(WichmannHill&)> build;
+  std::vector<LayerRecord> records;
+};
+
+std::shared_ptr<nn::Sequential> build_mlp(const std::vector<std::int64_t>& widths, WichmannHill& g) {
+  std::vector<std::shared_ptr<nn::Module>> layers;
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) {
+    if (i > 0) layers.push_back(std::make_shared<nn::ReLU>());
+    layers.push_back(std::make_shared<nn::Linear>(widths[i], widths[i + 1], g));
+  }
+  return std::make_shared<nn::Sequential>(layers);
+}
+
+std::shared_ptr<nn::Sequential> build_cnn(std::int64_t side, int c1, int c2, std::int64_t hidden, WichmannHill& g) {
+  const std::int64_t flat = c2 * (side / 4) * (side / 4);
+  return std::make_shared<nn::Sequential>(std::vector<std::shared_ptr<nn::Module>>{
+      std::make_shared<nn::Conv2dLayer>(1, c1, 3, 1, 1, true, g), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::MaxPool2dLayer>(2), std::make_shared<nn::Conv2dLayer>(c1, c2, 3, 1, 1, true, g),
+      std::make_shared<nn::ReLU>(), std::make_shared<nn::MaxPool2dLayer>(2), std::make_shared<nn::Flatten>(),
+      std::make_shared<nn::Linear>(flat, hidden, g), std::make_shared<nn::ReLU>(),
+      std::make_shared<nn::Linear>(hidden, 10, g)});
+}
+
+std::int64_t mlp_parameters(const std::vector<std::int64_t>& widths) {
+  std::int64_t total = 0;
+  for (std::size_t i = 0; i + 1 < widths.size(); ++i) total += widths[i] * widths[i + 1] + widths[i + 1];
+  return total;
+}
+
+std::int64_t cnn_parameters(std::int64_t side, std::int64_t c1, std::int64_t c2, std::int64_t hidden) {
+  const std::int64_t flat = c2 * (side / 4) * (side / 4);
+  return (c1 * 9 + c1) + (c2 * c1 * 9 + c2) + (flat * hidden + hidden) + (hidden * 10 + 10);
+}
+
+}  // namespace
+
+TEST(Profiling, SavedActivations) {
+  for (const MemoryCase& c : memory_cases(1430)) {
+    const testing::Params params = {{"model", c.name}};
+    const auto got = observe(fmt::format("saved_activation_bytes(the records of {})", c.name),
+                             [&] { return saved_activation_bytes(c.records); });
+    if (!KILN_EXPECT_OK(got, "activations_wrong", params)) return;
+    const std::int64_t want = trusted_activations(c.records);
+    if (*got != want) {
+      KILN_FAIL("activations_wrong", params, fmt::format("got {} bytes, expected {}", *got, want));
+      return;
+    }
+  }
+}
+
+TEST(Profiling, Transient) {
+  for (const MemoryCase& c : memory_cases(1431)) {
+    const testing::Params params = {{"model", c.name}};
+    const auto got = observe(fmt::format("largest_transient_bytes(the records of {})", c.name),
+                             [&] { return largest_transient_bytes(c.records); });
+    if (!KILN_EXPECT_OK(got, "transient_wrong", params)) return;
+    const std::int64_t want = trusted_transient(c.records);
+    if (*got != want) {
+      KILN_FAIL("transient_wrong", params, fmt::format("got {} bytes, expected {}", *got, want));
+      return;
+    }
+  }
+}
+
+TEST(Profiling, MemoryEstimate) {
+  const auto r = testing::random_ints(4, 1, 40, 1432);
+  const std::int64_t side = 4 * (1 + r[3] % 4);
+  const std::vector<ModelCase> cases = {
+      {"the MLP 784-256-128-10 at batch 64", mlp_parameters({784, 256, 128, 10}),
+       [](WichmannHill& g) { return build_mlp({784, 256, 128, 10}, g); }, mlp_records(64, {784, 256, 128, 10})},
+      {"the CNN of the milestone at batch 64", cnn_parameters(28, 16, 32, 64),
+       [](WichmannHill& g) { return build_cnn(28, 16, 32, 64, g); }, cnn_records(64, 28, 16, 32, 64)},
+      {fmt::format("an MLP {}-{}-{}-{} at batch 3", r[0], r[1], r[2], r[3]), mlp_parameters({r[0], r[1], r[2], r[3]}),
+       [&r](WichmannHill& g) { return build_mlp({r[0], r[1], r[2], r[3]}, g); }, mlp_records(3, {r[0], r[1], r[2], r[3]})},
+      {fmt::format("a CNN on {0}×{0} images with 3 and 5 filters at batch 7", side), cnn_parameters(side, 3, 5, 31),
+       [side](WichmannHill& g) { return build_cnn(side, 3, 5, 31, g); }, cnn_records(7, side, 3, 5, 31)}};
+  for (const ModelCase& c : cases) {
+    const testing::Params params = {{"model", c.name}};
+    const auto got = observe(fmt::format("estimate_memory(the model {0}, the records of {0})", c.name), [&] {
+      WichmannHill generator(14);
+      const std::shared_ptr<nn::Sequential> model = c.build(generator);
+      const MemoryEstimate m = estimate_memory(*model, c.records);
+      return std::make_tuple(m.parameter_bytes, m.gradient_bytes, m.activation_bytes, m.transient_bytes);
+    });
+    if (!KILN_EXPECT_OK(got, "memory_estimate_wrong", params)) return;
+    const auto want = std::make_tuple(4 * c.parameters, 4 * c.parameters, trusted_activations(c.records),
+                                      trusted_transient(c.records));
+    if (*got != want) {
+      const auto text = [](const auto& t) {
+        return fmt::format("parameters {}, gradients {}, activations {}, transient {}", std::get<0>(t), std::get<1>(t),
+                           std::get<2>(t), std::get<3>(t));
+      };
+      KILN_FAIL("memory_estimate_wrong", params, "got " + text(*got) + "\n  expected " + text(want));
+      return;
+    }
+  }
+}
+
+}  // namespace kiln

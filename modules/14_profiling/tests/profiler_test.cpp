@@ -1,0 +1,285 @@
+// Module 14 checks for the profiler: layer_cost on real layers, then profile_forward with a
+// scripted clock. The clock returns the next of a list of times drawn from the run's seed, so
+// every duration the profiler should record is known exactly in advance and no check depends on
+// how fast this machine is. The clock writes 'C' into a log at every reading, and the test's Probe
+// layer writes 'F' at every forward call: a correct profiler of three probes with warmup 1 and
+// repetitions 2 leaves "FFF" then "CFCCFCCFC" twice.
+//
+// Models are built inside the observed calls (their constructors are your module 08 and 09
+// code); what comes back is plain data: one tuple per record.
+#include <cmath>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <tuple>
+#include <utility>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "kiln/profiling.h"
+#include "kiln/testing.h"
+#include "profiling_testing.h"
+
+namespace kiln {
+namespace {
+
+using namespace profiling_testing;
+using testing::observe;
+using testing::random_tensor;
+
+// A layer the profiler knows nothing about: it notes each call in `log` and returns its input.
+class Probe : public nn::Module {
+ public:
+  explicit Probe(std::string& log) : log_(log) {}
+  Tensor forward(const Tensor& x) override {
+    log_ += 'F';
+    return x;
+  }
+
+ private:
+  std::string& log_;
+};
+
+// Times that only grow, from the run's generator: a start in the first 1000 s after boot, then
+// steps of 1 µs to 10 ms.
+std::vector<double> scripted_times(std::size_t readings, std::uint64_t stream) {
+  testing::Generator generator(stream);
+  std::vector<double> times(readings);
+  double now = 50 + 1000 * generator.uniform();
+  for (double& t : times) {
+    t = now;
+    now += 1e-6 + 0.01 * generator.uniform();
+  }
+  return times;
+}
+
+// A clock that reads `times` in order, writing 'C' into `log` at every reading.
+Clock scripted_clock(const std::vector<double>& times, std::size_t& next, std::string& log) {
+  return [&times, &next, &log] {
+    log += 'C';
+    if (next == times.size()) throw std::runtime_error("the scripted clock ran out of readings");
+    return times[next++];
+  };
+}
+
+// A record as plain data: name, kind, input shape, output shape, calls, seconds, flops, bytes.
+using PlainRecord = std::tuple<std::string, std::string, Shape, Shape, std::int64_t, double, std::int64_t, std::int64_t>;
+
+std::vector<PlainRecord> plain(const std::vector<LayerRecord>& records) {
+  std::vector<PlainRecord> out;
+  for (const LayerRecord& r : records)
+    out.emplace_back(r.name, r.kind, r.input_shape, r.output_shape, r.calls, r.seconds, r.cost.flops, r.cost.bytes);
+  return out;
+}
+
+// One layer of a test model: how to build it, and what a profile must say about it.
+struct LayerSpec {
+  std::string text;  // "Linear(7, 5)"
+  std::string kind;
+  std::function<std::shared_ptr<nn::Module>(WichmannHill&)> build;  // student code: inside observe
+  Shape output;
+  PlainCost cost;
+};
+
+// The test's models: layer specs worked out by trusted code, and the input shape.
+struct ModelSpec {
+  std::string name;
+  Shape input;
+  std::vector<LayerSpec> layers;
+};
+
+LayerSpec linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
+  return {fmt::format("Linear({}, {})", in, out), "Linear",
+          [in, out](WichmannHill& g) { return std::make_shared<nn::Linear>(in, out, g); }, Shape{batch, out},
+          trusted_linear(batch, in, out)};
+}
+LayerSpec relu(const Shape& shape) {
+  return {"ReLU", "ReLU", [](WichmannHill&) { return std::make_shared<nn::ReLU>(); }, shape, trusted_relu(count(shape))};
+}
+LayerSpec conv(const Shape& in, int out_channels, int k, int stride, int padding, bool bias) {
+  return {fmt::format("Conv2dLayer({}, {}, {}, {}, {}, {})", in[1], out_channels, k, stride, padding, bias), "Conv2d",
+          [=](WichmannHill& g) {
+            return std::make_shared<nn::Conv2dLayer>(static_cast<int>(in[1]), out_channels, k, stride, padding, bias, g);
+          },
+          trusted_conv_shape(in, out_channels, k, stride, padding), trusted_conv(in, out_channels, k, stride, padding, bias)};
+}
+LayerSpec pool(const Shape& in, int k) {
+  return {fmt::format("MaxPool2dLayer({})", k), "MaxPool2d",
+          [k](WichmannHill&) { return std::make_shared<nn::MaxPool2dLayer>(k); }, trusted_pool_shape(in, k, k),
+          trusted_pool(in, k, k)};
+}
+LayerSpec flatten(const Shape& in) {
+  return {"Flatten", "Flatten", [](WichmannHill&) { return std::make_shared<nn::Flatten>(); },
+          Shape{in[0], count(in) / in[0]}, PlainCost{0, 0}};
+}
+
+// An MLP at `batch` with the given widths, and a CNN on (batch, channels, side, side + 2).
+ModelSpec mlp(std::int64_t batch, std::int64_t in, std::int64_t hidden, std::int64_t out) {
+  return {fmt::format("Linear({0}, {1}), ReLU, Linear({1}, {2}) at batch {3}", in, hidden, out, batch),
+          {batch, in},
+          {linear(batch, in, hidden), relu({batch, hidden}), linear(batch, hidden, out)}};
+}
+ModelSpec cnn(std::int64_t batch, std::int64_t channels, std::int64_t side) {
+  ModelSpec m{"", {batch, channels, side, side + 2}, {}};
+  const auto add = [&m](LayerSpec layer) { m.layers.push_back(std::move(layer)); };
+  Shape shape = m.input;
+  add(conv(shape, 3, 3, 1, 1, true));
+  add(relu(shape = m.layers.back().output));
+  add(pool(shape, 2));
+  add(conv(shape = m.layers.back().output, 4, 3, 2, 1, false));
+  add(flatten(shape = m.layers.back().output));
+  add(linear(batch, (shape = m.layers.back().output)[1], 5));
+  std::string names;
+  for (const LayerSpec& layer : m.layers) names += (names.empty() ? "" : ", ") + layer.text;
+  m.name = names + " on images " + shape_text(m.input);
+  return m;
+}
+
+// profile_forward of the model `spec` on an input from the run's seed, with the scripted clock.
+auto observe_profile(const ModelSpec& spec, const ProfileOptions& options, const std::vector<double>& times,
+                     std::uint64_t stream) {
+  const Tensor x = random_tensor(spec.input, stream);
+  return observe(fmt::format("profile_forward(model, x, {{.warmup = {}, .repetitions = {}}}, scripted_clock) of {}",
+                             options.warmup, options.repetitions, spec.name),
+                 [&] {
+                   WichmannHill generator(14);
+                   std::vector<std::shared_ptr<nn::Module>> layers;
+                   for (const LayerSpec& layer : spec.layers) layers.push_back(layer.build(generator));
+                   nn::Sequential model(layers);
+                   std::size_t next = 0;
+                   std::string log;
+                   return plain(profile_forward(model, x, options, scripted_clock(times, next, log)));
+                 });
+}
+
+}  // namespace
+
+TEST(Profiling, LayerCost) {
+  // Each kind of layer, alone, on an input of its own; built inside the observation.
+  const auto r = testing::random_ints(3, 1, 40, 1410);
+  const std::vector<std::pair<LayerSpec, Shape>> cases = {
+      {linear(3, 7, 5), {3, 7}},
+      {linear(r[0], r[1], r[2]), {r[0], r[1]}},
+      {relu({2, 3, 5}), {2, 3, 5}},
+      {flatten({2, 3, 5, 7}), {2, 3, 5, 7}},
+      {conv({2, 3, 7, 5}, 4, 3, 2, 1, false), {2, 3, 7, 5}},
+      {conv({1, 2, 6, 6}, 3, 3, 1, 1, true), {1, 2, 6, 6}},
+      {pool({2, 3, 7, 5}, 2), {2, 3, 7, 5}},
+      {pool({1, 1, 9, 9}, 3), {1, 1, 9, 9}}};
+  for (const auto& [spec, input] : cases) {
+    const auto got = observe(fmt::format("layer_cost({}, {})", spec.text, shape_text(input)), [&] {
+      WichmannHill generator(14);
+      const std::shared_ptr<nn::Module> layer = spec.build(generator);
+      const Cost cost = layer_cost(*layer, input);
+      return PlainCost{cost.flops, cost.bytes};
+    });
+    const testing::Params params = {{"layer", spec.text}, {"input", shape_text(input)}};
+    if (!KILN_EXPECT_OK(got, "layer_cost_wrong", params)) return;
+    if (*got != spec.cost) {
+      KILN_FAIL("layer_cost_wrong", params, got_expected(*got, spec.cost));
+      return;
+    }
+  }
+}
+
+TEST(Profiling, ProfileOrder) {
+  testing::Generator generator(1411);
+  const int warmup = static_cast<int>(generator.below(4));
+  const int repetitions = 1 + static_cast<int>(generator.below(5));
+  const struct {
+    int layers, warmup, repetitions;
+  } plans[] = {{3, 1, 2}, {1, 0, 1}, {3, 2, 3}, {2, 0, 7}, {1 + static_cast<int>(generator.below(4)), warmup, repetitions}};
+  const Tensor x = random_tensor({3, 5}, 1412);
+  for (const auto& plan : plans) {
+    const std::vector<double> times = scripted_times(4 * static_cast<std::size_t>((plan.warmup + plan.repetitions) * plan.layers) + 8, 1413);
+    const auto log = observe(fmt::format("profile_forward(Sequential of {} probes, x, {{.warmup = {}, .repetitions = {}}}, scripted_clock)",
+                                         plan.layers, plan.warmup, plan.repetitions),
+                             [&] {
+                               std::string events;
+                               std::vector<std::shared_ptr<nn::Module>> probes;
+                               for (int i = 0; i < plan.layers; ++i) probes.push_back(std::make_shared<Probe>(events));
+                               nn::Sequential model(probes);
+                               std::size_t next = 0;
+                               profile_forward(model, x, ProfileOptions{plan.warmup, plan.repetitions},
+                                               scripted_clock(times, next, events));
+                               return events;
+                             });
+    const testing::Params params = {{"layers", std::to_string(plan.layers)}, {"warmup", std::to_string(plan.warmup)},
+                                    {"repetitions", std::to_string(plan.repetitions)}};
+    if (!KILN_EXPECT_OK(log, "profile_order_wrong", params)) return;
+    std::string expected;
+    for (int pass = 0; pass < plan.warmup; ++pass) expected += std::string(static_cast<std::size_t>(plan.layers), 'F');
+    for (int pass = 0; pass < plan.repetitions; ++pass)
+      for (int layer = 0; layer < plan.layers; ++layer) expected += "CFC";
+    if (*log != expected) {
+      KILN_FAIL("profile_order_wrong", params,
+                "clock readings (C) and layer calls (F), in order:\n  got      " + *log + "\n  expected " + expected);
+      return;
+    }
+  }
+  // Options that make no sense are refused before anything runs.
+  const auto refused = [&](int warmup, int repetitions) {
+    return observe(fmt::format("profile_forward(model, x, {{.warmup = {}, .repetitions = {}}})", warmup, repetitions), [&] {
+      nn::Sequential model({std::make_shared<nn::ReLU>()});
+      (void)profile_forward(model, x, ProfileOptions{warmup, repetitions});
+    });
+  };
+  for (const auto& [w, reps] : {std::pair{1, 0}, std::pair{-1, 3}, std::pair{0, -2}}) {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refused(w, reps), "profile_options_unchecked");
+  }
+}
+
+TEST(Profiling, ProfileRecords) {
+  const auto r = testing::random_ints(4, 1, 40, 1414);
+  const std::vector<ModelSpec> models = {mlp(3, 7, 5, 3), mlp(r[0], r[1], r[2], r[3]), cnn(2, 2, 7),
+                                         cnn(1 + r[0] % 3, 1 + r[1] % 3, 5 + r[2] % 9)};
+  const ProfileOptions options{1, 3};
+  for (std::size_t m = 0; m < models.size(); ++m) {
+    const ModelSpec& spec = models[m];
+    const std::size_t layers = spec.layers.size();
+    const std::vector<double> times = scripted_times(4 * layers * 4 + 8, 1415 + m);
+    const auto got = observe_profile(spec, options, times, 1420 + m);
+    const testing::Params params = {{"model", spec.name}};
+    if (!KILN_EXPECT_OK(got, "record_layout_wrong", params)) return;
+    if (got->size() != layers) {
+      KILN_FAIL("record_layout_wrong", params, fmt::format("got {} records, expected {}", got->size(), layers));
+      return;
+    }
+    Shape input = spec.input;
+    for (std::size_t i = 0; i < layers; ++i) {
+      const auto& [name, kind, in, out, calls, seconds, flops, bytes] = (*got)[i];
+      const LayerSpec& want = spec.layers[i];
+      const auto layout = std::make_tuple(std::to_string(i), want.kind, input, want.output, std::int64_t{options.repetitions});
+      if (std::tie(name, kind, in, out, calls) != layout) {
+        KILN_FAIL("record_layout_wrong", params,
+                  fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {} calls; expected name \"{}\", "
+                              "kind \"{}\", shapes {} -> {}, {} calls",
+                              i, name, kind, shape_text(in), shape_text(out), calls, i, want.kind, shape_text(input),
+                              shape_text(want.output), options.repetitions));
+        return;
+      }
+      // Pass p times layer i between readings 2(p·layers + i) and 2(p·layers + i) + 1.
+      double expected_seconds = 0;
+      for (int pass = 0; pass < options.repetitions; ++pass) {
+        const std::size_t start = 2 * (static_cast<std::size_t>(pass) * layers + i);
+        expected_seconds += times[start + 1] - times[start];
+      }
+      if (!(std::fabs(seconds - expected_seconds) <= 1e-9 * expected_seconds)) {
+        const auto [g, w] = testing::format_pair(seconds, expected_seconds);
+        KILN_FAIL("record_seconds_wrong", params, fmt::format("record {} ({}): got {} s, expected {} s", i, kind, g, w));
+        return;
+      }
+      if (PlainCost{flops, bytes} != want.cost) {
+        KILN_FAIL("record_cost_wrong", params,
+                  fmt::format("record {} ({}): ", i, kind) + got_expected(PlainCost{flops, bytes}, want.cost));
+        return;
+      }
+      input = want.output;
+    }
+  }
+}
+
+}  // namespace kiln
