@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <map>
 #include <fstream>
 #include <thread>
 
@@ -151,6 +152,95 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
   EXPECT_FALSE(fs::exists("/tmp/kiln-hostile-was-here")) << "nothing was written outside the scratch folder";
   const std::string gradebook = read_file(root / "results" / "gradebook.csv");
   EXPECT_EQ(std::count(gradebook.begin(), gradebook.end(), '\n'), cases + 1) << gradebook;
+  fs::remove_all(root);
+}
+
+// Submissions of the real course's module 17 that attack its speed-graded check: the reference
+// solution with one change planted in tiled_matmul. Graded in one batch through the sandbox.
+TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
+  const fs::path course = KILN_HOME_DIR;
+  const fs::path solution = course / "solutions" / "17_acceleration" / "src";
+  const fs::path root = fs::temp_directory_path() / ("kiln-hostile-speed-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const std::string anchor = "  // One output tile C[i0:i_end, j0:j_end] at a time";
+  const std::map<std::string, std::string> planted = {
+      {"reference", ""},
+      // The work goes to a process that this one never waits for, and is slow on purpose: its CPU
+      // time must still count.
+      {"hidden_worker", R"(  {
+    int channel[2];
+    if (::pipe(channel) == 0) {
+      if (::fork() == 0) {
+        std::vector<float> out(static_cast<std::size_t>(n * m));
+        for (int again = 0; again < 8; ++again)
+          for (std::int64_t i = 0; i < n; ++i)
+            for (std::int64_t j = 0; j < m; ++j) {
+              float sum = 0;
+              for (std::int64_t p = 0; p < inner; ++p) sum += a_data[i * inner + p] * b_data[p * m + j];
+              out[static_cast<std::size_t>(i * m + j)] = sum;
+            }
+        const char* bytes = reinterpret_cast<const char*>(out.data());
+        for (std::size_t done = 0, total = out.size() * sizeof(float); done < total;) {
+          const ssize_t w = ::write(channel[1], bytes + done, total - done);
+          if (w <= 0) break;
+          done += static_cast<std::size_t>(w);
+        }
+        ::_exit(0);
+      }
+      ::close(channel[1]);
+      char* into = reinterpret_cast<char*>(c_data);
+      for (std::size_t done = 0, total = static_cast<std::size_t>(n * m) * sizeof(float); done < total;) {
+        const ssize_t r = ::read(channel[0], into + done, total - done);
+        if (r <= 0) break;
+        done += static_cast<std::size_t>(r);
+      }
+      ::close(channel[0]);
+      return c;
+    }
+  }
+)"},
+      // Right whenever it is observed, and a fast wrong answer whenever it is timed.
+      {"knows_when_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) return c;\n"},
+      // Writes a verdict of its own where the timed run's results go.
+      {"forges_the_verdict", "  if (std::getenv(\"KILN_SPEED_CALLS\")) { std::fputs(\"ok\\n\", stdout); std::fflush(stdout); }\n"},
+  };
+  for (const auto& [name, code] : planted) {
+    const fs::path dir = root / "submissions" / name / "src";
+    fs::create_directories(dir);
+    fs::copy_file(solution / "gpu_kernels.cpp", dir / "gpu_kernels.cpp");
+    std::string text = read_file(solution / "acceleration.cpp");
+    const auto at = text.find(anchor);
+    ASSERT_NE(at, std::string::npos) << "tiled_matmul's comment moved: update this test";
+    text.insert(at, code);
+    std::ofstream(dir / "acceleration.cpp") << "#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n" << text;
+  }
+  const ProcessResult r = run_process(
+      {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
+                "17", "--format", "json", "--out", (root / "results").string(), "-j", "1"},
+       .env = {{"KILN_HOME", KILN_HOME_DIR}},
+       .output_cap = 1 << 20});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto speed_check = [&](const std::string& name) {
+    const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
+    for (const auto& c : result["checks"])
+      if (c["id"] == "tiled_matmul_speed") return c;
+    return nlohmann::json();
+  };
+  // The reference against itself: near 1×, whatever else runs on the machine.
+  const auto reference = speed_check("reference");
+  EXPECT_EQ(reference["status"], "passed") << reference.dump(2);
+  EXPECT_GE(reference["points"].get<int>(), 2) << reference.dump(2);
+  // Eight plain products in a hidden process: far past 10 times the reference's time.
+  const auto hidden = speed_check("hidden_worker");
+  EXPECT_EQ(hidden["status"], "passed") << hidden.dump(2);
+  EXPECT_EQ(hidden["points"], 0) << hidden.dump(2);
+  for (const std::string name : {"knows_when_timed", "forges_the_verdict"}) {
+    SCOPED_TRACE(name);
+    const auto c = speed_check(name);
+    EXPECT_EQ(c["status"], "failed") << c.dump(2);
+    EXPECT_EQ(c["points"], 0) << c.dump(2);
+    EXPECT_NE(c["summary"].get<std::string>().find("in a timed run"), std::string::npos) << c.dump(2);
+  }
   fs::remove_all(root);
 }
 

@@ -1,6 +1,7 @@
 // kiln-sandbox-run STATUS_FD PROGRAM [ARGS...]: runs PROGRAM inside the sandbox and reports on
-// STATUS_FD exactly how it ended ("exit N" or "signal N", then "cpu SECONDS", its CPU time), which
-// the sandbox's own exit code cannot tell apart (exit(139) and a segmentation fault both read 139). Then it ends every process
+// STATUS_FD exactly how it ended ("exit N" or "signal N", then "cpu SECONDS": the CPU time of it and
+// of every process it started), which the sandbox's own exit code cannot tell apart (exit(139) and a
+// segmentation fault both read 139). Then it ends every process
 // PROGRAM left behind in the sandbox, so that a submission is over when its run is.
 //
 // PROGRAM never holds STATUS_FD, and this process is not dumpable, so PROGRAM can neither write to
@@ -24,6 +25,9 @@ int main(int argc, char** argv) {
   }
   const int status_fd = std::atoi(argv[1]);
   prctl(PR_SET_DUMPABLE, 0);
+  // Every process PROGRAM leaves behind becomes this one's child when its parent ends, so that it
+  // is reaped here and its CPU time counted with PROGRAM's.
+  prctl(PR_SET_CHILD_SUBREAPER, 1);
   if (status_fd > 2) fcntl(status_fd, F_SETFD, FD_CLOEXEC);
   const pid_t child = fork();
   if (child < 0) {
@@ -36,21 +40,23 @@ int main(int argc, char** argv) {
     _exit(127);
   }
   int status = 0;
-  struct rusage usage {};
-  while (wait4(child, &status, 0, &usage) < 0 && errno == EINTR) {
+  while (waitpid(child, &status, 0) < 0 && errno == EINTR) {
   }
-  // And the CPU time PROGRAM used, with the descendants it waited for, as the kernel accounted it:
-  // outside the sandbox it cannot be seen (the sandbox's own processes do not pass it on).
+  // Every other process of this user in the sandbox: what PROGRAM started and left running.
+  signal(SIGKILL, SIG_DFL);
+  kill(-1, SIGKILL);
+  while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
+  }
+  // The CPU time of PROGRAM and of every process it started, all reaped by now, as the kernel
+  // accounted it. Outside the sandbox it cannot be seen: the sandbox's own processes do not pass a
+  // child's time on.
+  struct rusage usage {};
+  getrusage(RUSAGE_CHILDREN, &usage);
   const double cpu = static_cast<double>(usage.ru_utime.tv_sec + usage.ru_stime.tv_sec) +
                      static_cast<double>(usage.ru_utime.tv_usec + usage.ru_stime.tv_usec) * 1e-6;
   char report[96];
   int n = WIFSIGNALED(status) ? std::snprintf(report, sizeof report, "signal %d cpu %.6f\n", WTERMSIG(status), cpu)
                               : std::snprintf(report, sizeof report, "exit %d cpu %.6f\n", WEXITSTATUS(status), cpu);
   if (status_fd > 2) (void)!write(status_fd, report, static_cast<std::size_t>(n));
-  // Every other process of this user in the sandbox: what PROGRAM started and left running.
-  signal(SIGKILL, SIG_DFL);
-  kill(-1, SIGKILL);
-  while (waitpid(-1, nullptr, 0) > 0 || errno == EINTR) {
-  }
   return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : WEXITSTATUS(status);
 }
