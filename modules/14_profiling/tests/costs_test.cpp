@@ -77,14 +77,14 @@ TEST(Profiling, Conv2dCost) {
     std::int64_t out_channels, kernel, stride, padding;
     bool bias;
   };
-  const auto r = drawn(1403, 1, 6, 4);       // batch, channels, out_channels, stride - 1
+  const auto r = drawn(1403, 1, 6, 4);       // batch, channels, out_channels, stride
   const auto side = drawn(1404, 5, 40, 2);   // H, W
   const auto k = drawn(1405, 1, 6, 2);       // kernel, padding
   std::vector<Case> cases = {
       {{1, 1, 4, 4}, 1, 3, 1, 0, false},     // the chapter's: 2×2 outputs of 9 multiply-adds
       {{1, 1, 4, 4}, 1, 3, 1, 1, true},      // padding 1 keeps 4×4
       {{2, 3, 7, 5}, 4, 3, 2, 1, true},      // stride 2, H ≠ W: (2, 4, 4, 3)
-      {{1, 2, 31, 33}, 3, 5, 3, 2, false},   // (33 - 5) / 3 + 1 = 10, (37 - 5) / 3 + 1 = 11
+      {{1, 2, 31, 33}, 3, 5, 3, 2, false},   // (35 - 5) / 3 + 1 = 11, (37 - 5) / 3 + 1 = 11
       {{3, 1, 1, 1}, 2, 1, 1, 0, true},      // 1×1 images, 1×1 kernel
       {{64, 1, 28, 28}, 16, 3, 1, 1, true},  // the milestone CNN's first layer
       {{64, 16, 14, 14}, 32, 3, 1, 1, true}, // and its second

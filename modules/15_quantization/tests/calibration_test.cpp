@@ -37,9 +37,9 @@ Readings feed(const std::vector<Tensor>& batches) {
 // Judges the readings of `what` against the running max |x| computed here.
 bool expect_readings(const char* file, int line, const testing::Observed<Readings>& got,
                      const std::vector<Tensor>& batches) {
-  if (!testing::expect_ok(file, line, got, "observer_max_wrong", {{"batch", "-"}})) return false;
+  if (!testing::expect_ok(file, line, got, "observer_max_wrong", {{"batch", "after the batches it was fed"}})) return false;
   if (got->size() != batches.size() + 1) {
-    testing::report_failure(file, line, "observer_max_wrong", {{"batch", "-"}},
+    testing::report_failure(file, line, "observer_max_wrong", {{"batch", "after the batches it was fed"}},
                             fmt::format("{} gave {} readings, expected {}", got.call(), got->size(), batches.size() + 1));
     return false;
   }
