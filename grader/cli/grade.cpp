@@ -428,7 +428,8 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
               std::random_device fresh;
               programs.env = {{"KILN_SEED", std::to_string((std::uint64_t(fresh()) << 32) ^ fresh())}};
               programs.reference = reference_program;
-              programs.verifier = judge.binary;
+              // Trusted too, and built optimised: it judges every timed result.
+              programs.verifier = reference_program;
               programs.scratch = work / "speed-rounds";
               programs.student = optimised.binary;
               if (!cmd.no_sandbox) {

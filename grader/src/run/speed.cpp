@@ -179,7 +179,7 @@ void score_speed_checks(Report& report, const Module& module, const SpeedProgram
           c.summary = "a timed run did not count: " + s.problem;
           if (!check->failures.empty()) {
             c.failure_ids = {check->failures.front().id};
-            c.summary = render_message(check->failures.front().message, {{"which", "in a timed run"}, {"problem", s.problem}});
+            c.summary = render_message(check->failures.front().message, {{"which", "in a timed run"}, {"problem", ": " + s.problem}});
             c.messages = {c.summary};
             c.hints = {check->failures.front().hint};
           }

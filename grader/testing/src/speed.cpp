@@ -101,17 +101,18 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
 
   auto judged = [&](const std::vector<Tensor>& inputs, const char* which, const std::string& call) {
     const auto result = observe(call, [&] { return kernel.call(inputs); });
-    if (!expect_ok(file, line, result, failure_id, {{"which", which}, {"problem", "it threw"}})) return false;
+    if (!expect_ok(file, line, result, failure_id, {{"which", which}, {"problem", ": it threw"}})) return false;
     const std::string problem = kernel.judge(inputs, *result);
     if (problem.empty()) return true;
     report_failure(file, line, failure_id, {{"which", which}, {"problem", problem}});
     return false;
   };
+  const auto& draw = kernel.check_inputs ? kernel.check_inputs : kernel.inputs;
   // 1. Fresh inputs.
-  std::vector<Tensor> inputs = kernel.inputs(kCheckStreams + 1);
+  std::vector<Tensor> inputs = draw(kCheckStreams + 1);
   if (!judged(inputs, "on fresh inputs", kernel.name)) return;
   // 2. The same tensors, their values overwritten in place.
-  const std::vector<Tensor> replacement = kernel.inputs(kCheckStreams + 2);
+  const std::vector<Tensor> replacement = draw(kCheckStreams + 2);
   for (std::size_t k = 0; k < inputs.size(); ++k) {
     const std::vector<float> values = replacement[k].to_vector();
     float* storage = inputs[k].data();
@@ -119,7 +120,7 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
   }
   if (!judged(inputs, "on the same tensors after their values changed", kernel.name + ", again on the same tensors")) return;
   // 3. New tensors.
-  judged(kernel.inputs(kCheckStreams + 3), "on new tensors", kernel.name + ", on new tensors");
+  judged(draw(kCheckStreams + 3), "on new tensors", kernel.name + ", on new tensors");
 }
 
 }  // namespace kiln::testing

@@ -154,13 +154,17 @@ void expect_throws(const char* file, int line, const Observed<T>& observed, std:
 //      last result for inputs it has seen before (by address, by shape) returns a stale answer;
 //   3. on new tensors with new values.
 // A wrong result reports failure_id, filling {which} (which of the three) and {problem} (what the
-// judge found). Its speed is measured afterwards by the grader, out of process: the same test
+// judge found, which should begin with the size: "for (67 × 45) · (45 × 83): element [0, 0] is
+// ..."; ": it threw" when the call threw, and ": " and the reason in a timed run). The observed calls may use smaller inputs than the timed ones (check_inputs). Its speed is measured afterwards by the grader, out of process: the same test
 // program, run with KILN_SPEED_CALLS=K, calls the kernel on K fresh inputs of the round
 // KILN_SPEED_ROUND and writes the results, unjudged, to standard output; run with
 // KILN_SPEED_VERIFY=FILE, the judge's program reads those results back and judges each.
 struct SpeedKernel {
   std::string name;  // the call as the report names it: "tiled_matmul(a, b, 64) of (512 × 512) · (512 × 512)"
-  std::function<std::vector<Tensor>(std::uint64_t stream)> inputs;
+  std::function<std::vector<Tensor>(std::uint64_t stream)> inputs;  // the timed size
+  // Inputs for the three observed calls, when they should be smaller than the timed ones (the
+  // check run is built with the sanitizers, and judged twice); empty: `inputs`.
+  std::function<std::vector<Tensor>(std::uint64_t stream)> check_inputs;
   std::function<Tensor(const std::vector<Tensor>& inputs)> call;  // student code: the kernel
   std::function<std::string(const std::vector<Tensor>& inputs, const TensorData& result)> judge;
 };
