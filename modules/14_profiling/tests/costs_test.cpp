@@ -151,6 +151,11 @@ TEST(Profiling, ReluAndPoolCost) {
                      "pool_cost_wrong", params))
       return;
   }
+  // A window that does not fit, or a stride of 0, describes no pooling.
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 3, 7}, 4, 1), std::invalid_argument, "pool_arguments_unchecked");
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 7, 3}, 4, 1), std::invalid_argument, "pool_arguments_unchecked");
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 8, 8}, 2, 0), std::invalid_argument, "pool_arguments_unchecked");
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 8, 8}, 2, 2), std::invalid_argument, "pool_arguments_unchecked");
 }
 
 TEST(Profiling, CrossEntropyCost) {

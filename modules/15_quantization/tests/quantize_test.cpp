@@ -114,9 +114,18 @@ TEST(Quantization, QuantizeWeights) {
   const Tensor rows_first = tie_free_weight(7, 33, 1520);
   const Tensor stored = stored_transposed(data_of(rows_first).values, 7, 33);  // (33, 7)
   const Tensor seen = transposed_view(stored);                                  // (7, 33), a view
-  EXPECT_QUANTIZED(observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
-                           [&] { return parts_of(quant::quantize_per_channel(seen)); }),
-                   data_of(rows_first));
+  if (!EXPECT_QUANTIZED(observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
+                                [&] { return parts_of(quant::quantize_per_channel(seen)); }),
+                        data_of(rows_first)))
+    return;
+
+  // A weight that is not a matrix has no rows to give scales to. The (2, 2, 3) one first: without
+  // the check it is quantized as a wrong (2, 2) matrix, where a (6) one would be read out of bounds.
+  const Tensor cube({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  KILN_EXPECT_THROWS(quant::quantize_per_channel(cube), ShapeError, "quantize_shape_error", {"(2, 2, 3)"});
+  if (::testing::Test::HasFailure()) return;
+  const Tensor flat({6}, {1, 2, 3, 4, 5, 6});
+  KILN_EXPECT_THROWS(quant::quantize_per_channel(flat), ShapeError, "quantize_shape_error", {"(6)"});
 }
 
 TEST(Quantization, Dequantize) {
