@@ -73,9 +73,10 @@ int run_check(const Workspace& ws, const CheckCommand& cmd) {
         const Check* check = m.check(c.id);
         return check && check->speed && c.status == Status::passed;
       })) {
-    std::fprintf(stderr, "Timing the speed-graded checks beside the reference...\n");
-    const std::optional<SpeedPrograms> programs = local_speed_programs(ws, m, target);
-    score_speed_checks(report, m, programs ? &*programs : nullptr);
+    if (ws.course.has_solutions()) std::fprintf(stderr, "Timing the speed-graded checks beside the reference...\n");
+    std::string why_not;
+    const std::optional<SpeedPrograms> programs = local_speed_programs(ws, m, target, &why_not);
+    score_speed_checks(report, m, programs ? &*programs : nullptr, why_not);
   }
   report.notes = notes;
   if (!cmd.solution && cmd.checks.empty()) record_progress(ws, m, report);

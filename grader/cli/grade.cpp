@@ -413,8 +413,8 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
               for (const auto& c : optimised.host)
                 for (const auto& o : outputs_of(c)) fs::create_directories(o.parent_path());
               if (geteuid() == 0 && !cmd.no_sandbox)
-                for (const auto& p : fs::recursive_directory_iterator(work))
-                  if (chown(p.path().c_str(), uid, uid) != 0) throw CourseError("cannot hand the work folder to the sandbox user");
+                for (const auto& p : fs::recursive_directory_iterator(work))  // lchown: never through a link
+                  if (lchown(p.path().c_str(), uid, uid) != 0) throw CourseError("cannot hand the work folder to the sandbox user");
               SandboxSpec speed_compile = compile;
               speed_compile.mounts = {};
               for (const auto& h : headers) speed_compile.mounts.push_back({Mount::read_only, h});
@@ -433,14 +433,21 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
               programs.scratch = work / "speed-rounds";
               programs.student = optimised.binary;
               if (!cmd.no_sandbox) {
+                // The same sandbox for both programs, each seeing only its own: the student's
+                // never sees the reference's.
                 SandboxSpec timing;
-                timing.mounts = {{Mount::read_only, optimised.binary}};
                 timing.uid = uid;
                 timing.wrapper = sandbox_wrapper();
-                programs.student_launcher = sandbox_prefix(timing);
+                timing.mounts = {{Mount::read_only, optimised.binary}};
+                programs.launcher = sandbox_prefix(timing);
+                timing.mounts = {{Mount::read_only, reference_program}};
+                programs.reference_launcher = sandbox_prefix(timing);
               }
+              const auto why = compiled.ok ? std::nullopt : first_error(compiled.log, student);
               score_speed_checks(report, *m, compiled.ok ? &programs : nullptr,
-                                 "its optimised build (-O2, no sanitizers) failed where the checked one compiled");
+                                 compiled.stopped ? "its optimised build (-O2, no sanitizers) ran out of time"
+                                 : "its optimised build (-O2, no sanitizers) failed where the checked one compiled" +
+                                       (why ? ": " + course_paths(why->message) : std::string()));
               end_sandbox_user(cmd.no_sandbox ? 0 : uid);
             }
             for (auto& c : report.checks) c.summary = course_paths(c.summary);

@@ -16,6 +16,7 @@
 
 #include "kiln/grader/build.h"
 #include "kiln/grader/process.h"
+#include "kiln/grader/sandbox.h"
 
 namespace kiln::grader {
 namespace {
@@ -165,10 +166,11 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
   const std::string anchor = "  // One output tile C[i0:i_end, j0:j_end] at a time";
   const std::map<std::string, std::string> planted = {
       {"reference", ""},
-      // The work goes to a process that this one never waits for, and is slow on purpose: its CPU
-      // time must still count.
+      // The work goes to a process that this one never waits for, and that the kernel reaps on
+      // its own (SIGCHLD ignored), and is slow on purpose: its CPU time must still count.
       {"hidden_worker", R"(  {
     int channel[2];
+    ::signal(SIGCHLD, SIG_IGN);
     if (::pipe(channel) == 0) {
       if (::fork() == 0) {
         std::vector<float> out(static_cast<std::size_t>(n * m));
@@ -201,8 +203,11 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
 )"},
       // Right whenever it is observed, and a fast wrong answer whenever it is timed.
       {"knows_when_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) return c;\n"},
-      // Writes a verdict of its own where the timed run's results go.
-      {"forges_the_verdict", "  if (std::getenv(\"KILN_SPEED_CALLS\")) { std::fputs(\"ok\\n\", stdout); std::fflush(stdout); }\n"},
+      // Writes a verdict of its own into every descriptor it may hold, the timed run's results
+      // among them: it can spoil its own results, never pass for the verifier.
+      {"forges_the_verdict", "  if (std::getenv(\"KILN_SPEED_CALLS\")) for (int fd = 1; fd < 20; ++fd) (void)!::write(fd, \"ok\\n\", 3);\n"},
+      // Prints while it works, as a kernel being debugged does: standard output is not the results.
+      {"prints_while_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) std::printf(\"tiled_matmul of %ld rows\\n\", static_cast<long>(n));\n"},
   };
   for (const auto& [name, code] : planted) {
     const fs::path dir = root / "submissions" / name / "src";
@@ -212,7 +217,7 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
     const auto at = text.find(anchor);
     ASSERT_NE(at, std::string::npos) << "tiled_matmul's comment moved: update this test";
     text.insert(at, code);
-    std::ofstream(dir / "acceleration.cpp") << "#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n" << text;
+    std::ofstream(dir / "acceleration.cpp") << "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n" << text;
   }
   const ProcessResult r = run_process(
       {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
@@ -231,9 +236,15 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
   EXPECT_EQ(reference["status"], "passed") << reference.dump(2);
   EXPECT_GE(reference["points"].get<int>(), 2) << reference.dump(2);
   // Eight plain products in a hidden process: far past 10 times the reference's time.
+  const auto printing = speed_check("prints_while_timed");
+  EXPECT_EQ(printing["status"], "passed") << printing.dump(2);
+  EXPECT_GE(printing["points"].get<int>(), 2) << printing.dump(2);
+  // Eight plain products in a hidden process: far past 10 times the reference's time. Counting a
+  // process nobody waits for needs a CPU cgroup (root and a cgroup file system).
   const auto hidden = speed_check("hidden_worker");
   EXPECT_EQ(hidden["status"], "passed") << hidden.dump(2);
-  EXPECT_EQ(hidden["points"], 0) << hidden.dump(2);
+  if (CpuCgroup("kiln-hostile-probe-" + std::to_string(getpid())).available())
+    EXPECT_EQ(hidden["points"], 0) << hidden.dump(2);
   for (const std::string name : {"knows_when_timed", "forges_the_verdict"}) {
     SCOPED_TRACE(name);
     const auto c = speed_check(name);

@@ -1,6 +1,7 @@
 // grader bench N --emulator: the module's GPU kernels counted on the grid emulator, a table of
 // the counts and a picture of one warp's accesses.
 #include <algorithm>
+#include <cmath>
 #include <set>
 #include <sstream>
 
@@ -18,15 +19,22 @@ std::vector<CountedKernel> parse_counted(const std::string& lines) {
   std::string line;
   while (std::getline(in, line)) {
     const auto j = nlohmann::json::parse(line, nullptr, false);
-    if (!j.is_object() || !j.contains("name")) continue;
+    if (!j.is_object() || !j.contains("name")) {
+      if (!line.empty()) out.push_back({.name = "(unreadable)", .error = "the bench wrote a line that is not a kernel's counts: " + line.substr(0, 200)});
+      continue;
+    }
     CountedKernel k{.group = j.value("group", ""), .name = j.value("name", ""), .role = j.value("role", 0),
                     .error = j.value("error", "")};
     for (const auto& f : j.value("figures", nlohmann::json::array()))
-      k.figures.emplace_back(f.value("name", ""), f.value("value", 0.0));
+      if (f.is_object())
+        k.figures.emplace_back(f.value("name", ""), f.contains("value") && f["value"].is_number() ? f["value"].get<double>()
+                                                                                                  : std::nan(""));
     for (const auto& a : j.value("accesses", nlohmann::json::array())) {
       CountedKernel::Access access{.buffer = a.value("buffer", ""), .rows = a.value("rows", std::int64_t{0}),
                                    .cols = a.value("cols", std::int64_t{0})};
-      for (const auto& e : a.value("first_request", nlohmann::json::array())) access.first_request.push_back(e.get<std::int64_t>());
+      for (const auto& e : a.value("first_request", nlohmann::json::array()))
+        access.first_request.push_back(e.is_number_integer() ? e.get<std::int64_t>() : -1);
+      if (access.rows < 0 || access.cols < 0 || access.rows > (1 << 16) || access.cols > (1 << 16)) access.rows = access.cols = 0;
       k.accesses.push_back(std::move(access));
     }
     out.push_back(std::move(k));

@@ -526,7 +526,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
         seen.met = before <= check.tolerance && after > check.tolerance;
         seen.detail = fmt::format("outputs before it changed by at most {:.2g} (allowed {:g}), from it on by up to {:.3g}",
                                 before, check.tolerance, after);
-        if (before > check.tolerance)
+        if (!(before <= check.tolerance))  // NaN included
           fail(fmt::format("the model is not causal: changing the token at position {} changed the output at position "
                            "{} by {:.3g} (allowed {:g}); a position must not see the tokens after it",
                            check.position, worst, before, check.tolerance));

@@ -96,7 +96,9 @@ ProcessResult run_process(const ProcessSpec& spec) {
   for (auto& s : args) argv.push_back(s.data());
   argv.push_back(nullptr);
   const std::string cwd = spec.cwd.string();
-  const std::string cgroup = spec.join_cgroup.string();
+  std::vector<std::string> cgroups;  // built before fork: the child only writes
+  if (!spec.join_cgroup.empty()) cgroups.push_back(spec.join_cgroup.string());
+  for (const auto& g : spec.also_join) cgroups.push_back(g.string());
   // The descriptors the child keeps besides 0, 1 and 2, in increasing order.
   std::vector<int> kept;
   for (int fd : {spec.event_fd, spec.status_fd})
@@ -129,7 +131,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
     }
     close_range(from, ~0U, 0);
     if (!cwd.empty() && chdir(cwd.c_str()) != 0) _exit(127);
-    if (!cgroup.empty()) {
+    for (const std::string& cgroup : cgroups) {
       const int fd = open(cgroup.c_str(), O_WRONLY);
       if (fd < 0 || write(fd, "0", 1) != 1) _exit(126);  // never run unbounded when a bound was asked for
       close(fd);

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <fstream>
 #include <thread>
 
@@ -139,6 +140,38 @@ MemoryCgroup::~MemoryCgroup() {
   if (dir_.empty()) return;
   std::error_code ec;
   fs::remove(dir_, ec);  // empty by now: end_sandbox_user ran
+}
+
+CpuCgroup::CpuCgroup(const std::string& name) {
+  if (geteuid() != 0) return;
+  std::error_code ec;
+  if (fs::exists("/sys/fs/cgroup/cpuacct/cpuacct.usage")) {
+    dir_ = fs::path("/sys/fs/cgroup/cpuacct") / name;
+  } else if (fs::exists("/sys/fs/cgroup/cgroup.controllers")) {
+    dir_ = fs::path("/sys/fs/cgroup") / name;  // cpu.stat's usage_usec needs no controller
+    v2_ = true;
+  } else {
+    return;
+  }
+  fs::create_directory(dir_, ec);
+  if (!ec && fs::exists(dir_ / "cgroup.procs")) procs_ = dir_ / "cgroup.procs";
+}
+
+CpuCgroup::~CpuCgroup() {
+  if (dir_.empty()) return;
+  std::error_code ec;
+  fs::remove(dir_, ec);
+}
+
+double CpuCgroup::seconds() const {
+  if (procs_.empty()) return -1;
+  if (!v2_) {
+    const std::string text = read_text(dir_ / "cpuacct.usage");
+    return text.empty() ? -1 : std::strtod(text.c_str(), nullptr) * 1e-9;
+  }
+  const std::string stat = read_text(dir_ / "cpu.stat");
+  const auto at = stat.find("usage_usec ");
+  return at == std::string::npos ? -1 : std::strtod(stat.c_str() + at + 11, nullptr) * 1e-6;
 }
 
 fs::path sandbox_wrapper() {

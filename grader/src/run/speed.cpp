@@ -1,6 +1,12 @@
 #include "kiln/grader/speed.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <atomic>
+#include <cstdio>
+#include <mutex>
+#include <optional>
 #include <cmath>
 #include <cstdlib>
 #include <fstream>
@@ -11,6 +17,7 @@
 #include "kiln/grader/bench.h"
 #include "kiln/grader/build.h"
 #include "kiln/grader/process.h"
+#include "kiln/grader/sandbox.h"
 
 namespace kiln::grader {
 
@@ -31,43 +38,78 @@ double median(std::vector<double> v) {
 
 struct TimedRun {
   ProcessResult process;
+  double cpu_s = -1;    // the CPU time of the run's processes, all of them
   std::string problem;  // why the run did not count
 };
 
-TimedRun run_timed(const fs::path& binary, const std::vector<std::string>& launcher, const Check& check,
-                   const SpeedPrograms& programs, int round, int calls, const fs::path& verify_file = {}) {
-  std::vector<std::string> argv = launcher;  // ends with the sandbox wrapper and its status descriptor, 4
+enum class Mode { timed, empty, verify };
+
+// One run of a test program for a speed check: timed (K calls), empty (the same K inputs drawn,
+// no call) or verify (the trusted program judges a timed run's results). Every timed and empty
+// run goes through the same launcher and is counted the same way: by a CPU cgroup where there is
+// one (every process in it counts, waited for or not), otherwise by the sandbox wrapper's report
+// or, outside the sandbox, by wait4.
+TimedRun run_timed(const fs::path& binary, const Check& check, const SpeedPrograms& programs, int round, int calls,
+                   Mode mode, const fs::path& verify_file = {}) {
+  static std::atomic<int> counter{0};
+  const bool timed = mode != Mode::verify;
+  const std::vector<std::string> none;
+  const std::vector<std::string>& launcher =
+      !timed ? none : binary == programs.student ? programs.launcher : programs.reference_launcher;
+  std::vector<std::string> argv = launcher;
   argv.insert(argv.end(), {binary.string(), "--gtest_filter=" + check.test, "--gtest_color=no"});
   ProcessSpec spec{.argv = argv, .env = programs.env, .output_cap = std::size_t(256) << 20};
+  spec.clean_env = true;  // the same plain environment for every program
   spec.env.emplace_back("KILN_SPEED_ROUND", std::to_string(round));
   spec.env.emplace_back("KILN_SPEED_CALLS", std::to_string(calls));
-  if (!verify_file.empty()) spec.env.emplace_back("KILN_SPEED_VERIFY", verify_file.string());
-  if (!launcher.empty()) {
-    spec.status_fd = 4;
-    spec.clean_env = true;
+  if (mode == Mode::empty) spec.env.emplace_back("KILN_SPEED_SKIP", "1");
+  if (mode == Mode::verify) spec.env.emplace_back("KILN_SPEED_VERIFY", verify_file.string());
+  const bool sandboxed = !launcher.empty();
+  if (sandboxed) spec.status_fd = 4;
+  spec.limits = Limits{.cpu_s = 120, .memory_bytes = std::size_t(4) << 30, .processes = 64,
+                       .file_bytes = std::size_t(64) << 20};
+  std::optional<CpuCgroup> cpu;
+  if (timed) {
+    cpu.emplace(fmt::format("kiln-speed-{}-{}", ::getpid(), counter++));
+    if (cpu->available()) spec.also_join.push_back(cpu->procs());
   }
-  spec.limits.memory_bytes = std::size_t(4) << 30;
   const double limit = std::max(30.0, check.timeout_s * 3);
   spec.should_stop = [&](double elapsed) { return elapsed > limit; };
   TimedRun run{.process = run_process(spec)};
   const ProcessResult& p = run.process;
+  int signal = p.signal, exit_code = p.exit_code;
+  double wrapper_cpu = -1;
+  if (sandboxed) {  // the wrapper says how the program ended, and its CPU time
+    int n = 0;
+    if (std::sscanf(p.status_report.c_str(), "signal %d", &n) == 1) signal = n;
+    else if (std::sscanf(p.status_report.c_str(), "exit %d", &n) == 1) exit_code = n;
+    if (const auto at = p.status_report.find(" cpu "); at != std::string::npos)
+      wrapper_cpu = std::atof(p.status_report.c_str() + at + 5);
+  }
+  run.cpu_s = cpu && cpu->available() ? cpu->seconds() : sandboxed ? wrapper_cpu : p.cpu_s;
   if (!p.started) run.problem = p.start_error;
   else if (p.stopped) run.problem = fmt::format("a timed run was still going after {:g} s", limit);
-  else if (p.signal) run.problem = "a timed run crashed: " + describe_signal(p.signal);
-  else if (p.exit_code != 0) run.problem = fmt::format("a timed run ended with exit code {}", p.exit_code);
+  else if (signal) run.problem = "a timed run crashed: " + describe_signal(signal);
+  else if (exit_code != 0) run.problem = fmt::format("a timed run ended with exit code {}", exit_code);
   else if (p.out_bytes > p.out.size()) run.problem = "a timed run wrote more than its results";
+  else if (timed && run.cpu_s < 0) run.problem = "the CPU time of a timed run could not be read";
   return run;
 }
+
+// One check is timed at a time, whatever runs beside it: with `grade -j 2` two workers' rounds
+// would otherwise share the cores unevenly between the student's program and the reference's.
+std::mutex timing;
 
 }  // namespace
 
 SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs) {
+  const std::lock_guard<std::mutex> one_at_a_time(timing);
   const Speed& speed = *check.speed;
   SpeedResult result;
-  std::vector<double> student, reference;
+  std::vector<double> student, reference, empties;
   fs::create_directories(programs.scratch);
   for (int round = 1; round <= speed.rounds; ++round) {
-    const TimedRun empty = run_timed(programs.reference, {}, check, programs, round, 0);
+    const TimedRun empty = run_timed(programs.reference, check, programs, round, speed.calls, Mode::empty);
     if (!empty.problem.empty()) {
       result.problem = "the reference's empty run failed: " + empty.problem;
       return result;
@@ -75,11 +117,11 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs) 
     // Alternate which program goes first, so that neither always finds the caches warm.
     TimedRun mine, theirs;
     if (round % 2) {
-      mine = run_timed(programs.student, programs.student_launcher, check, programs, round, speed.calls);
-      theirs = run_timed(programs.reference, {}, check, programs, round, speed.calls);
+      mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
+      theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
     } else {
-      theirs = run_timed(programs.reference, {}, check, programs, round, speed.calls);
-      mine = run_timed(programs.student, programs.student_launcher, check, programs, round, speed.calls);
+      theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
+      mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
     }
     if (!theirs.problem.empty()) {
       result.problem = "the reference's timed run failed: " + theirs.problem;
@@ -91,42 +133,51 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs) 
       return result;
     }
     // Every result of the student's run, judged by trusted code before its time counts.
-    const fs::path results = programs.scratch / fmt::format("round-{}.bin", round);
-    std::ofstream(results, std::ios::binary) << mine.process.out;
-    const TimedRun verdict = run_timed(programs.verifier, {}, check, programs, round, speed.calls, results);
-    fs::remove(results);
+    const fs::path results = programs.scratch / fmt::format("round-{}-{}.bin", ::getpid(), round);
+    {
+      std::ofstream out(results, std::ios::binary);
+      out << mine.process.out;
+      if (!out) {
+        result.problem = "the grader could not keep a timed run's results (" + results.string() + ")";
+        return result;
+      }
+    }
+    const TimedRun verdict = run_timed(programs.verifier, check, programs, round, speed.calls, Mode::verify, results);
+    std::error_code ignored;
+    fs::remove(results, ignored);
     const std::string said = verdict.process.out.substr(0, verdict.process.out.find('\n'));
-    if (!verdict.problem.empty() || said != "ok") {
-      result.problem = said.rfind("wrong: ", 0) == 0 ? said.substr(7)
-                                                     : "its results could not be judged: " + verdict.problem + said;
+    if (said.rfind("wrong: ", 0) == 0) {
+      result.problem = said.substr(7);
       result.wrong = true;
       return result;
     }
-    const double base = empty.process.cpu_s;
-    // In the sandbox, the wrapper around the program reports its CPU time (the sandbox's own
-    // processes do not pass a child's time on to the grader).
-    double mine_cpu = mine.process.cpu_s;
-    if (!programs.student_launcher.empty()) {
-      const auto at = mine.process.status_report.find(" cpu ");
-      if (at == std::string::npos) {
-        result.problem = "the sandbox did not report the timed run's CPU time";
-        return result;
-      }
-      mine_cpu = std::atof(mine.process.status_report.c_str() + at + 5);
+    if (!verdict.problem.empty() || said != "ok") {
+      result.problem = "the grader could not judge a timed run's results: " + verdict.problem + said;
+      return result;
     }
-    student.push_back(std::max(1e-6, mine_cpu - base) / speed.calls);
-    reference.push_back(std::max(1e-6, theirs.process.cpu_s - base) / speed.calls);
+    empties.push_back(empty.cpu_s);
+    student.push_back(std::max(0.0, mine.cpu_s - empty.cpu_s) / speed.calls);
+    reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
   }
-  result.measured = true;
   result.rounds = speed.rounds;
   result.student_ms = 1e3 * median(student);
   result.reference_ms = 1e3 * median(reference);
-  result.ratio = result.student_ms / result.reference_ms;
+  // The reference's calls must stand out from the cost of starting and drawing inputs, or the
+  // ratio is noise.
+  if (result.reference_ms * speed.calls < 1e3 * 0.05 * median(empties) || result.reference_ms <= 0) {
+    result.problem = fmt::format("the reference's calls ({} each) are too short to time beside the {} it takes to "
+                                 "start and draw their inputs",
+                                 format_duration(result.reference_ms), format_duration(1e3 * median(empties)));
+    return result;
+  }
+  result.measured = true;
+  result.ratio = std::max(result.student_ms, 1e-6) / result.reference_ms;
   result.fraction = speed_fraction(speed, result.ratio);
   return result;
 }
 
-std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target) {
+std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target,
+                                                  std::string* why_not) {
   if (!ws.course.has_solutions() ||
       std::none_of(module.checks.begin(), module.checks.end(), [](const Check& c) { return c.speed.has_value(); }))
     return std::nullopt;
@@ -140,7 +191,14 @@ std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Mod
   const BuildResult theirs = build.build(standard_targets(ws.course), reference);
   if (!theirs.ok) throw CourseError("the reference solution of module " + module.number_text() + " does not build for timing:\n" + theirs.log);
   const BuildResult mine = target.own.name == reference.own.name ? theirs : build.build(standard_targets(ws.course), target);
-  if (!mine.ok) return std::nullopt;
+  if (!mine.ok) {
+    if (why_not)
+      *why_not = "its optimised build (-O2, no sanitizers) failed" +
+                 (mine.error ? ": " + mine.error->file.filename().string() + ":" + std::to_string(mine.error->line) + ": " +
+                                   mine.error->message
+                             : std::string());
+    return std::nullopt;
+  }
   programs.student = mine.binary;
   programs.reference = programs.verifier = theirs.binary;
   std::random_device entropy;
@@ -179,7 +237,7 @@ void score_speed_checks(Report& report, const Module& module, const SpeedProgram
           c.summary = "a timed run did not count: " + s.problem;
           if (!check->failures.empty()) {
             c.failure_ids = {check->failures.front().id};
-            c.summary = render_message(check->failures.front().message, {{"which", "in a timed run"}, {"problem", ": " + s.problem}});
+            c.summary = render_message(check->failures.front().message, {{"which", "in a timed run"}, {"problem", s.problem}});
             c.messages = {c.summary};
             c.hints = {check->failures.front().hint};
           }

@@ -53,8 +53,9 @@ int count_kernels() {
       const Counts counts = kernel.run();
       error = kernel.validate ? kernel.validate() : "";
       if (!error.empty()) error = "wrong result, not counted: " + error;
-      for (const Figure& f : counts.figures)
-        figures += fmt::format("{}{{\"name\": {}, \"value\": {}}}", figures.empty() ? "" : ", ", quoted(f.name), f.value);
+      for (const Figure& f : counts.figures)  // JSON has no NaN or infinity: those are null
+        figures += fmt::format("{}{{\"name\": {}, \"value\": {}}}", figures.empty() ? "" : ", ", quoted(f.name),
+                               std::isfinite(f.value) ? fmt::format("{}", f.value) : std::string("null"));
       for (const WarpAccess& a : counts.accesses)
         accesses += fmt::format("{}{{\"buffer\": {}, \"rows\": {}, \"cols\": {}, \"first_request\": [{}]}}",
                                 accesses.empty() ? "" : ", ", quoted(a.buffer), a.rows, a.cols,

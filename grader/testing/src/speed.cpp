@@ -26,10 +26,14 @@ std::uint64_t timed_stream(long round, long call) {
   return kCheckStreams + 0x100000ULL + static_cast<std::uint64_t>(round) * 1000 + static_cast<std::uint64_t>(call);
 }
 
+// Where a timed run writes its results: standard output as the program started, which the test
+// main keeps for them alone (anything the code under test prints goes to standard error).
+int results_fd = STDOUT_FILENO;
+
 void write_all(const void* data, std::size_t bytes) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t n = ::write(STDOUT_FILENO, p, bytes);
+    const ssize_t n = ::write(results_fd, p, bytes);
     if (n <= 0) std::_Exit(4);
     p += n;
     bytes -= static_cast<std::size_t>(n);
@@ -39,9 +43,10 @@ void write_all(const void* data, std::size_t bytes) {
 // A timed run: the inputs of every call first, then the calls, each result written out as
 // [ndim, shape..., values] (int64 and float32, this machine's byte order). Nothing is judged
 // here: the judge's program reads the results back (verify_timed).
-void timed(const SpeedKernel& kernel, long round, long calls) {
+void timed(const SpeedKernel& kernel, long round, long calls, bool skip) {
   std::vector<std::vector<Tensor>> inputs;
   for (long i = 0; i < calls; ++i) inputs.push_back(kernel.inputs(timed_stream(round, i)));
+  if (skip) return;  // the empty run: what starting and drawing the inputs cost
   for (long i = 0; i < calls; ++i) {
     const Tensor result = kernel.call(inputs[static_cast<std::size_t>(i)]).contiguous();
     const Shape& shape = result.shape();
@@ -66,9 +71,10 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
     }
     Shape shape(static_cast<std::size_t>(ndim));
     in.read(reinterpret_cast<char*>(shape.data()), static_cast<std::streamsize>(shape.size() * sizeof(std::int64_t)));
+    constexpr std::int64_t kMost = std::int64_t{1} << 28;  // values in one result
     std::int64_t count = 1;
-    for (const std::int64_t d : shape) count = d < 0 || d > (1 << 28) ? -1 : count * d;
-    if (!in || count < 0 || count > (std::int64_t{1} << 28)) {
+    for (const std::int64_t d : shape) count = count < 0 || d < 0 || (d > 0 && count > kMost / d) ? -1 : count * d;
+    if (!in || count < 0 || count > kMost) {
       verdict = "wrong: result " + std::to_string(i + 1) + " of the timed run is malformed";
       break;
     }
@@ -82,11 +88,13 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
     if (!problem.empty()) verdict = "wrong: call " + std::to_string(i + 1) + " of round " + std::to_string(round) + ": " + problem;
   }
   if (verdict == "ok" && in.peek() != std::char_traits<char>::eof()) verdict = "wrong: the timed run wrote more than its results";
-  std::printf("%s\n", verdict.c_str());
-  std::fflush(stdout);
+  const std::string line = verdict + "\n";
+  write_all(line.data(), line.size());
 }
 
 }  // namespace
+
+void keep_speed_results_fd(int fd) { results_fd = fd; }
 
 bool speed_run() {
   const char* verify = std::getenv("KILN_SPEED_VERIFY");
@@ -97,11 +105,11 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
   const long round = environment_number("KILN_SPEED_ROUND", 0);
   const long calls = environment_number("KILN_SPEED_CALLS", -1);
   if (const char* verify = std::getenv("KILN_SPEED_VERIFY"); verify && *verify) return verify_timed(kernel, verify, round, calls);
-  if (calls >= 0) return timed(kernel, round, calls);
+  if (calls >= 0) return timed(kernel, round, calls, environment_number("KILN_SPEED_SKIP", 0) != 0);
 
   auto judged = [&](const std::vector<Tensor>& inputs, const char* which, const std::string& call) {
     const auto result = observe(call, [&] { return kernel.call(inputs); });
-    if (!expect_ok(file, line, result, failure_id, {{"which", which}, {"problem", ": it threw"}})) return false;
+    if (!expect_ok(file, line, result, failure_id, {{"which", which}, {"problem", "it threw"}})) return false;
     const std::string problem = kernel.judge(inputs, *result);
     if (problem.empty()) return true;
     report_failure(file, line, failure_id, {{"which", which}, {"problem", problem}});
@@ -113,7 +121,10 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
   if (!judged(inputs, "on fresh inputs", kernel.name)) return;
   // 2. The same tensors, their values overwritten in place.
   const std::vector<Tensor> replacement = draw(kCheckStreams + 2);
+  if (replacement.size() != inputs.size()) throw std::logic_error("a speed check's inputs must not vary in number");
   for (std::size_t k = 0; k < inputs.size(); ++k) {
+    if (replacement[k].shape() != inputs[k].shape())
+      throw std::logic_error("a speed check's check_inputs must draw the same shapes for every stream");
     const std::vector<float> values = replacement[k].to_vector();
     float* storage = inputs[k].data();
     std::copy(values.begin(), values.end(), storage);

@@ -40,6 +40,8 @@ struct ProcessSpec {
   int status_fd = -1;
   // When set, the child joins this cgroup (writes "0" to its cgroup.procs) before it starts.
   std::filesystem::path join_cgroup;
+  // More cgroups to join the same way (one of another hierarchy: cgroup v1's cpuacct, say).
+  std::vector<std::filesystem::path> also_join;
   // Polled about every 20 ms with the seconds since start; returning true kills the process group.
   std::function<bool(double elapsed_s)> should_stop;
 };

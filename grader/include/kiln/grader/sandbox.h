@@ -74,6 +74,25 @@ class MemoryCgroup {
   fs::path dir_, procs_;
 };
 
+// A cgroup that counts the CPU time of every process in it, however each one ends: a process
+// nobody waits for (a worker forked with SIGCHLD ignored, say) still adds its time here. cgroup
+// v1's cpuacct hierarchy, or v2's cpu.stat; not available without root or a cgroup file system.
+class CpuCgroup {
+ public:
+  explicit CpuCgroup(const std::string& name);
+  ~CpuCgroup();
+  CpuCgroup(const CpuCgroup&) = delete;
+  CpuCgroup& operator=(const CpuCgroup&) = delete;
+  bool available() const { return !procs_.empty(); }
+  const fs::path& procs() const { return procs_; }
+  // The CPU seconds of every process that has been in the group; negative when unreadable.
+  double seconds() const;
+
+ private:
+  fs::path dir_, procs_;
+  bool v2_ = false;
+};
+
 // kiln-sandbox-run beside the running grader.
 fs::path sandbox_wrapper();
 

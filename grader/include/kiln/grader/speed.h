@@ -1,11 +1,13 @@
 // Speed-graded checks (course.h: Speed): the student's kernel timed beside the reference's, in the
 // same run, out of process, and scored on the ratio.
 //
-// A round runs three programs, one after the other: the reference's test program with no calls
-// (what drawing the inputs and starting costs), and the student's and the reference's with K
-// calls each on fresh inputs of the round, in an order that alternates from round to round. Each
-// program's time is its CPU time as the kernel accounted it (wait4), less the round's empty run.
-// The student's results of every round are judged by the trusted verifier before its time counts.
+// A round runs three programs, one after the other: the reference's test program drawing the K
+// inputs of the round without calling anything (what starting and drawing cost), and the
+// student's and the reference's with K calls each on those inputs, in an order that alternates
+// from round to round. Each program's time is the CPU time of all its processes as the kernel
+// accounted it (a CPU cgroup; without one, the sandbox wrapper's report or wait4), less the
+// round's empty run. The student's results of every round are judged by the trusted verifier
+// before its time counts. One check is timed at a time.
 #pragma once
 
 #include <map>
@@ -22,7 +24,10 @@ namespace kiln::grader {
 
 struct SpeedPrograms {
   fs::path student;                              // the student's test program, built optimised
-  std::vector<std::string> student_launcher;     // the sandbox's command in front of it (grade)
+  // The sandbox's commands in front of the timed runs (grade): the same sandbox for both, so
+  // that both are started and counted the same way, but each sees only its own program.
+  std::vector<std::string> launcher;            // for the student's program
+  std::vector<std::string> reference_launcher;  // for the reference's
   fs::path reference;                            // the reference solution's, built the same way
   fs::path verifier;                             // trusted: judges a timed run's results
   std::vector<std::pair<std::string, std::string>> env;  // the run's seed
@@ -33,7 +38,10 @@ struct SpeedPrograms {
 // For check and verify: `target`'s test program and the reference's, built optimised in
 // .grader/build/speed, the reference's also the verifier. None when the course has no reference
 // solutions (a student's release) or the module has no speed check.
-std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target);
+// `why_not`, when given, says why there are none although the course has a reference (the
+// optimised build of `target` failed).
+std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target,
+                                                  std::string* why_not = nullptr);
 
 struct SpeedResult {
   bool measured = false;

@@ -155,7 +155,7 @@ void expect_throws(const char* file, int line, const Observed<T>& observed, std:
 //   3. on new tensors with new values.
 // A wrong result reports failure_id, filling {which} (which of the three) and {problem} (what the
 // judge found, which should begin with the size: "for (67 × 45) · (45 × 83): element [0, 0] is
-// ..."; ": it threw" when the call threw, and ": " and the reason in a timed run). The observed calls may use smaller inputs than the timed ones (check_inputs). Its speed is measured afterwards by the grader, out of process: the same test
+// ..."; "it threw" when the call threw, and the reason in a timed run). One speed check a test. The observed calls may use smaller inputs than the timed ones (check_inputs). Its speed is measured afterwards by the grader, out of process: the same test
 // program, run with KILN_SPEED_CALLS=K, calls the kernel on K fresh inputs of the round
 // KILN_SPEED_ROUND and writes the results, unjudged, to standard output; run with
 // KILN_SPEED_VERIFY=FILE, the judge's program reads those results back and judges each.
@@ -173,6 +173,8 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
 
 // Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
 bool speed_run();
+// The test main: where a timed run writes its results (standard output as the program started).
+void keep_speed_results_fd(int fd);
 
 }  // namespace kiln::testing
 
