@@ -26,7 +26,6 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
-#include "kiln/testing.h"
 #include "session.h"
 
 namespace {
@@ -175,7 +174,7 @@ int main(int argc, char** argv) {
     // standard error instead.
     std::fflush(stdout);
     const int results = dup(STDOUT_FILENO);
-    if (results >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) kiln::testing::keep_speed_results_fd(results);
+    if (results >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) session::keep_speed_results_fd(results);
   }
   bool judging = false;
   if (const char* path = std::getenv("KILN_JUDGE"); path && *path) {

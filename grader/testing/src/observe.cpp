@@ -454,6 +454,13 @@ Replayed replay(const std::string& call) {
 
 namespace session {
 
+namespace {
+int speed_results = 1;
+}  // namespace
+
+void keep_speed_results_fd(int fd) { speed_results = fd; }
+int speed_results_fd() { return speed_results; }
+
 void open_channel(int fd) { state().fd = fd; }
 bool channel_open() { return state().fd >= 0; }
 

@@ -30,4 +30,9 @@ struct CheckEnd {
 void begin_check(const std::string& test);
 CheckEnd end_check();
 
+// Where a speed check's timed run writes its results (kiln/testing.h): standard output as the
+// program started, which the test main keeps for them alone.
+void keep_speed_results_fd(int fd);
+int speed_results_fd();
+
 }  // namespace kiln::testing::session

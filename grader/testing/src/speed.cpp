@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "kiln/testing.h"
+#include "session.h"
 
 namespace kiln::testing {
 
@@ -26,14 +27,10 @@ std::uint64_t timed_stream(long round, long call) {
   return kCheckStreams + 0x100000ULL + static_cast<std::uint64_t>(round) * 1000 + static_cast<std::uint64_t>(call);
 }
 
-// Where a timed run writes its results: standard output as the program started, which the test
-// main keeps for them alone (anything the code under test prints goes to standard error).
-int results_fd = STDOUT_FILENO;
-
 void write_all(const void* data, std::size_t bytes) {
   const char* p = static_cast<const char*>(data);
   while (bytes > 0) {
-    const ssize_t n = ::write(results_fd, p, bytes);
+    const ssize_t n = ::write(session::speed_results_fd(), p, bytes);
     if (n <= 0) std::_Exit(4);
     p += n;
     bytes -= static_cast<std::size_t>(n);
@@ -93,8 +90,6 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
 }
 
 }  // namespace
-
-void keep_speed_results_fd(int fd) { results_fd = fd; }
 
 bool speed_run() {
   const char* verify = std::getenv("KILN_SPEED_VERIFY");

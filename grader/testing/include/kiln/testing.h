@@ -173,8 +173,6 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
 
 // Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
 bool speed_run();
-// The test main: where a timed run writes its results (standard output as the program started).
-void keep_speed_results_fd(int fd);
 
 }  // namespace kiln::testing
 
