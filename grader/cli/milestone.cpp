@@ -1,5 +1,6 @@
 // grader milestone: train the chosen milestones' models and report what the grader judged.
 #include <cstdio>
+#include <ctime>
 #include <fstream>
 #include <limits>
 
@@ -57,6 +58,40 @@ nlohmann::json to_json(const MilestoneResult& r) {
           {"notes", r.notes}, {"plot", r.plot.string()}, {"tradeoff", r.tradeoff.string()}};
 }
 
+// Puts what a passing full run made into the student's modules (Milestone::installs), each file
+// it replaces backed up first; returns what it did, a line each.
+std::string install(const Workspace& ws, const Milestone& m, const MilestoneResult& r, const MilestoneCommand& cmd) {
+  std::string said;
+  for (const auto& i : m.installs) {
+    const fs::path made = r.plot.parent_path() / i.file;
+    const Module* module = ws.course.by_number(i.module);
+    if (!module || !fs::exists(made)) continue;
+    const fs::path to = module->dir / i.to;
+    const std::string shown = fs::relative(to, ws.course.root).generic_string();
+    if (cmd.solution || cmd.quick || !r.passed) {
+      said += fmt::format("    {} is in {}; {} puts it in {}\n", i.file, made.string(),
+                          "a passing full run of your own modules (no --quick, no --solution)", shown);
+      continue;
+    }
+    if (fs::exists(to)) {
+      const std::time_t now = std::time(nullptr);
+      char stamp[32];
+      std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+      fs::path backup = ws.state_dir() / "backups" / module->name() / stamp;
+      for (int n = 2; fs::exists(backup); ++n) backup = ws.state_dir() / "backups" / module->name() / fmt::format("{}-{}", stamp, n);
+      const fs::path kept = backup / fs::relative(to, ws.course.root);
+      fs::create_directories(kept.parent_path());
+      fs::copy_file(to, kept, fs::copy_options::overwrite_existing);
+      said += fmt::format("    the {} it replaces is kept in {}\n", shown, kept.string());
+    }
+    const fs::path partial = to.string() + ".part";
+    fs::copy_file(made, partial, fs::copy_options::overwrite_existing);
+    fs::rename(partial, to);  // whole or not at all
+    said += fmt::format("    wrote {}: run grader check {:02}\n", shown, i.module);
+  }
+  return said;
+}
+
 }  // namespace
 
 int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd) {
@@ -88,8 +123,9 @@ int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd) {
     const MilestoneResult r = run_milestone(ws, m, cmd, trainers[i]);
     all_passed = all_passed && r.passed;
     results.push_back(to_json(r));
-    text += render_text(r);
-    if (cmd.format == "text") std::fputs(render_text(r).c_str(), stdout);
+    const std::string installed = install(ws, m, r, cmd);
+    text += render_text(r) + installed;
+    if (cmd.format == "text") std::fputs((render_text(r) + installed).c_str(), stdout);
     std::fflush(stdout);
   }
   if (cmd.format == "json") std::fputs((results.dump(2) + "\n").c_str(), stdout);

@@ -128,6 +128,15 @@ std::vector<Milestone> load_milestones(const Course& course) {
           m.behaviour.push_back(check);
         }
       }
+      for (const auto& i : y["installs"]) {
+        Milestone::Install install{i["file"].as<std::string>(), i["module"].as<int>(), i["to"].as<std::string>()};
+        const Module* target = course.by_number(install.module);
+        if (target && std::find(target->student_files.begin(), target->student_files.end(), install.to) ==
+                          target->student_files.end())
+          throw CourseError(fmt::format("it installs {} as {}, which is not one of module {}'s student files",
+                                        install.file, install.to, install.module));
+        m.installs.push_back(install);
+      }
       if (m.targets.empty()) throw CourseError("it judges nothing: add targets");
       if (m.data.name == "none" && m.labels.empty()) throw CourseError("without a data set it needs its labels");
       // A milestone whose modules are not all in this course (yet) is left out.

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <sstream>
 
@@ -60,6 +61,27 @@ std::string relative_to(const fs::path& root, const std::string& path) {
 }
 
 namespace {
+
+// "accuracy 87.12 %, size 52,344 bytes": a check's figures in one line.
+std::string figures_text(const std::vector<Figure>& figures) {
+  std::string out;
+  for (const auto& f : figures) {
+    std::string value;
+    if (f.value == std::floor(f.value) && std::fabs(f.value) < 1e15) {
+      const std::string digits = fmt::format("{}", static_cast<long long>(std::fabs(f.value)));
+      for (std::size_t k = 0; k < digits.size(); ++k) {
+        if (k > 0 && (digits.size() - k) % 3 == 0) value += ',';
+        value += digits[k];
+      }
+      if (f.value < 0) value = "-" + value;
+    } else {
+      value = fmt::format("{:.2f}", f.value);
+    }
+    const std::string unit = f.unit.empty() ? "" : f.unit == "%" ? "%" : " " + f.unit;
+    out += (out.empty() ? "" : ", ") + f.name + " " + value + unit;
+  }
+  return out;
+}
 
 std::size_t edit_distance(const std::string& a, const std::string& b) {
   std::vector<std::size_t> row(b.size() + 1);
@@ -138,6 +160,8 @@ Report make_report(const Course& course, const Module& module, const std::vector
     const CheckResult& r = run->checks[i];
     c.status = r.status;
     c.ms = r.ms;
+    c.figures = r.figures;
+    c.speed_context = r.speed_context;
     switch (r.status) {
       case Status::passed: c.points = check.points; break;
       case Status::not_written:
@@ -324,10 +348,12 @@ std::string render_text(const Report& report, const TextStyle& style) {
     if (c.status == Status::passed) {
       out += dim(style, wrap(c.description, style.width, pad)) + "\n";
       if (!c.speed.empty()) out += pad + wrap("speed: " + c.speed, style.width, pad) + "\n";
+      if (!c.figures.empty()) out += pad + wrap("measured: " + figures_text(c.figures), style.width, pad) + "\n";
       continue;
     }
     if (c.status == Status::failed) {
       out += paint(style, m.color, wrap(c.summary, style.width, pad), true) + "\n";
+      if (!c.figures.empty()) out += pad + wrap("measured: " + figures_text(c.figures), style.width, pad) + "\n";
       for (std::size_t i = 1; i < c.messages.size(); ++i)
         out += pad + paint(style, m.color, wrap(c.messages[i], style.width, pad), true) + "\n";
       for (const auto& d : c.details) out += pad + dim(style, wrap(d, style.width, pad)) + "\n";
@@ -362,6 +388,13 @@ std::string render_text(const Report& report, const TextStyle& style) {
 
 namespace {
 
+nlohmann::json figures_json(const std::vector<Figure>& figures) {
+  nlohmann::json out = nlohmann::json::array();
+  for (const auto& f : figures)
+    out.push_back({{"name", f.name}, {"value", f.value}, {"unit", f.unit}, {"higher_is_better", f.higher_is_better}});
+  return out;
+}
+
 nlohmann::json to_json(const Report& report) {
   nlohmann::json checks = nlohmann::json::array();
   for (const auto& c : report.checks) {
@@ -372,6 +405,7 @@ nlohmann::json to_json(const Report& report) {
                       {"points", c.points},
                       {"max_points", c.max_points},
                       {"speed", c.speed},
+                      {"figures", figures_json(c.figures)},
                       {"visibility", visibility_name(c.visibility)},
                       {"device", c.device},
                       {"summary", c.summary},
@@ -471,6 +505,7 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
         text = passed ? "" : "This hidden check did not pass.";
       } else if (passed) {
         if (!c.speed.empty()) text = "Speed: " + c.speed;
+        if (!c.figures.empty()) text += std::string(text.empty() ? "" : "\n") + "Measured: " + figures_text(c.figures);
       } else {
         text = c.summary;
         for (std::size_t i = 1; i < c.messages.size(); ++i) text += "\n" + c.messages[i];
@@ -501,14 +536,22 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
                       {"stdout_visibility", "hidden"},
                       {"tests", tests}};
   // Gradescope's leaderboard: every speed-graded check that was timed, its time as a multiple of
-  // the reference's (lower is better).
+  // the reference's (lower is better), and the figures of every check that passed (the
+  // capstone's accuracy and size).
   nlohmann::json leaderboard = nlohmann::json::array();
   for (const auto& r : reports)
-    for (const auto& c : r.checks)
-      if (c.speed_ratio > 0 && c.visibility != Visibility::hidden)
+    for (const auto& c : r.checks) {
+      if (c.visibility == Visibility::hidden) continue;
+      if (c.speed_ratio > 0)
         leaderboard.push_back({{"name", fmt::format("{} {} (× reference)", r.number, c.id)},
                                {"value", std::round(c.speed_ratio * 1000) / 1000},
                                {"order", "asc"}});
+      if (c.status == Status::passed)
+        for (const auto& f : c.figures)
+          leaderboard.push_back({{"name", fmt::format("{} {}{}", r.number, f.name, f.unit.empty() ? "" : " (" + f.unit + ")")},
+                                 {"value", std::round(f.value * 1000) / 1000},
+                                 {"order", f.higher_is_better ? "desc" : "asc"}});
+    }
   if (!leaderboard.empty()) j["leaderboard"] = leaderboard;
   return j.dump(2) + "\n";
 }

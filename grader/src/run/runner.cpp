@@ -97,6 +97,17 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
   r.ended = true;
   const auto ms = event.find("ms");
   r.ms = ms != event.end() && ms->is_number() ? ms->get<double>() : 0.0;
+  if (const auto figures = event.find("figures"); figures != event.end() && figures->is_array()) {
+    for (const auto& f : *figures) {
+      if (!f.is_object() || !f.contains("value") || !f["value"].is_number()) continue;
+      r.figures.push_back({.name = f.value("name", ""),
+                           .value = f["value"].get<double>(),
+                           .unit = f.value("unit", ""),
+                           .higher_is_better = f.value("higher_is_better", true)});
+    }
+  }
+  if (const auto context = event.find("speed_context"); context != event.end() && context->is_string())
+    r.speed_context = context->get<std::string>();
   auto text = [&](const char* key) {
     const auto it = event.find(key);
     return it != event.end() && it->is_string() ? it->get<std::string>() : std::string();

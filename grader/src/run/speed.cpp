@@ -102,7 +102,7 @@ std::mutex timing;
 
 }  // namespace
 
-SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs) {
+SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context) {
   const std::lock_guard<std::mutex> one_at_a_time(timing);
   const Speed& speed = *check.speed;
   SpeedResult result;
@@ -151,8 +151,16 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs) 
       result.wrong = true;
       return result;
     }
-    if (!verdict.problem.empty() || said != "ok") {
+    if (!verdict.problem.empty() || said.rfind("ok", 0) != 0) {
       result.problem = "the grader could not judge a timed run's results: " + verdict.problem + said;
+      return result;
+    }
+    // A kernel with a context (the capstone's model): the timed run's must be the checked run's.
+    const std::string timed_context = said.size() > 3 ? said.substr(3) : std::string();
+    if (timed_context != context) {
+      result.problem = context.empty() ? "the timed run wrote a context the checked run did not observe"
+                                       : "its context (the model's bytes) differs from the one the checked calls used";
+      result.wrong = true;
       return result;
     }
     empties.push_back(empty.cpu_s);
@@ -223,7 +231,7 @@ void score_speed_checks(Report& report, const Module& module, const SpeedProgram
         c.summary = "right on every input; its speed is timed beside the reference's by `grader grade`, where the "
                     "reference solution is";
       } else {
-        const SpeedResult s = time_speed_check(*check, *programs);
+        const SpeedResult s = time_speed_check(*check, *programs, c.speed_context);
         if (s.measured) {
           c.points = static_cast<int>(std::lround(c.max_points * s.fraction));
           c.speed_ratio = s.ratio;

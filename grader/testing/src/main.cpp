@@ -132,6 +132,8 @@ class ResultStream : public ::testing::EmptyTestEventListener {
                             {"failures", failures_}};
     if (!end.unobserved.empty()) event["unobserved"] = end.unobserved;
     if (!end.stub.empty()) event["not_written"] = end.stub;
+    if (!end.figures.empty()) event["figures"] = end.figures;
+    if (!end.speed_context.empty()) event["speed_context"] = end.speed_context;
     if (judging_ && end.unobserved.empty() && !end.stub_replayed) {
       // In the judge a stub is only ever reached through an observation; one reached directly
       // means the check called student code outside observe().

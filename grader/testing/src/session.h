@@ -26,7 +26,11 @@ struct CheckEnd {
   std::string unobserved;  // judge: why the observations did not fit the check ("" when they did)
   std::string stub;        // "not written yet: F (file:line)" when a stub ended the check
   bool stub_replayed = false;  // judge: that stub came from an observation
+  nlohmann::json figures = nlohmann::json::array();  // report_figure's, in order
+  std::string speed_context;  // a speed check's context, as its digest
 };
+void add_figure(nlohmann::json figure);
+void set_speed_context(std::string digest);
 void begin_check(const std::string& test);
 CheckEnd end_check();
 

@@ -6,6 +6,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -37,54 +38,90 @@ void write_all(const void* data, std::size_t bytes) {
   }
 }
 
-// A timed run: the inputs of every call first, then the calls, each result written out as
-// [ndim, shape..., values] (int64 and float32, this machine's byte order). Nothing is judged
-// here: the judge's program reads the results back (verify_timed).
+void write_tensor(const Tensor& t) {
+  const Tensor result = t.contiguous();
+  const Shape& shape = result.shape();
+  const std::int64_t ndim = static_cast<std::int64_t>(shape.size());
+  write_all(&ndim, sizeof ndim);
+  write_all(shape.data(), shape.size() * sizeof(std::int64_t));
+  write_all(result.data(), static_cast<std::size_t>(result.numel()) * sizeof(float));
+}
+
+// FNV-1a over a context's shape and the bits of its values: what ties a timed run's context to
+// the checked run's.
+std::string digest(const TensorData& t) {
+  std::uint64_t h = 0xcbf29ce484222325ULL;
+  auto mix = [&](const void* data, std::size_t bytes) {
+    const auto* p = static_cast<const unsigned char*>(data);
+    for (std::size_t i = 0; i < bytes; ++i) h = (h ^ p[i]) * 0x100000001b3ULL;
+  };
+  mix(t.shape.data(), t.shape.size() * sizeof(std::int64_t));
+  mix(t.values.data(), t.values.size() * sizeof(float));
+  char text[17];
+  std::snprintf(text, sizeof text, "%016llx", static_cast<unsigned long long>(h));
+  return text;
+}
+
+// A timed run: the context first when the kernel has one, then the inputs of every call, then
+// the calls, each tensor written out as [ndim, shape..., values] (int64 and float32, this
+// machine's byte order). Nothing is judged here: the judge's program reads the results back
+// (verify_timed).
 void timed(const SpeedKernel& kernel, long round, long calls, bool skip) {
+  if (kernel.context && !skip) write_tensor(kernel.context());
   std::vector<std::vector<Tensor>> inputs;
   for (long i = 0; i < calls; ++i) inputs.push_back(kernel.inputs(timed_stream(round, i)));
   if (skip) return;  // the empty run: what starting and drawing the inputs cost
-  for (long i = 0; i < calls; ++i) {
-    const Tensor result = kernel.call(inputs[static_cast<std::size_t>(i)]).contiguous();
-    const Shape& shape = result.shape();
-    const std::int64_t ndim = static_cast<std::int64_t>(shape.size());
-    write_all(&ndim, sizeof ndim);
-    write_all(shape.data(), shape.size() * sizeof(std::int64_t));
-    write_all(result.data(), static_cast<std::size_t>(result.numel()) * sizeof(float));
-  }
+  for (long i = 0; i < calls; ++i) write_tensor(kernel.call(inputs[static_cast<std::size_t>(i)]));
+}
+
+// Reads one tensor a timed run wrote; "" when it was whole, else what was wrong with it.
+std::string read_tensor(std::istream& in, TensorData& out, const std::string& which) {
+  std::int64_t ndim = -1;
+  in.read(reinterpret_cast<char*>(&ndim), sizeof ndim);
+  if (!in || ndim < 0 || ndim > 8) return "the timed run did not write " + which;
+  Shape shape(static_cast<std::size_t>(ndim));
+  in.read(reinterpret_cast<char*>(shape.data()), static_cast<std::streamsize>(shape.size() * sizeof(std::int64_t)));
+  constexpr std::int64_t kMost = std::int64_t{1} << 28;  // values in one result
+  std::int64_t count = 1;
+  for (const std::int64_t d : shape) count = count < 0 || d < 0 || (d > 0 && count > kMost / d) ? -1 : count * d;
+  if (!in || count < 0 || count > kMost) return which + " of the timed run is malformed";
+  std::vector<float> values(static_cast<std::size_t>(count));
+  in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
+  if (!in) return which + " of the timed run is cut short";
+  out = data_of(shape, std::move(values));
+  return "";
 }
 
 // The judge's side of a timed run: the same inputs, the results read back, each judged. Prints
-// "ok", or "wrong: ..." for the first that is not right.
+// "ok" (followed by the context's digest when the kernel has one), or "wrong: ..." for the first
+// result that is not right.
 void verify_timed(const SpeedKernel& kernel, const char* path, long round, long calls) {
   std::ifstream in(path, std::ios::binary);
-  std::string verdict = "ok";
-  for (long i = 0; i < calls && verdict == "ok"; ++i) {
-    std::int64_t ndim = -1;
-    in.read(reinterpret_cast<char*>(&ndim), sizeof ndim);
-    if (!in || ndim < 0 || ndim > 8) {
-      verdict = "wrong: the timed run wrote " + std::to_string(i) + " of its " + std::to_string(calls) + " results";
-      break;
+  std::string verdict = "ok", problem;
+  std::optional<Tensor> context;
+  if (kernel.context) {
+    TensorData data;
+    problem = read_tensor(in, data, kernel.context_name);
+    if (problem.empty()) {
+      verdict = "ok " + digest(data);
+      context = data.tensor();
+    } else {
+      verdict = "wrong: " + problem;
     }
-    Shape shape(static_cast<std::size_t>(ndim));
-    in.read(reinterpret_cast<char*>(shape.data()), static_cast<std::streamsize>(shape.size() * sizeof(std::int64_t)));
-    constexpr std::int64_t kMost = std::int64_t{1} << 28;  // values in one result
-    std::int64_t count = 1;
-    for (const std::int64_t d : shape) count = count < 0 || d < 0 || (d > 0 && count > kMost / d) ? -1 : count * d;
-    if (!in || count < 0 || count > kMost) {
-      verdict = "wrong: result " + std::to_string(i + 1) + " of the timed run is malformed";
-      break;
-    }
-    std::vector<float> values(static_cast<std::size_t>(count));
-    in.read(reinterpret_cast<char*>(values.data()), static_cast<std::streamsize>(values.size() * sizeof(float)));
-    if (!in) {
-      verdict = "wrong: result " + std::to_string(i + 1) + " of the timed run is cut short";
-      break;
-    }
-    const std::string problem = kernel.judge(kernel.inputs(timed_stream(round, i)), data_of(shape, std::move(values)));
-    if (!problem.empty()) verdict = "wrong: call " + std::to_string(i + 1) + " of round " + std::to_string(round) + ": " + problem;
   }
-  if (verdict == "ok" && in.peek() != std::char_traits<char>::eof()) verdict = "wrong: the timed run wrote more than its results";
+  for (long i = 0; i < calls && verdict.rfind("ok", 0) == 0; ++i) {
+    TensorData result;
+    problem = read_tensor(in, result, "result " + std::to_string(i + 1) + " of " + std::to_string(calls));
+    if (problem.empty()) {
+      std::vector<Tensor> inputs = kernel.inputs(timed_stream(round, i));
+      if (context) inputs.push_back(*context);
+      problem = kernel.judge(inputs, result);
+      if (!problem.empty()) problem = "call " + std::to_string(i + 1) + " of round " + std::to_string(round) + ": " + problem;
+    }
+    if (!problem.empty()) verdict = "wrong: " + problem;
+  }
+  if (verdict.rfind("ok", 0) == 0 && in.peek() != std::char_traits<char>::eof())
+    verdict = "wrong: the timed run wrote more than its results";
   const std::string line = verdict + "\n";
   write_all(line.data(), line.size());
 }
@@ -102,10 +139,21 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
   if (const char* verify = std::getenv("KILN_SPEED_VERIFY"); verify && *verify) return verify_timed(kernel, verify, round, calls);
   if (calls >= 0) return timed(kernel, round, calls, environment_number("KILN_SPEED_SKIP", 0) != 0);
 
+  // The context, observed once: the judge gets it as its last input.
+  std::optional<Tensor> context;
+  if (kernel.context) {
+    const auto observed = observe(kernel.context_name, [&] { return kernel.context(); });
+    if (!expect_ok(file, line, observed, failure_id, {{"which", "before any call"}, {"problem", kernel.context_name + " threw"}}))
+      return;
+    session::set_speed_context(digest(*observed));
+    context = observed->tensor();
+  }
   auto judged = [&](const std::vector<Tensor>& inputs, const char* which, const std::string& call) {
     const auto result = observe(call, [&] { return kernel.call(inputs); });
     if (!expect_ok(file, line, result, failure_id, {{"which", which}, {"problem", "it threw"}})) return false;
-    const std::string problem = kernel.judge(inputs, *result);
+    std::vector<Tensor> judged_inputs = inputs;
+    if (context) judged_inputs.push_back(*context);
+    const std::string problem = kernel.judge(judged_inputs, *result);
     if (problem.empty()) return true;
     report_failure(file, line, failure_id, {{"which", which}, {"problem", problem}});
     return false;

@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "session.h"
+
 namespace kiln::testing {
 
 void report_failure(const char* file, int line, std::string_view failure_id, const Params& params,
@@ -65,6 +67,13 @@ void expect_error(const char* file, int line, const ErrorData* error, const std:
       return;
     }
   }
+}
+
+void report_figure(std::string_view name, double value, std::string_view unit, bool higher_is_better) {
+  session::add_figure({{"name", std::string(name)},
+                       {"value", std::isfinite(value) ? value : 0.0},
+                       {"unit", std::string(unit)},
+                       {"higher_is_better", higher_is_better}});
 }
 
 }  // namespace kiln::testing

@@ -69,6 +69,14 @@ struct Milestone {
   // A quick run's targets, where they differ (fewer epochs on fewer examples).
   std::vector<LogitsTarget> quick_targets;
   std::vector<BehaviourCheck> behaviour;
+  // Files a passing full run puts into a module for the student (the capstone's model source):
+  // OUT/file goes to modules/<module>/to, the file it replaces backed up first.
+  struct Install {
+    std::string file;
+    int module = 0;
+    std::string to;
+  };
+  std::vector<Install> installs;
   fs::path dir;
 };
 

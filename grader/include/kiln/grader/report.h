@@ -27,6 +27,8 @@ struct CheckReport {
   std::vector<std::string> details;   // what was expected and what came back
   std::string speed;  // a speed-graded check: how its time compared with the reference's, and the points it earned
   double speed_ratio = 0;  // its time over the reference's, when it was measured (a leaderboard's figure)
+  std::string speed_context;  // the digest of a speed check's context in the checked run
+  std::vector<Figure> figures;  // what the check measured: a model's accuracy, its size
   double ms = 0;
 
   // An optional challenge: a check worth no points that is not a device check. It never stands

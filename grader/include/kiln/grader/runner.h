@@ -22,6 +22,14 @@ enum class Status {
 std::string status_name(Status s);
 
 // One failure the test reported.
+// A figure a check measured with trusted code, for the report and the leaderboard.
+struct Figure {
+  std::string name;  // "accuracy"
+  double value = 0;
+  std::string unit;  // "%", "bytes"
+  bool higher_is_better = true;
+};
+
 struct ReportedFailure {
   std::string id;  // the catalogued failure id; empty when the failure was not catalogued
   std::map<std::string, std::string> params;
@@ -39,6 +47,8 @@ struct CheckResult {
   std::string stub;         // not written: the function, e.g. Tensor::reshape
   std::string stub_location;  // and where it is, file:line
   double ms = 0;
+  std::vector<Figure> figures;  // what the check measured (kiln::testing::report_figure)
+  std::string speed_context;    // a speed check's context, as its digest
   // What the test program said of the check: that it ended (rather than crashed, hung or exited),
   // and the observations it made on the way, one JSON object each (kiln/observe.h).
   bool ended = false;

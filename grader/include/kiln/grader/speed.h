@@ -55,7 +55,9 @@ struct SpeedResult {
 // The share of the points a ratio earns under `speed`'s curve.
 double speed_fraction(const Speed& speed, double ratio);
 
-SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs);
+// `context`: the digest of the kernel's context in the checked run ("" when it has none); every
+// timed run's must be the same.
+SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context = "");
 
 // Times every speed check of `report` that passed, and scores it. Without programs such a check
 // scores nothing: it is skipped, saying that `grader grade` times it (no reference to time against

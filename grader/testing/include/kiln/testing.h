@@ -167,12 +167,22 @@ struct SpeedKernel {
   std::function<std::vector<Tensor>(std::uint64_t stream)> check_inputs;
   std::function<Tensor(const std::vector<Tensor>& inputs)> call;  // student code: the kernel
   std::function<std::string(const std::vector<Tensor>& inputs, const TensorData& result)> judge;
+  // Optional: what the submission's kernel works from besides its inputs (the capstone's model,
+  // as its bytes), named for the report. It is observed once in a check run and once in every
+  // timed run, and the judge gets it as its last input. A timed run whose context differs from
+  // the checked run's does not count: the grader compares the two.
+  std::function<Tensor()> context;
+  std::string context_name;  // "capstone_model_bytes()"
 };
 
 void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id);
 
 // Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
 bool speed_run();
+
+// A figure the check measured with trusted code (a model's accuracy, its size), for the report
+// and for Gradescope's leaderboard. In `grade` only the judge's figures count.
+void report_figure(std::string_view name, double value, std::string_view unit, bool higher_is_better);
 
 }  // namespace kiln::testing
 

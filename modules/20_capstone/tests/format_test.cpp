@@ -1,0 +1,217 @@
+// Module 20 checks for the KCAP format: load_model and predict on models built here, one kind of
+// layer at a time and then all together; the damaged files load_model must refuse; predict's
+// shape errors. Files are written by the trusted writer of capstone_testing.h, and expected
+// logits come from its reading of the same bytes, in double.
+#include <cstdint>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include "capstone_testing.h"
+#include "kiln/capstone.h"
+#include "kiln/testing.h"
+
+KILN_OBSERVABLE_ERROR(kiln::FormatError, std::runtime_error);
+
+namespace kiln {
+namespace {
+
+using capstone_testing::TLayer;
+using testing::data_of;
+using testing::observe;
+using testing::random_ints;
+using testing::random_tensor;
+using testing::TensorData;
+
+// Values of the run: `count` floats in [low, high).
+std::vector<double> drawn(std::int64_t count, std::uint64_t stream, float low = -1, float high = 1) {
+  const std::vector<float> v = data_of(random_tensor({count}, stream, low, high)).values;
+  return {v.begin(), v.end()};
+}
+std::vector<int> codes(std::int64_t count, std::uint64_t stream) {
+  std::vector<int> out;
+  for (const std::int64_t c : random_ints(static_cast<std::size_t>(count), -127, 128, stream)) out.push_back(static_cast<int>(c));
+  return out;
+}
+
+TLayer dense(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
+  return {.kind = 1, .in = in, .out = out, .weight = drawn(in * out, stream), .bias = drawn(out, stream + 1)};
+}
+TLayer dense_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
+  return {.kind = 2, .in = in, .out = out, .scale = drawn(out, stream, 0.001f, 0.05f), .bias = drawn(out, stream + 1),
+          .code = codes(in * out, stream + 2)};
+}
+// About half the entries of each row stored, in a shuffled column order, row 1 empty.
+TLayer sparse_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
+  TLayer l{.kind = 3, .in = in, .out = out, .scale = drawn(out, stream, 0.001f, 0.05f), .bias = drawn(out, stream + 1)};
+  const std::vector<std::int64_t> keep = random_ints(std::size_t{in} * out, 2, stream + 2);
+  l.row_start.push_back(0);
+  for (std::uint32_t j = 0; j < out; ++j) {
+    std::vector<std::uint32_t> row;
+    for (std::uint32_t i = 0; i < in; ++i)
+      if (j != 1 && keep[std::size_t{j} * in + i]) row.push_back(i);
+    if (row.size() > 1) std::swap(row.front(), row.back());  // columns need not be in order
+    for (const std::uint32_t i : row) l.column.push_back(i);
+    l.row_start.push_back(static_cast<std::uint32_t>(l.column.size()));
+  }
+  l.code = codes(static_cast<std::int64_t>(l.column.size()), stream + 3);
+  return l;
+}
+TLayer relu() { return {.kind = 4}; }
+
+struct Case {
+  std::string name;
+  std::vector<TLayer> layers;
+  std::int64_t rows;
+  const char* failure;
+};
+
+// Runs the model of `c` on images of the run through load_model and predict, and judges the
+// widths and the logits against the trusted reading of the same bytes.
+bool judge_case(const Case& c, std::uint64_t stream) {
+  const std::vector<std::uint8_t> bytes = capstone_testing::write(c.layers);
+  std::string problem;
+  const auto trusted = capstone_testing::read(bytes, problem);
+  if (!trusted) throw std::logic_error("a check's own model does not read: " + problem);
+  const Tensor x = random_tensor({c.rows, trusted->input_width}, stream, -2.0f, 2.0f);
+  const testing::Params params = {{"model", c.name}};
+  const auto got = observe(fmt::format("load_model and predict for {} on ({}, {}) images", c.name, c.rows, trusted->input_width),
+                           [&] {
+                             const capstone::Model m = capstone::load_model(bytes);
+                             return std::tuple(m.input_width, m.output_width, capstone::predict(m, x));
+                           });
+  if (!KILN_EXPECT_OK(got, c.failure, params)) return false;
+  const auto& [input_width, output_width, y] = *got;
+  if (input_width != trusted->input_width || output_width != trusted->output_width) {
+    KILN_FAIL("widths_wrong", params,
+              fmt::format("load_model gave input_width {} and output_width {}; the file's layers give {} and {}",
+                          input_width, output_width, trusted->input_width, trusted->output_width));
+    return false;
+  }
+  const TensorData xd = data_of(x);
+  const std::vector<double> want =
+      capstone_testing::logits(*trusted, std::vector<double>(xd.values.begin(), xd.values.end()), c.rows);
+  const std::string wrong = capstone_testing::compare_logits(want, y, c.rows, trusted->output_width, c.name);
+  if (wrong.empty()) return true;
+  KILN_FAIL(c.failure, params, wrong);
+  return false;
+}
+
+TEST(Capstone, LoadAndPredict) {
+  // The hand-worked model of the chapter: y = W x + b with W = [[1, 2, 3], [-1, 0, 1]], b = [0.5, -1].
+  const TLayer hand{.kind = 1, .in = 3, .out = 2, .weight = {1, 2, 3, -1, 0, 1}, .bias = {0.5, -1}};
+  {
+    const std::vector<std::uint8_t> bytes = capstone_testing::write({hand});
+    const Tensor x({2, 3}, {1, 1, 1, 2, 0, -1});
+    const auto got = observe("predict(load_model(the hand-worked 3 → 2 dense model), [[1, 1, 1], [2, 0, -1]])",
+                             [&] { return capstone::predict(capstone::load_model(bytes), x); });
+    const testing::Params params = {{"model", "the hand-worked 3 → 2 dense model"}};
+    if (!KILN_EXPECT_OK(got, "dense_differs", params)) return;
+    if (!KILN_EXPECT_CLOSE_REL(got, data_of({2, 2}, {6.5f, -1.0f, -0.5f, -4.0f}), 1e-5, 0.0, "dense_differs", params)) return;
+  }
+  const std::vector<Case> cases = {
+      {"a 13 → 7 dense layer", {dense(13, 7, 2001)}, 5, "dense_differs"},
+      {"a 13 → 7 dense_int8 layer", {dense_int8(13, 7, 2011)}, 5, "int8_differs"},
+      {"a 13 → 7 sparse_int8 layer", {sparse_int8(13, 7, 2021)}, 5, "sparse_differs"},
+      {"dense 9 → 6, relu, dense 6 → 4, relu", {dense(9, 6, 2031), relu(), dense(6, 4, 2041), relu()}, 4, "relu_differs"},
+      {"relu, dense 5 → 3 (a relu first)", {relu(), dense(5, 3, 2051)}, 3, "relu_differs"},
+      {"dense 29 → 17, relu, dense_int8 17 → 11, relu, sparse_int8 11 → 10",
+       {dense(29, 17, 2061), relu(), dense_int8(17, 11, 2071), relu(), sparse_int8(11, 10, 2081)},
+       7,
+       "layers_differ"},
+  };
+  std::uint64_t stream = 2101;
+  for (const Case& c : cases)
+    if (!judge_case(c, stream++)) return;
+}
+
+// A valid small model to damage: dense_int8 4 → 3, relu, sparse_int8 3 → 2 (offsets below).
+std::vector<TLayer> small_model() {
+  TLayer a = dense_int8(4, 3, 2201);
+  TLayer b{.kind = 3, .in = 3, .out = 2, .scale = {0.5, 0.25}, .bias = {0.1, -0.1}, .code = {3, -2, 5},
+           .row_start = {0, 2, 3}, .column = {0, 2, 1}};
+  return {a, relu(), b};
+}
+
+struct Damage {
+  std::string name;
+  std::vector<std::uint8_t> bytes;
+  std::int64_t offset;  // the byte the error must name; -1: any
+};
+
+std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, std::size_t at, std::vector<std::uint8_t> with) {
+  for (std::size_t k = 0; k < with.size(); ++k) bytes[at + k] = with[k];
+  return bytes;
+}
+
+TEST(Capstone, RejectsDamage) {
+  const std::vector<TLayer> model = small_model();
+  const std::vector<std::uint8_t> good = capstone_testing::write(model);
+  // Layout: 0 magic, 4 version, 8 count, 12 kind of layer 0, 16 in, 20 out, 24 scales (12),
+  // 36 codes (12), 48 biases (12), 60 kind of layer 1 (relu), 64 kind of layer 2, 68 in, 72 out,
+  // 76 nnz, 80 scales (8), 88 row starts (12), 100 columns (6), 106 codes (3), 109 biases (8), 117 end.
+  std::vector<Damage> cases = {
+      {"a file whose magic is KCAQ", patched(good, 3, {'Q'}), 0},
+      {"version 2", capstone_testing::write(model, 2), 4},
+      {"a layer count of 0", patched(good, 8, {0, 0, 0, 0}), 8},
+      {"a layer count of 65", patched(good, 8, {65, 0, 0, 0}), 8},
+      {"layer 0 of kind 9", patched(good, 12, {9}), 12},
+      {"layer 0 taking 0 inputs", patched(good, 16, {0}), 16},
+      {"layer 2 taking 4 inputs after a layer that gives 3", patched(good, 68, {4}), 68},
+      {"layer 0 with a scale of 0", patched(good, 28, {0, 0, 0, 0}), 28},
+      {"layer 0 with a negative scale", patched(good, 24, {0, 0, 0x80, 0xbf}), 24},
+      {"layer 2 storing 7 entries, more than its 3 × 2", patched(good, 76, {7}), 76},
+      {"layer 2 with row starts 0, 4, 3", patched(good, 92, {4}), 92},
+      {"layer 2 with a first row start of 1", patched(good, 88, {1}), 88},
+      {"layer 2 with column 3 in a layer of 3 inputs", patched(good, 102, {3, 0}), 102},
+      {"one byte after the last layer", [&] { auto b = good; b.push_back(0); return b; }(), 117},
+      {"a relu as the only layer", capstone_testing::write({relu()}), -1},
+      {"a 65,536 × 65,536 dense layer in a 36-byte file",
+       [] {
+         std::vector<std::uint8_t> b = {'K', 'C', 'A', 'P', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
+         b.resize(36, 0);
+         return b;
+       }(),
+       -1},
+  };
+  // Every file cut short: after 0, 3, 7 bytes, inside each layer's numbers, one byte before the end.
+  for (const std::size_t length : {0, 3, 7, 11, 14, 30, 40, 55, 62, 70, 79, 90, 101, 107, 116}) {
+    cases.push_back({fmt::format("the file cut after {} of its {} bytes", length, good.size()),
+                     std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)), -1});
+  }
+  if (good.size() != 117) throw std::logic_error("the damaged files' offsets assume a 117-byte model");
+  for (const Damage& d : cases) {
+    const auto got = observe("load_model(" + d.name + ")", [&] {
+      const capstone::Model m = capstone::load_model(d.bytes);
+      return std::int64_t(m.layers.size());
+    });
+    const testing::Params params = {{"case", d.name}};
+    if (got.ok()) {
+      KILN_FAIL("damage_accepted", params, fmt::format("load_model returned a model of {} layers", *got));
+      return;
+    }
+    if (!got.error().is("kiln::FormatError")) {
+      KILN_FAIL("damage_accepted", params,
+                fmt::format("load_model threw {} ({}), not kiln::FormatError", got.error().kind(), got.error().message));
+      return;
+    }
+    if (d.offset >= 0 && got.error().message.find(fmt::format("byte {}", d.offset)) == std::string::npos) {
+      KILN_FAIL("damage_offset", {{"case", d.name}, {"offset", std::to_string(d.offset)}},
+                "the error says: " + got.error().message);
+      return;
+    }
+  }
+}
+
+TEST(Capstone, PredictShapes) {
+  const std::vector<std::uint8_t> bytes = capstone_testing::write({dense(3, 2, 2301)});
+  const Tensor wide = random_tensor({2, 4}, 2302);
+  const Tensor flat = random_tensor({3}, 2303);
+  KILN_EXPECT_THROWS(capstone::predict(capstone::load_model(bytes), wide), ShapeError, "predict_shape_error", {"(2, 4)"});
+  KILN_EXPECT_THROWS(capstone::predict(capstone::load_model(bytes), flat), ShapeError, "predict_shape_error", {"(3)"});
+}
+
+}  // namespace
+}  // namespace kiln
