@@ -255,5 +255,69 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
   fs::remove_all(root);
 }
 
+// Submissions of the capstone (module 20) that try to pair one model's accuracy and size with
+// another's speed: the figures of a grade must all belong to the file the checks read.
+TEST(Hostile, CapstoneFiguresBelongToOneModel) {
+  const fs::path course = KILN_HOME_DIR;
+  const fs::path solution = course / "solutions" / "20_capstone" / "src";
+  const fs::path root = fs::temp_directory_path() / ("kiln-hostile-capstone-" + std::to_string(getpid()));
+  fs::remove_all(root);
+  const std::string anchor = "  return bytes;";
+  const std::map<std::string, std::string> planted = {
+      {"reference", ""},
+      // In the grader's timed runs, another file with the same logits (a relu first, which
+      // changes nothing on pixels in [0, 1]): right results, and still not the checked model.
+      {"switches_model", R"(  if (const char* timed = std::getenv("KILN_SPEED_CALLS"); timed && *timed) {
+    static const std::vector<std::uint8_t> other = [] {
+      Model m = load_model(bytes);
+      m.layers.insert(m.layers.begin(), Layer{});
+      return save_model(m);
+    }();
+    return other;
+  }
+)"},
+  };
+  for (const auto& [name, code] : planted) {
+    const fs::path dir = root / "submissions" / name / "src";
+    fs::create_directories(dir);
+    fs::copy_file(solution / "capstone.cpp", dir / "capstone.cpp");
+    std::string text = read_file(solution / "capstone_model.cpp");
+    const auto at = text.find(anchor);
+    ASSERT_NE(at, std::string::npos) << "capstone_model.cpp changed: update this test";
+    text.insert(at, code);
+    std::ofstream(dir / "capstone_model.cpp") << "#include <cstdlib>\n" << text;
+  }
+  const ProcessResult r = run_process(
+      {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
+                "20", "--format", "json", "--out", (root / "results").string(), "-j", "1"},
+       .env = {{"KILN_HOME", KILN_HOME_DIR}},
+       .output_cap = 1 << 20});
+  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
+  auto check = [&](const std::string& name, const std::string& id) {
+    const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
+    for (const auto& c : result["checks"])
+      if (c["id"] == id) return c;
+    return nlohmann::json();
+  };
+  // The reference: its figures come from the judge's reading of its bytes.
+  const auto model = check("reference", "model");
+  EXPECT_EQ(model["status"], "passed") << model.dump(2);
+  ASSERT_EQ(model["figures"].size(), 2u) << model.dump(2);
+  EXPECT_EQ(model["figures"][0]["name"], "accuracy");
+  EXPECT_GE(model["figures"][0]["value"].get<double>(), 85.0) << model.dump(2);
+  EXPECT_EQ(model["figures"][1]["name"], "size");
+  EXPECT_EQ(model["figures"][1]["value"].get<double>(), 102776.0) << model.dump(2);
+  const auto speed = check("reference", "predict_speed");
+  EXPECT_EQ(speed["status"], "passed") << speed.dump(2);
+  EXPECT_GE(speed["points"].get<int>(), 4) << speed.dump(2);
+  // Another model in the timed runs: no points for speed, and the report says why.
+  const auto switched = check("switches_model", "predict_speed");
+  EXPECT_EQ(switched["status"], "failed") << switched.dump(2);
+  EXPECT_EQ(switched["points"], 0) << switched.dump(2);
+  EXPECT_NE(switched["summary"].get<std::string>().find("differs from the one the checked calls used"), std::string::npos)
+      << switched.dump(2);
+  fs::remove_all(root);
+}
+
 }  // namespace
 }  // namespace kiln::grader
