@@ -155,5 +155,28 @@ TEST(RenderGradescope, TimedSpeedChecksGoOnTheLeaderboardLowerIsBetter) {
   EXPECT_FALSE(nlohmann::json::parse(render_gradescope({r}, 1.0)).contains("leaderboard"));
 }
 
+TEST(RenderGradescope, FiguresOfPassedChecksGoOnTheLeaderboardWithTheirOrder) {
+  Report r;
+  r.number = "20";
+  const std::vector<Figure> figures = {{.name = "accuracy", .value = 88.7312, .unit = "%", .higher_is_better = true},
+                                       {.name = "size", .value = 102776, .unit = "bytes", .higher_is_better = false}};
+  r.checks.push_back(CheckReport{.id = "model", .status = Status::passed, .points = 4, .max_points = 4, .figures = figures});
+  const auto j = nlohmann::json::parse(render_gradescope({r}, 1.0));
+  ASSERT_EQ(j["leaderboard"].size(), 2u) << j;
+  EXPECT_EQ(j["leaderboard"][0]["name"], "20 accuracy (%)");
+  EXPECT_DOUBLE_EQ(j["leaderboard"][0]["value"].get<double>(), 88.731);
+  EXPECT_EQ(j["leaderboard"][0]["order"], "desc");
+  EXPECT_EQ(j["leaderboard"][1]["name"], "20 size (bytes)");
+  EXPECT_EQ(j["leaderboard"][1]["order"], "asc");
+  EXPECT_EQ(j["tests"][0]["output"], "Measured: accuracy 88.73%, size 102,776 bytes");
+  // A check that failed shows its figures but puts none on the leaderboard; a hidden one neither.
+  r.checks[0].status = Status::failed;
+  r.checks[0].points = 0;
+  EXPECT_FALSE(nlohmann::json::parse(render_gradescope({r}, 1.0)).contains("leaderboard"));
+  r.checks[0].status = Status::passed;
+  r.checks[0].visibility = Visibility::hidden;
+  EXPECT_FALSE(nlohmann::json::parse(render_gradescope({r}, 1.0)).contains("leaderboard"));
+}
+
 }  // namespace
 }  // namespace kiln::grader
