@@ -276,6 +276,18 @@ TEST(Hostile, CapstoneFiguresBelongToOneModel) {
     return other;
   }
 )"},
+      // The first call (the model check, in a check run) gets another file with the same logits;
+      // every later call, the speed check's and the timed runs', the file itself.
+      {"two_models", R"(  static int calls = 0;
+  if (calls++ == 0) {
+    static const std::vector<std::uint8_t> other = [] {
+      Model m = load_model(bytes);
+      m.layers.insert(m.layers.begin(), Layer{});
+      return save_model(m);
+    }();
+    return other;
+  }
+)"},
   };
   for (const auto& [name, code] : planted) {
     const fs::path dir = root / "submissions" / name / "src";
@@ -289,7 +301,7 @@ TEST(Hostile, CapstoneFiguresBelongToOneModel) {
   }
   const ProcessResult r = run_process(
       {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
-                "20", "--format", "json", "--out", (root / "results").string(), "-j", "1"},
+                "20", "--format", "json", "--out", (root / "results").string(), "-j", "2"},
        .env = {{"KILN_HOME", KILN_HOME_DIR}},
        .output_cap = 1 << 20});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
@@ -316,6 +328,11 @@ TEST(Hostile, CapstoneFiguresBelongToOneModel) {
   EXPECT_EQ(switched["points"], 0) << switched.dump(2);
   EXPECT_NE(switched["summary"].get<std::string>().find("differs from the one the checked calls used"), std::string::npos)
       << switched.dump(2);
+  // One model shown to the model check and another to the speed check: no points for speed.
+  const auto two = check("two_models", "predict_speed");
+  EXPECT_EQ(two["status"], "failed") << two.dump(2);
+  EXPECT_EQ(two["points"], 0) << two.dump(2);
+  EXPECT_NE(two["summary"].get<std::string>().find("were given different contexts"), std::string::npos) << two.dump(2);
   fs::remove_all(root);
 }
 

@@ -217,11 +217,33 @@ std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Mod
 
 void score_speed_checks(Report& report, const Module& module, const SpeedPrograms* programs,
                         const std::string& unavailable) {
+  // The checks that judged a context (kiln::testing::note_context) must all have judged the same
+  // one: a program that shows one model to one check and another to the speed check earns no
+  // speed points.
+  std::string first_context, first_check, other_check;
+  for (const CheckReport& c : report.checks) {
+    if (c.speed_context.empty()) continue;
+    if (first_context.empty()) first_context = c.speed_context, first_check = c.id;
+    else if (c.speed_context != first_context && other_check.empty()) other_check = c.id;
+  }
   int score = 0;
   for (CheckReport& c : report.checks) {
     const Check* check = module.check(c.id);
     if (check && check->speed && c.status == Status::passed) {
-      if (!programs && !unavailable.empty()) {
+      if (!other_check.empty() && !c.speed_context.empty()) {
+        c.status = Status::failed;
+        c.points = 0;
+        const std::string problem = fmt::format("the checks {} and {} were given different contexts (the model's "
+                                                "bytes): what is timed must be what the other checks judged",
+                                                first_check, other_check);
+        c.summary = problem;
+        if (!check->failures.empty()) {
+          c.failure_ids = {check->failures.front().id};
+          c.summary = render_message(check->failures.front().message, {{"which", "across checks"}, {"problem", problem}});
+          c.messages = {c.summary};
+          c.hints = {check->failures.front().hint};
+        }
+      } else if (!programs && !unavailable.empty()) {
         c.status = Status::failed;
         c.points = 0;
         c.summary = "it could not be timed: " + unavailable;

@@ -128,6 +128,8 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
 
 }  // namespace
 
+void note_context(const TensorData& context) { session::set_speed_context(digest(context)); }
+
 bool speed_run() {
   const char* verify = std::getenv("KILN_SPEED_VERIFY");
   return (verify && *verify) || environment_number("KILN_SPEED_CALLS", -1) >= 0;
@@ -145,7 +147,7 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
     const auto observed = observe(kernel.context_name, [&] { return kernel.context(); });
     if (!expect_ok(file, line, observed, failure_id, {{"which", "before any call"}, {"problem", kernel.context_name + " threw"}}))
       return;
-    session::set_speed_context(digest(*observed));
+    note_context(*observed);
     context = observed->tensor();
   }
   auto judged = [&](const std::vector<Tensor>& inputs, const char* which, const std::string& call) {

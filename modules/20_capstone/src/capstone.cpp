@@ -17,11 +17,12 @@ Model load_model(std::span<const std::uint8_t> bytes) {
   // those of a u32 copied into it with std::memcpy.
   // Check, in file order: "KCAP"; version 1; 1 to kMaxLayers layers; for each layer its kind
   // (1 to 4), in and out (1 to kMaxWidth, in equal to the width the layers before give), the
-  // scales (finite, > 0), for sparse_int8 nnz ≤ in·out, row_start (0 first, nnz last, never
-  // decreasing) and the columns (< in); at least one layer with weights; no bytes after the last
-  // layer. On the first thing wrong, throw kiln::FormatError("byte OFFSET: what was found;
-  // expected what"). Fill input_width and output_width; a relu's in and out are the width it
-  // passes through.
+  // scales (finite, > 0), for sparse_int8 nnz ≤ in·out, each row start as it is read (0 first,
+  // then from the one before it to nnz, the last equal to nnz) and the columns (< in); at least
+  // one layer with weights; no bytes after the last layer. On the first thing wrong, throw
+  // kiln::FormatError("byte OFFSET: what was found; expected what"), OFFSET that of the wrong
+  // value (of an array's start when the array does not fit). Fill input_width and output_width;
+  // a relu's in and out are the width it passes through.
   throw kiln::NotImplemented();
 }
 

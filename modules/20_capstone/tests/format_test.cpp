@@ -168,6 +168,18 @@ TEST(Capstone, RejectsDamage) {
       {"layer 2 with column 3 in a layer of 3 inputs", patched(good, 102, {3, 0}), 102},
       {"one byte after the last layer", [&] { auto b = good; b.push_back(0); return b; }(), 117},
       {"a relu as the only layer", capstone_testing::write({relu()}), -1},
+      {"layer 0 giving 65,537 outputs", patched(good, 20, {1, 0, 1, 0}), 20},
+      {"layer 0 with an infinite scale", patched(good, 24, {0, 0, 0x80, 0x7f}), 24},
+      {"layer 2 with row starts 0, 2, 2 for its 3 entries", patched(good, 96, {2}), 96},
+      // 65,536 · 65,536 wraps to 0 in 32 bits: a reader that multiplies in u32 reads no weights,
+      // then exactly the biases that follow, and accepts the file.
+      {"a 65,536 × 65,536 dense layer followed by only its 65,536 biases",
+       [] {
+         std::vector<std::uint8_t> b = {'K', 'C', 'A', 'P', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
+         b.resize(24 + 4 * 65536, 0);
+         return b;
+       }(),
+       24},
       {"a 65,536 × 65,536 dense layer in a 36-byte file",
        [] {
          std::vector<std::uint8_t> b = {'K', 'C', 'A', 'P', 1, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0, 1, 0};
@@ -182,6 +194,19 @@ TEST(Capstone, RejectsDamage) {
                      std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)), -1});
   }
   if (good.size() != 117) throw std::logic_error("the damaged files' offsets assume a 117-byte model");
+  // First the file undamaged: a reader that refuses everything refuses nothing worth knowing.
+  const auto whole = observe("load_model(the undamaged 117-byte model: dense_int8 4 → 3, relu, sparse_int8 3 → 2)", [&] {
+    const capstone::Model m = capstone::load_model(good);
+    return std::tuple(std::int64_t(m.layers.size()), m.input_width, m.output_width);
+  });
+  if (!KILN_EXPECT_OK(whole, "valid_refused")) return;
+  if (*whole != std::tuple(std::int64_t{3}, std::int64_t{4}, std::int64_t{2})) {
+    const auto& [layers, inputs, outputs] = *whole;
+    KILN_FAIL("valid_refused", {},
+              fmt::format("load_model gave {} layers, input_width {} and output_width {}; expected 3, 4 and 2", layers,
+                          inputs, outputs));
+    return;
+  }
   for (const Damage& d : cases) {
     const auto got = observe("load_model(" + d.name + ")", [&] {
       const capstone::Model m = capstone::load_model(d.bytes);
@@ -197,7 +222,10 @@ TEST(Capstone, RejectsDamage) {
                 fmt::format("load_model threw {} ({}), not kiln::FormatError", got.error().kind(), got.error().message));
       return;
     }
-    if (d.offset >= 0 && got.error().message.find(fmt::format("byte {}", d.offset)) == std::string::npos) {
+    // The message starts "byte N:", N the offset of the value that is wrong.
+    const std::string& said = got.error().message;
+    const std::string named = said.rfind("byte ", 0) == 0 ? said.substr(5, said.find_first_not_of("0123456789", 5) - 5) : "";
+    if (d.offset >= 0 && (named != std::to_string(d.offset) || said.size() <= 5 + named.size() || said[5 + named.size()] != ':')) {
       KILN_FAIL("damage_offset", {{"case", d.name}, {"offset", std::to_string(d.offset)}},
                 "the error says: " + got.error().message);
       return;
@@ -207,6 +235,11 @@ TEST(Capstone, RejectsDamage) {
 
 TEST(Capstone, PredictShapes) {
   const std::vector<std::uint8_t> bytes = capstone_testing::write({dense(3, 2, 2301)});
+  // Images of the right shape must go through: an error is only for a wrong one.
+  const Tensor right = random_tensor({2, 3}, 2304);
+  const auto fine = observe("predict(a model of 3 inputs, (2, 3) images)",
+                            [&] { return capstone::predict(capstone::load_model(bytes), right).shape(); });
+  if (!KILN_EXPECT_OK(fine, "predict_shape_error")) return;
   const Tensor wide = random_tensor({2, 4}, 2302);
   const Tensor flat = random_tensor({3}, 2303);
   KILN_EXPECT_THROWS(capstone::predict(capstone::load_model(bytes), wide), ShapeError, "predict_shape_error", {"(2, 4)"});

@@ -180,6 +180,11 @@ void speed_check(const char* file, int line, const SpeedKernel& kernel, std::str
 // Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
 bool speed_run();
 
+// Records that this check judged `context` (observed from student code, such as a model's bytes).
+// Every check of a module that notes a context, and every speed check's context, must be the
+// same: the grader fails the speed checks otherwise, so that one thing is judged and timed.
+void note_context(const TensorData& context);
+
 // A figure the check measured with trusted code (a model's accuracy, its size), for the report
 // and for Gradescope's leaderboard. In `grade` only the judge's figures count.
 void report_figure(std::string_view name, double value, std::string_view unit, bool higher_is_better);
