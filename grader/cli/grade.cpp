@@ -207,7 +207,7 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
   const bool device_here = !cuda_device_nodes().empty();
   // Where the time goes, summed over all submissions: printed with the totals.
   struct Phases {
-    double stage = 0, compile = 0, checks = 0, judge = 0, end = 0;
+    double stage = 0, compile = 0, checks = 0, judge = 0, speed = 0, end = 0;
   } phases;
   std::mutex phase_lock;
   auto clock = [] { return std::chrono::steady_clock::now(); };
@@ -450,6 +450,8 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
                                        (why ? ": " + course_paths(why->message) : std::string()));
               end_sandbox_user(cmd.no_sandbox ? 0 : uid);
             }
+            mine.speed += seconds_since(t);
+            t = clock();
             for (auto& c : report.checks) c.summary = course_paths(c.summary);
           }
           bound_report(report);
@@ -462,7 +464,7 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
         {
           std::lock_guard lock(phase_lock);
           phases.stage += mine.stage, phases.compile += mine.compile, phases.checks += mine.checks;
-          phases.judge += mine.judge, phases.end += mine.end;
+          phases.judge += mine.judge, phases.speed += mine.speed, phases.end += mine.end;
         }
         std::lock_guard lock(done);
         for (const auto& note : staged_notes) notes[i].push_back(fmt::format("{}: {}", m->number_text(), note));
@@ -515,8 +517,9 @@ int run_grade(const Workspace& ws, const GradeCommand& cmd) {
   write_text(out / "gradebook.csv", csv);
   const double n = std::max<double>(1, submissions.size());
   std::fprintf(stderr, "per submission: staging %.2f s, compiling and linking %.2f s, its checks %.2f s, judging %.2f s, "
-                       "clean-up %.2f s\n",
-               phases.stage / n, phases.compile / n, phases.checks / n, phases.judge / n, phases.end / n);
+                       "timing the speed-graded checks %.2f s, clean-up %.2f s\n",
+               phases.stage / n, phases.compile / n, phases.checks / n, phases.judge / n, phases.speed / n,
+               phases.end / n);
   std::fprintf(stderr, "graded %zu submissions in %.1f s (%.1f per minute); results in %s\n", submissions.size(),
                seconds, seconds > 0 ? 60.0 * submissions.size() / seconds : 0.0, out.string().c_str());
   return 0;
