@@ -156,11 +156,44 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
   fs::remove_all(root);
 }
 
+// Submissions of one module of the real course, each the reference's student files with code
+// planted before `anchor` in `file` (and `prelude` before everything), graded in one batch through
+// the sandbox into ROOT/results/NAME.json. Returns what `grade` said when it failed, "" otherwise.
+std::string grade_planted(const fs::path& root, const std::string& module, const std::vector<std::string>& files,
+                          const std::string& file, const std::string& anchor, const std::string& prelude,
+                          const std::map<std::string, std::string>& planted, int jobs) {
+  const fs::path course = KILN_HOME_DIR;
+  const fs::path solution = course / "solutions" / module / "src";
+  for (const auto& [name, code] : planted) {
+    const fs::path dir = root / "submissions" / name / "src";
+    fs::create_directories(dir);
+    for (const std::string& f : files)
+      if (f != file) fs::copy_file(solution / f, dir / f);
+    std::string text = read_file(solution / file);
+    const auto at = text.find(anchor);
+    if (at == std::string::npos) return file + " no longer holds \"" + anchor + "\": update this test";
+    text.insert(at, code);
+    std::ofstream(dir / file) << prelude << text;
+  }
+  const ProcessResult r = run_process(
+      {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
+                module.substr(0, 2), "--format", "json", "--out", (root / "results").string(), "-j", std::to_string(jobs)},
+       .env = {{"KILN_HOME", KILN_HOME_DIR}},
+       .output_cap = 1 << 20});
+  return r.exit_code == 0 ? "" : r.out + r.err;
+}
+
+// One check's result in ROOT/results/NAME.json.
+nlohmann::json check_result(const fs::path& root, const std::string& name, const std::string& id) {
+  const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
+  for (const auto& c : result["checks"])
+    if (c["id"] == id) return c;
+  return nlohmann::json();
+}
+
 // Submissions of the real course's module 17 that attack its speed-graded check: the reference
 // solution with one change planted in tiled_matmul. Graded in one batch through the sandbox.
 TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
-  const fs::path course = KILN_HOME_DIR;
-  const fs::path solution = course / "solutions" / "17_acceleration" / "src";
   const fs::path root = fs::temp_directory_path() / ("kiln-hostile-speed-" + std::to_string(getpid()));
   fs::remove_all(root);
   const std::string anchor = "  // One output tile C[i0:i_end, j0:j_end] at a time";
@@ -209,28 +242,12 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
       // Prints while it works, as a kernel being debugged does: standard output is not the results.
       {"prints_while_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) std::printf(\"tiled_matmul of %ld rows\\n\", static_cast<long>(n));\n"},
   };
-  for (const auto& [name, code] : planted) {
-    const fs::path dir = root / "submissions" / name / "src";
-    fs::create_directories(dir);
-    fs::copy_file(solution / "gpu_kernels.cpp", dir / "gpu_kernels.cpp");
-    std::string text = read_file(solution / "acceleration.cpp");
-    const auto at = text.find(anchor);
-    ASSERT_NE(at, std::string::npos) << "tiled_matmul's comment moved: update this test";
-    text.insert(at, code);
-    std::ofstream(dir / "acceleration.cpp") << "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n" << text;
-  }
-  const ProcessResult r = run_process(
-      {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
-                "17", "--format", "json", "--out", (root / "results").string(), "-j", "1"},
-       .env = {{"KILN_HOME", KILN_HOME_DIR}},
-       .output_cap = 1 << 20});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto speed_check = [&](const std::string& name) {
-    const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
-    for (const auto& c : result["checks"])
-      if (c["id"] == "tiled_matmul_speed") return c;
-    return nlohmann::json();
-  };
+  const std::string failed = grade_planted(root, "17_acceleration", {"acceleration.cpp", "gpu_kernels.cpp"},
+                                           "acceleration.cpp", anchor,
+                                           "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n",
+                                           planted, 1);
+  ASSERT_EQ(failed, "");
+  auto speed_check = [&](const std::string& name) { return check_result(root, name, "tiled_matmul_speed"); };
   // The reference against itself: near 1×, whatever else runs on the machine.
   const auto reference = speed_check("reference");
   EXPECT_EQ(reference["status"], "passed") << reference.dump(2);
@@ -258,8 +275,6 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
 // Submissions of the capstone (module 20) that try to pair one model's accuracy and size with
 // another's speed: the figures of a grade must all belong to the file the checks read.
 TEST(Hostile, CapstoneFiguresBelongToOneModel) {
-  const fs::path course = KILN_HOME_DIR;
-  const fs::path solution = course / "solutions" / "20_capstone" / "src";
   const fs::path root = fs::temp_directory_path() / ("kiln-hostile-capstone-" + std::to_string(getpid()));
   fs::remove_all(root);
   const std::string anchor = "  return bytes;";
@@ -289,28 +304,10 @@ TEST(Hostile, CapstoneFiguresBelongToOneModel) {
   }
 )"},
   };
-  for (const auto& [name, code] : planted) {
-    const fs::path dir = root / "submissions" / name / "src";
-    fs::create_directories(dir);
-    fs::copy_file(solution / "capstone.cpp", dir / "capstone.cpp");
-    std::string text = read_file(solution / "capstone_model.cpp");
-    const auto at = text.find(anchor);
-    ASSERT_NE(at, std::string::npos) << "capstone_model.cpp changed: update this test";
-    text.insert(at, code);
-    std::ofstream(dir / "capstone_model.cpp") << "#include <cstdlib>\n" << text;
-  }
-  const ProcessResult r = run_process(
-      {.argv = {KILN_GRADER, "--root", course.string(), "grade", "--batch", (root / "submissions").string(), "--module",
-                "20", "--format", "json", "--out", (root / "results").string(), "-j", "2"},
-       .env = {{"KILN_HOME", KILN_HOME_DIR}},
-       .output_cap = 1 << 20});
-  ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
-  auto check = [&](const std::string& name, const std::string& id) {
-    const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
-    for (const auto& c : result["checks"])
-      if (c["id"] == id) return c;
-    return nlohmann::json();
-  };
+  const std::string failed = grade_planted(root, "20_capstone", {"capstone.cpp", "capstone_model.cpp"},
+                                           "capstone_model.cpp", anchor, "#include <cstdlib>\n", planted, 2);
+  ASSERT_EQ(failed, "");
+  auto check = [&](const std::string& name, const std::string& id) { return check_result(root, name, id); };
   // The reference: its figures come from the judge's reading of its bytes.
   const auto model = check("reference", "model");
   EXPECT_EQ(model["status"], "passed") << model.dump(2);
