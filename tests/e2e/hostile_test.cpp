@@ -278,31 +278,23 @@ TEST(Hostile, CapstoneFiguresBelongToOneModel) {
   const fs::path root = fs::temp_directory_path() / ("kiln-hostile-capstone-" + std::to_string(getpid()));
   fs::remove_all(root);
   const std::string anchor = "  return bytes;";
+  // Another file with the same logits (a relu first, which changes nothing on pixels in [0, 1]).
+  const std::string other = R"(
+    static const std::vector<std::uint8_t> other = [] {
+      Model m = load_model(bytes);
+      m.layers.insert(m.layers.begin(), Layer{});
+      return save_model(m);
+    }();
+    return other;
+  }
+)";
   const std::map<std::string, std::string> planted = {
       {"reference", ""},
-      // In the grader's timed runs, another file with the same logits (a relu first, which
-      // changes nothing on pixels in [0, 1]): right results, and still not the checked model.
-      {"switches_model", R"(  if (const char* timed = std::getenv("KILN_SPEED_CALLS"); timed && *timed) {
-    static const std::vector<std::uint8_t> other = [] {
-      Model m = load_model(bytes);
-      m.layers.insert(m.layers.begin(), Layer{});
-      return save_model(m);
-    }();
-    return other;
-  }
-)"},
-      // The first call (the model check, in a check run) gets another file with the same logits;
-      // every later call, the speed check's and the timed runs', the file itself.
-      {"two_models", R"(  static int calls = 0;
-  if (calls++ == 0) {
-    static const std::vector<std::uint8_t> other = [] {
-      Model m = load_model(bytes);
-      m.layers.insert(m.layers.begin(), Layer{});
-      return save_model(m);
-    }();
-    return other;
-  }
-)"},
+      // The other file in the grader's timed runs: right results, and still not the checked model.
+      {"switches_model", "  if (const char* timed = std::getenv(\"KILN_SPEED_CALLS\"); timed && *timed) {" + other},
+      // The other file for the first call (the model check, in a check run); for every later
+      // call, the speed check's and the timed runs', the file itself.
+      {"two_models", "  static int calls = 0;\n  if (calls++ == 0) {" + other},
   };
   const std::string failed = grade_planted(root, "20_capstone", {"capstone.cpp", "capstone_model.cpp"},
                                            "capstone_model.cpp", anchor, "#include <cstdlib>\n", planted, 2);
