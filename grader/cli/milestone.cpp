@@ -1,6 +1,5 @@
 // grader milestone: train the chosen milestones' models and report what the grader judged.
 #include <cstdio>
-#include <ctime>
 #include <fstream>
 #include <limits>
 
@@ -58,8 +57,8 @@ nlohmann::json to_json(const MilestoneResult& r) {
           {"notes", r.notes}, {"plot", r.plot.string()}, {"tradeoff", r.tradeoff.string()}};
 }
 
-// Puts what a passing full run made into the student's modules (Milestone::installs), each file
-// it replaces backed up first; returns what it did, a line each.
+// Puts what a passing full run made into the student's modules (Milestone::installs), the
+// module's files backed up first as `grader reset` does; returns what it did, a line each.
 std::string install(const Workspace& ws, const Milestone& m, const MilestoneResult& r, const MilestoneCommand& cmd) {
   std::string said;
   for (const auto& i : m.installs) {
@@ -73,17 +72,10 @@ std::string install(const Workspace& ws, const Milestone& m, const MilestoneResu
                           "a passing full run of your own modules (no --quick, no --solution)", shown);
       continue;
     }
-    if (fs::exists(to)) {
-      const std::time_t now = std::time(nullptr);
-      char stamp[32];
-      std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-      fs::path backup = ws.state_dir() / "backups" / module->name() / stamp;
-      for (int n = 2; fs::exists(backup); ++n) backup = ws.state_dir() / "backups" / module->name() / fmt::format("{}-{}", stamp, n);
-      const fs::path kept = backup / fs::relative(to, ws.course.root);
-      fs::create_directories(kept.parent_path());
-      fs::copy_file(to, kept, fs::copy_options::overwrite_existing);
-      said += fmt::format("    the {} it replaces is kept in {}\n", shown, kept.string());
-    }
+    const fs::path saved = back_up(ws, *module);
+    said += fmt::format("    your module {} files as they were are in {} (grader reset {} --restore {} puts them back)\n",
+                        module->number_text(), fs::relative(saved, ws.course.root).generic_string(),
+                        module->number_text(), saved.filename().string());
     const fs::path partial = to.string() + ".part";
     fs::copy_file(made, partial, fs::copy_options::overwrite_existing);
     fs::rename(partial, to);  // whole or not at all

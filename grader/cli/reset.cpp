@@ -16,22 +16,6 @@ namespace kiln::grader {
 
 namespace {
 
-// Copies the module's student files into a new backup folder; returns it.
-fs::path back_up(const Workspace& ws, const Module& m) {
-  const std::time_t now = std::time(nullptr);
-  char stamp[32];
-  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
-  fs::path backup = ws.state_dir() / "backups" / m.name() / stamp;
-  for (int n = 2; fs::exists(backup); ++n) backup = ws.state_dir() / "backups" / m.name() / fmt::format("{}-{}", stamp, n);
-  for (const auto& f : m.student_files) {
-    const fs::path current = m.dir / f;
-    const fs::path relative = fs::relative(current, ws.course.root);
-    fs::create_directories((backup / relative).parent_path());
-    if (fs::exists(current)) fs::copy_file(current, backup / relative, fs::copy_options::overwrite_existing);
-  }
-  return backup;
-}
-
 bool confirm(const std::string& question, const std::string& command) {
   if (!isatty(STDIN_FILENO)) {
     throw CourseError(fmt::format("{} asks before it overwrites your files, and there is no terminal to ask on: run "

@@ -245,6 +245,21 @@ std::string edited_stubs_note(const Module& m, const PristineStubs& stubs, const
                      m.number_text());
 }
 
+fs::path back_up(const Workspace& ws, const Module& m) {
+  const std::time_t now = std::time(nullptr);
+  char stamp[32];
+  std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", std::localtime(&now));
+  fs::path backup = ws.state_dir() / "backups" / m.name() / stamp;
+  for (int n = 2; fs::exists(backup); ++n) backup = ws.state_dir() / "backups" / m.name() / fmt::format("{}-{}", stamp, n);
+  for (const auto& f : m.student_files) {
+    const fs::path current = m.dir / f;
+    const fs::path relative = fs::relative(current, ws.course.root);
+    fs::create_directories((backup / relative).parent_path());
+    if (fs::exists(current)) fs::copy_file(current, backup / relative, fs::copy_options::overwrite_existing);
+  }
+  return backup;
+}
+
 std::string fingerprint(const Module& m, const fs::path& root) {
   std::size_t h = 0;
   for (const auto& f : m.student_files) {

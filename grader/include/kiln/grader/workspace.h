@@ -87,6 +87,10 @@ Report run_built_target(const Workspace& ws, const fs::path& build_dir, const Bu
 std::shared_ptr<void> lock_build_dir(const fs::path& dir);
 
 // A fingerprint of the module's student files in a source set: it changes when any of them does.
+// Copies the module's student files into a new folder .grader/backups/<module>/<time stamp>,
+// which `grader reset N --restore STAMP` puts back; returns the folder.
+fs::path back_up(const Workspace& ws, const Module& m);
+
 std::string fingerprint(const Module& m, const fs::path& root);
 
 // .grader/progress.json
