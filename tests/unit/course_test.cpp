@@ -171,5 +171,27 @@ TEST(CourseLoading, RejectsADeviceFileThatIsNotAStudentFile) {
   EXPECT_NE(error_of(flag).find("'device' should be true or false"), std::string::npos) << error_of(flag);
 }
 
+// tier and difficulty take only the values the site draws: a slip names the file, its line, the
+// field, the value and what it may be.
+TEST(CourseLoading, RejectsATierOrDifficultyOutsideTheirValues) {
+  std::string tier = kValid;
+  tier.replace(tier.find("requires: []"), 12, "requires: []\ntier: optimisation\ndifficulty: 2");
+  const std::string tier_error = error_of(tier);
+  for (const char* part : {"module.yaml:5:", "'tier'", "'optimisation'", "foundation, architecture, optimization, capstone"})
+    EXPECT_NE(tier_error.find(part), std::string::npos) << part << " in: " << tier_error;
+
+  for (const char* value : {"0", "5"}) {
+    std::string difficulty = kValid;
+    difficulty.replace(difficulty.find("requires: []"), 12, std::string("requires: []\ntier: capstone\ndifficulty: ") + value);
+    const std::string error = error_of(difficulty);
+    for (const std::string part : {std::string("module.yaml:6:"), std::string("'difficulty' is ") + value, std::string("1, 2, 3, 4")})
+      EXPECT_NE(error.find(part), std::string::npos) << part << " in: " << error;
+  }
+
+  std::string valid = kValid;
+  valid.replace(valid.find("requires: []"), 12, "requires: []\ntier: architecture\ndifficulty: 4");
+  EXPECT_EQ(error_of(valid), "");
+}
+
 }  // namespace
 }  // namespace kiln::grader

@@ -7,6 +7,7 @@
 #include <set>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 namespace kiln::grader {
@@ -83,6 +84,11 @@ std::vector<fs::path> Module::device_bench_cuda_sources() const {
 }
 bool Module::has_device_checks() const {
   return std::any_of(checks.begin(), checks.end(), [](const Check& c) { return c.device; });
+}
+
+const std::vector<std::string>& module_tiers() {
+  static const std::vector<std::string> tiers = {"foundation", "architecture", "optimization", "capstone"};
+  return tiers;
 }
 
 bool Course::has_solutions() const { return fs::is_directory(root / "solutions"); }
@@ -236,7 +242,16 @@ Module load_module(const fs::path& yaml_path) {
   m.title = r.text(root, "title");
   m.subtitle = r.text(root, "subtitle", false);
   m.tier = r.text(root, "tier", false);
+  const auto& tiers = module_tiers();
+  if (!m.tier.empty() && std::find(tiers.begin(), tiers.end(), m.tier) == tiers.end())
+    r.fail(root["tier"], fmt::format("field 'tier' is '{}', which is not one of: {}", m.tier, fmt::join(tiers, ", ")));
   m.difficulty = r.integer(root, "difficulty", false, 1);
+  if (m.difficulty < kMinDifficulty || m.difficulty > kMaxDifficulty) {
+    std::vector<int> difficulties;
+    for (int d = kMinDifficulty; d <= kMaxDifficulty; ++d) difficulties.push_back(d);
+    r.fail(root["difficulty"], fmt::format("field 'difficulty' is {}, which is not one of: {} ({} the easiest)",
+                                           m.difficulty, fmt::join(difficulties, ", "), kMinDifficulty));
+  }
   m.hours = r.text(root, "hours", false);
   if (const auto reqs = r.list(root, "requires", false)) {
     for (const auto& n : reqs) {

@@ -114,6 +114,12 @@ struct Course {
   std::vector<const Module*> prerequisites(const Module& m) const;
 };
 
+// The values module.yaml's `tier` may take (the site colours a module by it), and the range of its
+// `difficulty` (the dots on the site). load_module refuses any other.
+const std::vector<std::string>& module_tiers();  // foundation, architecture, optimization, capstone
+inline constexpr int kMinDifficulty = 1;
+inline constexpr int kMaxDifficulty = 4;
+
 // Loads every modules/*/module.yaml under root. A malformed file raises CourseError naming the
 // file, the line and what is wrong.
 Course load_course(const fs::path& root);
