@@ -193,5 +193,24 @@ TEST(CourseLoading, RejectsATierOrDifficultyOutsideTheirValues) {
   EXPECT_EQ(error_of(valid), "");
 }
 
+// A file in solutions/NN_slug/src that no student file names is never built: verify names it.
+TEST(StraySolutionFiles, NamesEveryFileInTheReferenceSourcesThatIsNotAStudentFile) {
+  CourseFolder folder(kValid);
+  const Course without = load_course(folder.root());
+  EXPECT_TRUE(stray_solution_files(without, without.modules.front()).empty()) << "no solutions/: nothing to name";
+
+  const fs::path src = folder.root() / "solutions" / "01_probe" / "src";
+  fs::create_directories(src / "detail");
+  std::ofstream(src / "probe.cpp") << "// the reference\n";
+  EXPECT_TRUE(stray_solution_files(without, without.modules.front()).empty());
+  std::ofstream(src / "helpers.cpp") << "// forgotten in student_files\n";
+  std::ofstream(src / "detail" / "table.h") << "// also\n";
+  fs::create_directories(folder.root() / "solutions" / "01_probe" / "mutants");
+  std::ofstream(folder.root() / "solutions" / "01_probe" / "mutants" / "m.yaml") << "description: d\n";
+  const Course course = load_course(folder.root());
+  EXPECT_EQ(stray_solution_files(course, course.modules.front()),
+            (std::vector<std::string>{"solutions/01_probe/src/detail/table.h", "solutions/01_probe/src/helpers.cpp"}));
+}
+
 }  // namespace
 }  // namespace kiln::grader

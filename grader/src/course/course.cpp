@@ -91,6 +91,20 @@ const std::vector<std::string>& module_tiers() {
   return tiers;
 }
 
+std::vector<std::string> stray_solution_files(const Course& course, const Module& m) {
+  std::vector<std::string> out;
+  const fs::path solution = course.solution_dir(m);
+  if (!fs::is_directory(solution / "src")) return out;
+  for (const auto& entry : fs::recursive_directory_iterator(solution / "src")) {
+    if (entry.is_directory()) continue;
+    const std::string rel = fs::relative(entry.path(), solution).generic_string();
+    if (std::find(m.student_files.begin(), m.student_files.end(), rel) == m.student_files.end())
+      out.push_back(fs::relative(entry.path(), course.root).generic_string());
+  }
+  std::sort(out.begin(), out.end());
+  return out;
+}
+
 bool Course::has_solutions() const { return fs::is_directory(root / "solutions"); }
 fs::path Course::solution_dir(const Module& m) const { return root / "solutions" / m.name(); }
 fs::path Course::mutants_dir(const Module& m) const { return solution_dir(m) / "mutants"; }

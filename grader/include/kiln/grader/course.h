@@ -120,6 +120,11 @@ const std::vector<std::string>& module_tiers();  // foundation, architecture, op
 inline constexpr int kMinDifficulty = 1;
 inline constexpr int kMaxDifficulty = 4;
 
+// Files in solutions/NN_slug/src that are not among the module's student_files, relative to the
+// course root ("solutions/21_demo/src/helpers.cpp"), sorted. No build reads them (a reference is
+// its student files and nothing else), so each is a leftover or a file the module.yaml forgot.
+std::vector<std::string> stray_solution_files(const Course& course, const Module& m);
+
 // Loads every modules/*/module.yaml under root. A malformed file raises CourseError naming the
 // file, the line and what is wrong.
 Course load_course(const fs::path& root);
