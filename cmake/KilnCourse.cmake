@@ -125,15 +125,6 @@ function(kiln_test_binary target)
   target_link_options(${sanitized} PRIVATE ${KILN_SANITIZE} -fuse-ld=gold)
 endfunction()
 
-# kiln_imported_library(TARGET MODULE name LOCATION archive [LINK lib...]): a library built in
-# another build directory, used here as it is.
-function(kiln_imported_library target)
-  cmake_parse_arguments(L "" "MODULE;LOCATION" "LINK" ${ARGN})
-  add_library(${target} STATIC IMPORTED)
-  set_target_properties(${target} PROPERTIES IMPORTED_LOCATION ${L_LOCATION})
-  target_link_libraries(${target} INTERFACE ${L_MODULE}_headers ${L_LINK})
-endfunction()
-
 # kiln_bench_binary(TARGET MODULE name SOURCES bench-src... LIBRARIES lib...): the module's given
 # bench code, timing one variant's kernels.
 function(kiln_bench_binary target)

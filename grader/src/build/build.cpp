@@ -63,10 +63,6 @@ std::string CourseBuild::library_target(const Module& m, const std::string& sour
   return fmt::format("lib_{}__{}", m.name(), source_set);
 }
 
-fs::path CourseBuild::library_file(const Module& m, const std::string& source_set) const {
-  return dir_ / ("lib" + library_target(m, source_set) + ".a");
-}
-
 std::string CourseBuild::cmake_description(const std::vector<TestTarget>& targets) const {
   std::string out = "# Written by the grader from the modules' module.yaml files. Do not edit.\n";
   if (!nvcc_.empty()) out += fmt::format("kiln_cuda({})\n", cmake_path(nvcc_));
@@ -120,25 +116,14 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     link_block(m, base);
     out += ")\n";
   };
-  // A library built elsewhere: only its archive is known here.
-  auto imported_block = [&](const Module& m, const std::string& source, const fs::path& from) {
-    const std::string name = library_target(m, source);
-    if (!libraries_done.insert(name).second) return;
-    out += fmt::format("kiln_imported_library({} MODULE m_{} LOCATION {}", name, m.name(),
-                       cmake_path(from / ("lib" + name + ".a")));
-    link_block(m, source);
-    out += ")\n";
-  };
 
   for (const auto& t : targets) {
     for (const Module* dep : course_.prerequisites(*t.module)) module_block(*dep);
     module_block(*t.module);
   }
   for (const auto& t : targets) {
-    for (const Module* dep : course_.prerequisites(*t.module)) {
-      if (t.prebuilt_base.empty()) library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
-      else imported_block(*dep, t.base_name, t.prebuilt_base);
-    }
+    for (const Module* dep : course_.prerequisites(*t.module))
+      library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
     if (t.module->test_sources().empty()) continue;
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),

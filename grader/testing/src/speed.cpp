@@ -130,11 +130,6 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
 
 void note_context(const TensorData& context) { session::set_speed_context(digest(context)); }
 
-bool speed_run() {
-  const char* verify = std::getenv("KILN_SPEED_VERIFY");
-  return (verify && *verify) || environment_number("KILN_SPEED_CALLS", -1) >= 0;
-}
-
 void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id) {
   const long round = environment_number("KILN_SPEED_ROUND", 0);
   const long calls = environment_number("KILN_SPEED_CALLS", -1);

@@ -25,9 +25,6 @@ struct TestTarget {
   SourceSet own;
   std::string base_name;  // source-set name of the prerequisites
   fs::path base_root;     // modules/ or solutions/: the prerequisites' files at NN_slug/<file>
-  // When set, the prerequisites' libraries are not built here but taken ready-made from this
-  // build directory (grading: the submission's build never sees a solution's source).
-  fs::path prebuilt_base;
   // Also build the device checks' binary, where the module has device checks and nvcc exists.
   // Off when none of the checks asked for is a device check.
   bool with_device = true;
@@ -90,9 +87,8 @@ class CourseBuild {
   bool build_named(const std::vector<TestTarget>& all_targets, const std::vector<std::string>& names,
                    BuildResult& result);
 
-  // File names of what the build makes.
+  // The name of the library target of module m from a source set: lib_01_tensor__student.
   static std::string library_target(const Module& m, const std::string& source_set);
-  fs::path library_file(const Module& m, const std::string& source_set) const;
 
   const fs::path& dir() const { return dir_; }
   // A program of given code linked with module libraries of this build (a milestone's trainer):

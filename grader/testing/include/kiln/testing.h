@@ -177,9 +177,6 @@ struct SpeedKernel {
 
 void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id);
 
-// Whether this run only times or verifies a speed check's kernel (the grader's timed runs).
-bool speed_run();
-
 // Records that this check judged `context` (observed from student code, such as a model's bytes).
 // Every check of a module that notes a context, and every speed check's context, must be the
 // same: the grader fails the speed checks otherwise, so that one thing is judged and timed.
