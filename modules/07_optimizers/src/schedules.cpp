@@ -1,6 +1,8 @@
-// Learning-rate schedules: step decay and cosine annealing.
+// Learning-rate schedules: step decay and cosine annealing with warm-up.
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
+#include <string>
 
 #include "kiln/optimizers.h"
 
@@ -12,9 +14,14 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma) {
   throw kiln::NotImplemented();
 }
 
-float cosine_lr(float base_lr, float min_lr, int step, int total_steps) {
-  // min_lr + (base_lr - min_lr) · (1 + cos(π · step / total_steps)) / 2, in double
-  // (std::numbers::pi), rounded to float once. A step at or past total_steps returns min_lr.
+float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps) {
+  // First refuse what makes no schedule: std::invalid_argument naming the argument when step < 0,
+  // total_steps < 1, warmup_steps < 0 or > total_steps, or base_lr or min_lr negative.
+  // Then, in double (std::numbers::pi), rounded to float once:
+  //   step ≥ total_steps: min_lr (test this first: it also covers warmup_steps = total_steps);
+  //   step < warmup_steps: base_lr · step / warmup_steps (0 at step 0);
+  //   otherwise min_lr + (base_lr - min_lr) · (1 + cos(π · s / d)) / 2 with s = step - warmup_steps
+  //   and d = total_steps - warmup_steps.
   throw kiln::NotImplemented();
 }
 

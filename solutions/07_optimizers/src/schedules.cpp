@@ -1,6 +1,8 @@
-// Learning-rate schedules: step decay and cosine annealing.
+// Learning-rate schedules: step decay and cosine annealing with warm-up.
 #include <cmath>
 #include <numbers>
+#include <stdexcept>
+#include <string>
 
 #include "kiln/optimizers.h"
 
@@ -11,10 +13,21 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma) {
   return static_cast<float>(base_lr * std::pow(static_cast<double>(gamma), drops));
 }
 
-float cosine_lr(float base_lr, float min_lr, int step, int total_steps) {
+float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps) {
+  const auto require = [](bool condition, const std::string& message) {
+    if (!condition) throw std::invalid_argument("cosine_lr: " + message);
+  };
+  require(step >= 0, "step must not be negative, got " + std::to_string(step));
+  require(total_steps >= 1, "total_steps must be at least 1, got " + std::to_string(total_steps));
+  require(warmup_steps >= 0, "warmup_steps must not be negative, got " + std::to_string(warmup_steps));
+  require(warmup_steps <= total_steps, "warmup_steps (" + std::to_string(warmup_steps) +
+                                           ") must not exceed total_steps (" + std::to_string(total_steps) + ")");
+  require(base_lr >= 0.0f, "base_lr must not be negative, got " + std::to_string(base_lr));
+  require(min_lr >= 0.0f, "min_lr must not be negative, got " + std::to_string(min_lr));
   if (step >= total_steps) return min_lr;
-  const double progress = static_cast<double>(step) / total_steps;
   const double base = base_lr, floor = min_lr;
+  if (step < warmup_steps) return static_cast<float>(base * step / warmup_steps);
+  const double progress = static_cast<double>(step - warmup_steps) / (total_steps - warmup_steps);
   return static_cast<float>(floor + (base - floor) * 0.5 * (1.0 + std::cos(std::numbers::pi * progress)));
 }
 

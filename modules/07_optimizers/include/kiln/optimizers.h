@@ -139,10 +139,22 @@ class AdamW : public Adam {
 // (PyTorch's StepLR). Epochs 0 to step_size - 1 use base_lr itself. Needs step_size ≥ 1.
 float step_lr(float base_lr, int epoch, int step_size, float gamma);
 
-// Cosine annealing from base_lr at step 0 down to min_lr at step total_steps:
-//   min_lr + (base_lr - min_lr) · (1 + cos(π · step / total_steps)) / 2
-// (PyTorch's CosineAnnealingLR, without restarts). Step 0 gives base_lr and step total_steps gives
-// min_lr exactly; a step past total_steps gives min_lr. Needs total_steps ≥ 1.
-float cosine_lr(float base_lr, float min_lr, int step, int total_steps);
+// Cosine annealing with an optional linear warm-up, over steps 0, 1, 2, ...:
+//   step < warmup_steps:                   base_lr · step / warmup_steps
+//   warmup_steps ≤ step < total_steps:     min_lr + (base_lr - min_lr) · (1 + cos(π · s / d)) / 2,
+//                                          s = step - warmup_steps, d = total_steps - warmup_steps
+//   step ≥ total_steps:                    min_lr
+// The warm-up rises in a straight line from 0 at step 0 towards base_lr, which step warmup_steps
+// reaches exactly; the cosine then falls from base_lr to min_lr over the remaining steps. This is
+// the convention of the get_lr_cosine_schedule that Stanford's CS336 tests (max 1, min 0.1,
+// warm-up 7, total 21: 0, 1/7, ..., 6/7, then 1 at step 7, 0.55 at step 14, 0.1 from step 21 on),
+// and up to total_steps of Hugging Face's get_cosine_schedule_with_warmup (which has min_lr 0).
+// The rule for step ≥ total_steps comes first: with warmup_steps = total_steps = T the rate rises
+// to base_lr·(T - 1)/T at step T - 1 and is min_lr at step T.
+// warmup_steps = 0 (the default) is plain cosine annealing (PyTorch's CosineAnnealingLR, without
+// restarts): step 0 gives base_lr exactly, step total_steps gives min_lr exactly.
+// Throws std::invalid_argument, naming the argument, when step < 0, total_steps < 1,
+// warmup_steps < 0, warmup_steps > total_steps, or base_lr or min_lr is negative (or NaN).
+float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps = 0);
 
 }  // namespace kiln::optim
