@@ -18,10 +18,13 @@
 //     some of them missing on some steps.
 // Gradients are set directly on each step (as backward() would leave them), except in the
 // zero_grad check, which also runs module 06's backward() on a small loss.
+// The schedules are judged against their formulas computed here in double, and the cosine with
+// warm-up also against the 25 rates held by Stanford CS336's test of the same schedule.
 #include <cmath>
 #include <cstdint>
 #include <memory>
 #include <optional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -650,6 +653,115 @@ TEST(Optimizers, Schedules) {
         return;
       }
     }
+  }
+}
+
+// cosine_lr with warm-up, in double and rounded to float once, for arguments it accepts.
+float reference_cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps) {
+  if (step >= total_steps) return min_lr;
+  const double base = base_lr, floor = min_lr;
+  if (step < warmup_steps) return static_cast<float>(base * step / warmup_steps);
+  const double progress = static_cast<double>(step - warmup_steps) / (total_steps - warmup_steps);
+  return static_cast<float>(floor + (base - floor) * 0.5 * (1.0 + std::cos(3.14159265358979323846 * progress)));
+}
+
+TEST(Optimizers, WarmupCosine) {
+  // Stanford CS336's test of get_lr_cosine_schedule (max 1, min 0.1, 7 warm-up steps, cosine to
+  // step 21) holds these rates for steps 0 to 24; up to its last step Hugging Face's
+  // get_cosine_schedule_with_warmup follows the same rule, with a floor of 0.
+  const std::vector<double> cs336 = {
+      0.0,                 0.14285714285714285, 0.2857142857142857,  0.42857142857142855, 0.5714285714285714,
+      0.7142857142857143,  0.8571428571428571,  1.0,                 0.9887175604818206,  0.9554359905560885,
+      0.9018241671106134,  0.8305704108364301,  0.7452476826029011,  0.6501344202803414,  0.55,
+      0.44986557971965857, 0.3547523173970989,  0.26942958916356996, 0.19817583288938662, 0.14456400944391146,
+      0.11128243951817937, 0.1,                 0.1,                 0.1,                 0.1};
+  struct Case {
+    float base_lr, min_lr;
+    int total_steps, warmup_steps;
+  };
+  testing::Generator draw(1500);
+  const auto rate = [&] { return draw.uniform(0.01f, 1.0f); };
+  const auto low = [&] { return draw.uniform(0.0f, 0.01f); };
+  const auto sizes = testing::random_ints(2, 2, 41, 1501);
+  const int random_total = static_cast<int>(sizes[0]);
+  const int random_warmup = static_cast<int>(sizes[1] % (sizes[0] + 1));
+  const std::vector<Case> cases = {
+      {1.0f, 0.1f, 21, 7},                           // CS336's case
+      {rate(), low(), 1, 1},                         // one step, all of it warm-up: 0, then min_lr
+      {rate(), low(), 1, 0},                         // one step without warm-up: base_lr, then min_lr
+      {rate(), low(), 7, 0},                         // no warm-up: plain cosine annealing
+      {rate(), 0.0f, 33, 1},                         // one warm-up step (0), base_lr at step 1, down to 0
+      {rate(), low(), 31, 30},                       // a single cosine step after a long warm-up
+      {rate(), low(), 10, 10},                       // warm-up to the end, no cosine: min_lr at step 10
+      {rate(), low(), random_total, random_warmup},  // 2 to 40 steps, any warm-up
+      {0.0f, 0.0f, 5, 2},                            // rates of 0 make a schedule of zeros
+  };
+  for (const Case& c : cases) {
+    // Every step from 0 to two past the end, and one far past it.
+    std::vector<int> steps;
+    for (int step = 0; step <= c.total_steps + 2; ++step) steps.push_back(step);
+    steps.push_back(10 * c.total_steps + 7);
+    const auto got = observe(fmt::format("cosine_lr({}, {}, step, {}, {}) for step 0 to {} and {}", c.base_lr, c.min_lr,
+                                         c.total_steps, c.warmup_steps, c.total_steps + 2, steps.back()),
+                             [&] {
+                               std::vector<float> rates;
+                               for (const int step : steps)
+                                 rates.push_back(optim::cosine_lr(c.base_lr, c.min_lr, step, c.total_steps, c.warmup_steps));
+                               return rates;
+                             });
+    const testing::Params setting{{"base_lr", fmt::format("{}", c.base_lr)}, {"min_lr", fmt::format("{}", c.min_lr)},
+                                  {"total_steps", std::to_string(c.total_steps)},
+                                  {"warmup_steps", std::to_string(c.warmup_steps)}};
+    if (!KILN_EXPECT_OK(got, "valid_schedule_refused", setting)) return;
+    const bool from_cs336 = c.base_lr == 1.0f && c.min_lr == 0.1f && c.total_steps == 21 && c.warmup_steps == 7;
+    for (std::size_t i = 0; i < steps.size(); ++i) {
+      const int step = steps[i];
+      const bool rising = step < c.warmup_steps && step < c.total_steps;
+      double expected = reference_cosine_lr(c.base_lr, c.min_lr, step, c.total_steps, c.warmup_steps);
+      if (from_cs336 && i < cs336.size()) expected = cs336[i];
+      // Exactly 0 at step 0 of a warm-up, base_lr where the warm-up ends, min_lr from total_steps on.
+      const bool exact = (rising && step == 0) || step == c.warmup_steps || step >= c.total_steps;
+      if (exact) expected = static_cast<float>(expected);
+      const double tolerance = exact ? 0.0 : 1e-6 * std::fabs(expected);
+      const double actual = i < got->size() ? (*got)[i] : std::nan("");
+      if (!(std::fabs(actual - expected) <= tolerance)) {
+        const auto [a, e] = testing::format_pair(actual, expected);
+        testing::Params failed = setting;
+        failed.insert(failed.end(), {{"step", std::to_string(step)}, {"got", a}, {"expected", e}});
+        KILN_FAIL(rising ? "warmup_rise_wrong" : "warmup_decay_wrong", failed, got.call());
+        return;
+      }
+    }
+  }
+
+  // Arguments that make no schedule, each beside a valid value above: step 0, total_steps 1,
+  // warmup_steps 0 and equal to total_steps, rates of 0.
+  struct Refused {
+    float base_lr, min_lr;
+    int step, total_steps, warmup_steps;
+    std::string problem, name;  // what is wrong; the argument the error must name
+  };
+  const int total = 2 + static_cast<int>(draw.below(30));
+  const std::vector<Refused> refused = {
+      {0.1f, 0.0f, -1, 10, 2, "a negative step", "step"},
+      {0.1f, 0.0f, 0, 0, 0, "total_steps 0", "total_steps"},
+      {0.1f, 0.0f, 3, -4, 0, "a negative total_steps", "total_steps"},
+      {0.1f, 0.0f, 0, 10, -1, "a negative warmup_steps", "warmup_steps"},
+      {0.1f, 0.0f, 0, total, total + 1, "warmup_steps above total_steps", "warmup_steps"},
+      {0.1f, 0.0f, 0, 1, 2, "warmup_steps above total_steps", "warmup_steps"},
+      {-0.1f, 0.0f, 0, 10, 2, "a negative base_lr", "base_lr"},
+      {0.1f, -0.001f, 0, 10, 2, "a negative min_lr", "min_lr"},
+  };
+  for (const Refused& r : refused) {
+    const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,
+                                          r.warmup_steps),
+                              [&] { return optim::cosine_lr(r.base_lr, r.min_lr, r.step, r.total_steps, r.warmup_steps); });
+    const testing::Params params{{"base_lr", fmt::format("{}", r.base_lr)}, {"min_lr", fmt::format("{}", r.min_lr)},
+                                 {"step", std::to_string(r.step)}, {"total_steps", std::to_string(r.total_steps)},
+                                 {"warmup_steps", std::to_string(r.warmup_steps)}, {"problem", r.problem}};
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "schedule_arguments_unchecked", {r.name},
+                                                  params);
+    if (::testing::Test::HasFailure()) return;
   }
 }
 
