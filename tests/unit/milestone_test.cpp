@@ -83,5 +83,42 @@ TEST(EmulatorCounts, ParsedAndDrawnWithTheSegmentsTheLanesTouched) {
   EXPECT_NE(text.find("not written yet: x"), std::string::npos) << text;
 }
 
+// The loss axis of a milestone's plot: gridlines at round values up to the first one above the
+// highest loss, and a legend that does not say "test" twice.
+TEST(LossCurve, GridlinesAtRoundValuesAndTheTestLossNamedOnce) {
+  auto labels_of = [](const std::string& svg) {
+    std::vector<std::string> labels;
+    for (std::size_t at = svg.find("text-anchor=\"end\">"); at != std::string::npos;
+         at = svg.find("text-anchor=\"end\">", at + 1)) {
+      const std::size_t begin = at + 18;
+      labels.push_back(svg.substr(begin, svg.find('<', begin) - begin));
+    }
+    return labels;
+  };
+  MilestoneResult r;
+  r.title = "An MLP learns handwritten digits";
+  r.run = "quick";
+  for (int step = 0; step <= 100; ++step) r.curve.emplace_back(step / 20.0, 2.3274620 * std::exp(-step / 30.0));
+  r.judged.push_back({.output = "test", .rows = 359, .accuracy = 0.9, .loss = 0.41});
+  std::string svg = loss_curve_svg(r);
+  std::vector<std::string> labels = labels_of(svg);
+  ASSERT_GE(labels.size(), 6u) << svg;
+  EXPECT_EQ(std::vector<std::string>(labels.begin(), labels.begin() + 6),
+            (std::vector<std::string>{"0", "0.5", "1", "1.5", "2", "2.5"}));
+  EXPECT_EQ(svg.find("0.58"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">test loss 0.410, accuracy"), std::string::npos) << svg;
+  EXPECT_EQ(svg.find("test: test loss"), std::string::npos) << svg;
+
+  // Small losses, and outputs with names of their own.
+  r.curve = {{0.5, 0.0031}, {1, 0.0007}};
+  r.judged = {{.output = "mlp", .loss = 0.0004}, {.output = "linear", .loss = 0.0069}};
+  svg = loss_curve_svg(r);
+  labels = labels_of(svg);
+  EXPECT_EQ(std::vector<std::string>(labels.begin(), labels.begin() + 5),
+            (std::vector<std::string>{"0", "0.002", "0.004", "0.006", "0.008"}));
+  EXPECT_NE(svg.find(">mlp: test loss 0.000"), std::string::npos) << svg;
+  EXPECT_NE(svg.find(">linear: test loss 0.007"), std::string::npos) << svg;
+}
+
 }  // namespace
 }  // namespace kiln::grader

@@ -676,21 +676,37 @@ std::string tradeoff_svg(const MilestoneResult& r) {
   return s + "</svg>\n";
 }
 
+namespace {
+
+// A round step for about five gridlines from 0 to `highest`: 1, 2, 2.5 or 5 times a power of ten.
+double round_step(double highest) {
+  const double wanted = highest / 5, scale = std::pow(10.0, std::floor(std::log10(wanted)));
+  for (const double m : {1.0, 2.0, 2.5, 5.0})
+    if (m * scale >= wanted * (1 - 1e-9)) return m * scale;
+  return 10 * scale;
+}
+
+}  // namespace
+
 std::string loss_curve_svg(const MilestoneResult& r) {
   const double w = 720, h = 360, left = 60, right = 20, top = 40, bottom = 50;
-  double x1 = 1, y1 = 0;
-  for (const auto& [x, y] : r.curve) x1 = std::max(x1, x), y1 = std::max(y1, y);
-  for (const auto& j : r.judged) y1 = std::max(y1, j.loss);
-  if (!(y1 > 0) || !std::isfinite(y1)) y1 = 1;
+  double x1 = 1, highest = 0;
+  for (const auto& [x, y] : r.curve) x1 = std::max(x1, x), highest = std::max(highest, y);
+  for (const auto& j : r.judged) highest = std::max(highest, j.loss);
+  if (!(highest > 0) || !std::isfinite(highest)) highest = 1;
+  // The axis ends at the first round value at or above the highest loss, with a gridline at each step.
+  const double step = round_step(highest);
+  const int steps = std::max(1, static_cast<int>(std::ceil(highest / step - 1e-9)));
+  const double y1 = step * steps;
   auto px = [&](double x) { return left + x / x1 * (w - left - right); };
   auto py = [&](double y) { return h - bottom - std::clamp(y, 0.0, y1) / y1 * (h - top - bottom); };
   std::string s = fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                               "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
                               "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">{} ({} run): training loss</text>\n",
                               w, h, left, xml_escape(r.title), r.run);
-  for (int i = 0; i <= 4; ++i) {
-    const double y = y1 * i / 4;
-    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:.2f}</text>\n",
+  for (int i = 0; i <= steps; ++i) {
+    const double y = step * i;
+    s += fmt::format("<line x1=\"{}\" y1=\"{:.1f}\" x2=\"{}\" y2=\"{:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{}\" y=\"{:.1f}\" text-anchor=\"end\">{:g}</text>\n",
                      left, py(y), w - right, py(y), left - 6, py(y) + 4, y);
   }
   // An epoch tick every 1, 2, 5, 10, 20, ... epochs: a dozen labels at most.
@@ -723,8 +739,10 @@ std::string loss_curve_svg(const MilestoneResult& r) {
   double legend_y = top + 14;
   for (const auto& j : r.judged) {
     s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"#c05621\"/>\n", px(x1), py(j.loss));
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#c05621\">{}: test loss {:.3f}, accuracy {}</text>\n",
-                     w - right - 4, legend_y, xml_escape(j.output), j.loss, percent(j.accuracy));
+    // An output named "test" is the test set itself: "test loss", not "test: test loss".
+    const std::string of = j.output == "test" ? "" : xml_escape(j.output) + ": ";
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#c05621\">{}test loss {:.3f}, accuracy {}</text>\n",
+                     w - right - 4, legend_y, of, j.loss, percent(j.accuracy));
     legend_y += 16;
   }
   s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#2b6cb0\">training loss per step, and its running mean</text>\n",
