@@ -76,8 +76,9 @@ ProcessResult build_site(const fs::path& root, const fs::path& out) {
 
 // Everything a test wants to know about a loaded page, gathered in the page itself.
 const char* kInspect = R"JS((() => {
-  const out = {ids: [], links: [], rawMath: [], equations: 0, unrendered: 0, mathErrors: 0, failures: {}};
+  const out = {ids: [], headings: [], links: [], rawMath: [], equations: 0, unrendered: 0, mathErrors: 0, failures: {}};
   document.querySelectorAll('[id]').forEach(e => out.ids.push(e.id));
+  document.querySelectorAll('h2').forEach(e => out.headings.push(e.textContent.trim()));
   document.querySelectorAll('a[href], link[href], script[src], img[src], source[src], iframe[src], use[href]').forEach(e => {
     const attr = e.getAttribute('href') ?? e.getAttribute('src');
     out.links.push({tag: e.tagName.toLowerCase(), url: new URL(attr, document.baseURI).href});
@@ -204,6 +205,14 @@ TEST_F(SiteBrowser, AllMathIsTypesetAndNoTexIsLeftInTheText) {
   std::printf("%d equations typeset\n", equations);
 }
 
+TEST_F(SiteBrowser, NoPageHasTwoSectionsOfTheSameName) {
+  for (const auto& [page, v] : visits_) {
+    std::set<std::string> seen;
+    for (const auto& heading : v.info["headings"])
+      EXPECT_TRUE(seen.insert(heading.get<std::string>()).second) << page << " has two sections called " << heading;
+  }
+}
+
 TEST_F(SiteBrowser, Module17ShowsEveryCataloguedFailureWithItsHint) {
   const Course course = load_course(KILN_HOME_DIR);
   const Module& m = course.find("17");
@@ -323,6 +332,15 @@ TEST(SiteGeneration, EveryStubOfTheCourseIsListedWithItsDeclarationAndADescripti
                 std::string::npos) << f.signature;
     }
   }
+}
+
+TEST(SiteGeneration, APipeEscapedInATableIsAPipeInCodeAndMath) {
+  // As on GitHub: in a table, \| is a pipe that does not end the cell, in code spans and math too.
+  const std::string html = markdown_to_html("| a | b |\n|---|---|\n| `x \\| y` | for $\\|x\\|$ up to 1000 |\n\n"
+                                            "Outside a table, $\\|x\\|$ is a norm.\n");
+  EXPECT_NE(html.find("<code>x | y</code>"), std::string::npos) << html;
+  EXPECT_NE(html.find("<x-equation>|x|</x-equation> up to 1000"), std::string::npos) << html;
+  EXPECT_NE(html.find("Outside a table, <x-equation>\\|x\\|</x-equation>"), std::string::npos) << html;
 }
 
 TEST(SiteGeneration, RefusesToOverwriteAFolderThatIsNotASite) {

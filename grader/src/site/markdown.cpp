@@ -116,11 +116,24 @@ std::string markdown_to_html(const std::string& markdown_text, const std::vector
   }
 
   // Ids for headings (<h2>...</h2> as md4c writes them), unique within the page; tables wrapped so
-  // that a wide one scrolls instead of widening the page.
+  // that a wide one scrolls instead of widening the page. In a table, "\|" is how a cell writes a
+  // pipe that does not end it, also inside a code span or inline math (as on GitHub, so that
+  // $\|x\|$ in a table is |x|, not the norm); md4c leaves it escaped there.
   std::string out;
   out.reserve(html.size() + html.size() / 16);
   std::set<std::string> used(reserved_ids.begin(), reserved_ids.end());
+  bool in_table = false, in_span = false;
   for (std::size_t i = 0; i < html.size();) {
+    if (in_table) {
+      for (const char* tag : {"<code>", "<x-equation>", "</code>", "</x-equation>"}) {
+        if (html.compare(i, std::char_traits<char>::length(tag), tag) == 0) in_span = tag[1] != '/';
+      }
+      if (in_span && html.compare(i, 2, "\\|") == 0) {
+        out += '|';
+        i += 2;
+        continue;
+      }
+    }
     if (html[i] == '<' && i + 3 < html.size() && html[i + 1] == 'h' && html[i + 2] >= '1' && html[i + 2] <= '6' &&
         html[i + 3] == '>') {
       const char level = html[i + 2];
@@ -138,11 +151,13 @@ std::string markdown_to_html(const std::string& markdown_text, const std::vector
     }
     if (html.compare(i, 7, "<table>") == 0) {
       out += "<div class=\"table-wrap\"><table>";
+      in_table = true;
       i += 7;
       continue;
     }
     if (html.compare(i, 8, "</table>") == 0) {
       out += "</table></div>";
+      in_table = in_span = false;
       i += 8;
       continue;
     }
