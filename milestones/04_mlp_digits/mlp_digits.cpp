@@ -5,7 +5,8 @@
 // image (line 4, 9, 14, ... counting from 0) is held out for testing: 359 test images, 1,438 for
 // training. The pixels become p/16, normalised with the training images' mean and standard
 // deviation; the model, 64 → 256 → 128 → 10 with ReLUs, is your module 08's, trained with your
-// Adam and your cosine schedule (from 0.002 down to 0) for 50 epochs of shuffled batches of 32.
+// Adam and your cosine schedule (from 0.002 down to 0) for the epochs the run asks (50, or 5 in a
+// quick run) of shuffled batches of 32.
 #include <fstream>
 #include <memory>
 #include <sstream>
