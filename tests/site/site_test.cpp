@@ -10,6 +10,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <fstream>
 #include <map>
 #include <memory>
@@ -341,6 +342,40 @@ TEST(SiteGeneration, APipeEscapedInATableIsAPipeInCodeAndMath) {
   EXPECT_NE(html.find("<code>x | y</code>"), std::string::npos) << html;
   EXPECT_NE(html.find("<x-equation>|x|</x-equation> up to 1000"), std::string::npos) << html;
   EXPECT_NE(html.find("Outside a table, <x-equation>\\|x\\|</x-equation>"), std::string::npos) << html;
+}
+
+// A student's release: after the student wrote the module (committed or not), its page still lists
+// every function the release's stubs asked for.
+TEST(SiteGeneration, AReleaseListsTheStubsAfterTheStudentWroteThem) {
+  const fs::path root = temp_dir("kiln-site-release");
+  const fs::path course = root / "course", release = root / "release";
+  fs::create_directories(root);
+  fs::copy(fs::path(KILN_FIXTURES) / "probe", course, fs::copy_options::recursive);
+  const ProcessResult released =
+      run_process({.argv = {KILN_GRADER, "--root", course.string(), "release", release.string()},
+                   .env = {{"KILN_HOME", KILN_HOME_DIR}, {"NO_COLOR", "1"}}});
+  ASSERT_TRUE(released.ok()) << released.out << released.err;
+  ASSERT_TRUE(fs::exists(release / ".git")) << "the release is not a git repository";
+  const fs::path student_file = release / "modules" / "01_probe" / "src" / "probe.cpp";
+  fs::copy_file(course / "solutions" / "01_probe" / "src" / "probe.cpp", student_file,
+                fs::copy_options::overwrite_existing);
+  ASSERT_EQ(read_file(student_file).find("NotImplemented"), std::string::npos) << "the module is not written";
+
+  auto expect_every_stub = [&](const std::string& when) {
+    const fs::path out = root / ("site-" + when);
+    const ProcessResult r = build_site(release, out);
+    ASSERT_TRUE(r.ok()) << when << ": " << r.out << r.err;
+    const std::string html = read_file(out / "01_probe.html");
+    EXPECT_EQ(html.find("Nothing is left unwritten"), std::string::npos) << when;
+    EXPECT_NE(html.find("5 functions in"), std::string::npos) << when;
+    for (const char* signature : {"int add(int a, int b)", "int crash()", "int spin()", "int quit()", "int mul(int a, int b)"})
+      EXPECT_NE(html.find(signature), std::string::npos) << when << ": " << signature;
+  };
+  expect_every_stub("written");
+  const std::string git = "git -C " + release.string();
+  ASSERT_EQ(std::system((git + " -c user.name=s -c user.email=s@s commit -qam mine").c_str()), 0);
+  expect_every_stub("committed");
+  fs::remove_all(root);
 }
 
 TEST(SiteGeneration, RefusesToOverwriteAFolderThatIsNotASite) {

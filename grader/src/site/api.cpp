@@ -6,9 +6,11 @@
 #include <cctype>
 #include <fstream>
 #include <map>
+#include <optional>
 #include <sstream>
 
 #include "kiln/grader/site.h"
+#include "kiln/grader/workspace.h"
 
 namespace kiln::grader {
 
@@ -523,9 +525,15 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
     return nullptr;
   };
 
+  // The stubs as committed, as verify reads them: in a student's repository, the release's version,
+  // so that the list stays whole after the student wrote the functions. Outside git, the working
+  // copy.
+  const Workspace ws{course, {}};
   std::vector<StudentFunction> out;
   for (const auto& file : m.student_files) {
-    for (const Entity& stub : parse(read_text(m.dir / file))) {
+    const fs::path working = m.dir / file;
+    const std::optional<std::string> committed = committed_stub(ws, fs::relative(working, course.root));
+    for (const Entity& stub : parse(committed ? *committed : read_text(working))) {
       if (stub.is_class || !stub.not_implemented) continue;
       StudentFunction f;
       const std::string qualified = stub.qualified();
