@@ -3,7 +3,7 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 #include "kiln/grader/cuda.h"
 #include "kiln/grader/process.h"
 
@@ -75,5 +75,14 @@ int run_doctor(const fs::path& start) {
   }
   return ok ? 0 : 1;
 }
+
+namespace cli {
+
+void add_doctor_command(CLI::App& app, Chosen& chosen) {
+  auto* sub = app.add_subcommand("doctor", "Check the compiler, CMake, Ninja, libraries, CUDA and the course");
+  sub->callback([&chosen] { chosen.run = [](const fs::path& start, char**) { return run_doctor(start); }; });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

@@ -6,7 +6,7 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 
 namespace kiln::grader {
 
@@ -167,5 +167,30 @@ int run_start(const Workspace& ws, const std::string& module) {
                     count, count == 1 ? "" : "s", m.name(), m.number_text()));
   return 0;
 }
+
+namespace cli {
+
+void add_hint_command(CLI::App& app, Chosen& chosen) {
+  auto* sub = app.add_subcommand("hint", "Show what each check looks for, its failure messages and hints");
+  auto module = std::make_shared<std::string>(), check = std::make_shared<std::string>();
+  auto all = std::make_shared<bool>(false);
+  sub->add_option("module", *module, "The module")->required();
+  sub->add_option("check", *check, "One check's id (default: the checks that failed last time)");
+  sub->add_flag("--all", *all, "Every check's hints, passing or not");
+  on_workspace(sub, chosen, [module, check, all](const Workspace& ws) { return run_hint(ws, *module, *check, *all); });
+}
+
+void add_info_commands(CLI::App& app, Chosen& chosen) {
+  on_workspace(app.add_subcommand("list", "List the modules with their prerequisites, checks and points"), chosen,
+               [](const Workspace& ws) { return run_list(ws); });
+  on_workspace(app.add_subcommand("status", "Your progress over all modules"), chosen,
+               [](const Workspace& ws) { return run_status(ws); });
+  auto* start = app.add_subcommand("start", "What to write in a module: its functions, files and objectives");
+  auto module = std::make_shared<std::string>();
+  start->add_option("module", *module, "The module")->required();
+  on_workspace(start, chosen, [module](const Workspace& ws) { return run_start(ws, *module); });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

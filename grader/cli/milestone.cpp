@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 #include "kiln/grader/milestone.h"
 #include "kiln/grader/report.h"
 
@@ -124,5 +124,21 @@ int run_milestone_command(const Workspace& ws, const MilestoneCommand& cmd) {
   if (!cmd.out.empty()) std::ofstream(cmd.out) << (cmd.format == "json" ? results.dump(2) + "\n" : text);
   return all_passed ? 0 : 1;
 }
+
+namespace cli {
+
+void add_milestone_command(CLI::App& app, Chosen& chosen) {
+  auto* sub = app.add_subcommand("milestone", "Train a model built only from your modules on real data, and judge what it learned");
+  auto milestone = std::make_shared<MilestoneCommand>();
+  sub->add_option("names", milestone->names, "Milestones by id or number (default: every one whose module exists)");
+  sub->add_flag("--solution", milestone->solution, "Train with the reference solutions (instructors)");
+  sub->add_flag("--quick", milestone->quick, "The short run: fewer epochs on part of the data (what CI runs)");
+  sub->add_option("--format", milestone->format, "Report format")->check(CLI::IsMember({"text", "json"}));
+  sub->add_option("--out", milestone->out, "Also write the report to this file");
+  sub->add_flag("-v,--verbose", milestone->verbose, "Print the build and run commands");
+  on_workspace(sub, chosen, [milestone](const Workspace& ws) { return run_milestone_command(ws, *milestone); });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

@@ -10,7 +10,7 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 #include "kiln/grader/leaks.h"
 #include "kiln/grader/process.h"
 
@@ -21,7 +21,7 @@ namespace {
 // What never goes to students: the solutions and mutants, the framework's own tests (their
 // fixtures hold solution code), CI set-up and the authoring guide.
 const std::vector<std::string> kInstructorOnly = {"solutions/", "tests/", ".ci/", ".github/", "docs/authoring.md",
-                                                  ".grader/", "build/"};
+                                                  ".grader/", "build/", "grader/templates/module/"};
 
 bool instructor_only(const std::string& relative) {
   for (const auto& prefix : kInstructorOnly)
@@ -226,5 +226,31 @@ int run_bundle(const Workspace& ws, const std::string& kind, const std::string& 
               zip.string().c_str(), selection.c_str());
   return 0;
 }
+
+namespace cli {
+
+void add_release_commands(CLI::App& app, Chosen& chosen) {
+  auto* release = app.add_subcommand("release", "Instructors: write the student repository, proven free of solutions");
+  auto out = std::make_shared<std::string>();
+  release->add_option("out", *out, "A new folder for the release")->required();
+  on_workspace(release, chosen, [out](const Workspace& ws) { return run_release(ws, *out); });
+
+  struct Bundle {
+    std::string kind, zip;
+    std::vector<std::string> modules;
+    bool all = false;
+  };
+  auto bundle = std::make_shared<Bundle>();
+  auto* sub = app.add_subcommand("bundle", "Instructors: package an autograder for a CI engine (gradescope)");
+  sub->add_option("kind", bundle->kind, "gradescope")->required();
+  sub->add_option("zip", bundle->zip, "The zip file to write")->required();
+  sub->add_option("--module", bundle->modules, "The module the assignment grades (repeatable)");
+  sub->add_flag("--all", bundle->all, "Grade every module");
+  on_workspace(sub, chosen, [bundle](const Workspace& ws) {
+    return run_bundle(ws, bundle->kind, bundle->zip, bundle->modules, bundle->all);
+  });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

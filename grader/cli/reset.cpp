@@ -9,7 +9,7 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 #include "kiln/grader/process.h"
 
 namespace kiln::grader {
@@ -98,5 +98,23 @@ int run_reset(const Workspace& ws, const std::string& module, bool yes, const st
              stdout);
   return 0;
 }
+
+namespace cli {
+
+void add_reset_command(CLI::App& app, Chosen& chosen) {
+  auto* sub = app.add_subcommand("reset", "Put a module's original stubs back (your files are backed up first)");
+  auto module = std::make_shared<std::string>(), restore = std::make_shared<std::string>();
+  auto yes = std::make_shared<bool>(false);
+  sub->add_option("module", *module, "The module")->required();
+  sub->add_flag("-y,--yes", *yes, "Do not ask for confirmation");
+  auto* restore_opt = sub->add_option("--restore", *restore,
+                                      "Put a backup back instead: the newest, or the one named (a prefix is enough)")
+                          ->expected(0, 1);
+  on_workspace(sub, chosen, [module, restore, yes, restore_opt](const Workspace& ws) {
+    return run_reset(ws, *module, *yes, restore_opt->count() ? std::optional<std::string>(*restore) : std::nullopt);
+  });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

@@ -9,11 +9,11 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/commands.h"
+#include "cli.h"
 
 namespace kiln::grader {
 
-int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
+int run_watch(const Workspace& ws, const CheckOptions& cmd, double interval_s) {
   const Module& m = ws.course.find(cmd.module);
   std::vector<fs::path> files;
   for (const Module* dep : ws.course.prerequisites(m))
@@ -41,7 +41,7 @@ int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
     for (std::size_t n = title.size() + 2; n < width; ++n) rule += "─";
     std::fputs((rule + "\n").c_str(), stdout);
     try {
-      run_check(ws, cmd);
+      run_check(ws, cmd, ReportOutput{});
     } catch (const CourseError& e) {
       std::fprintf(stdout, "grader: %s\n", e.what());
     }
@@ -66,5 +66,19 @@ int run_watch(const Workspace& ws, const CheckCommand& cmd, double interval_s) {
     }
   }
 }
+
+namespace cli {
+
+void add_watch_command(CLI::App& app, Chosen& chosen) {
+  auto* sub = app.add_subcommand("watch", "Check a module again every time you save one of its files");
+  auto options = std::make_shared<CheckOptions>();
+  auto interval = std::make_shared<double>(0.5);
+  sub->add_option("module", options->module, "The module")->required();
+  sub->add_option("--check", options->checks, "Only this check (repeatable)");
+  sub->add_option("--interval", *interval, "Seconds between looks at the files")->check(CLI::Range(0.1, 60.0));
+  on_workspace(sub, chosen, [options, interval](const Workspace& ws) { return run_watch(ws, *options, *interval); });
+}
+
+}  // namespace cli
 
 }  // namespace kiln::grader

@@ -119,20 +119,6 @@ std::string implausible_machine(const std::vector<BenchKernel>& kernels, const M
   return "";
 }
 
-std::string format_duration(double ms) {
-  struct Unit {
-    double ms;
-    const char* name;
-  };
-  for (const Unit u : {Unit{1e3, "s"}, Unit{1, "ms"}, Unit{1e-3, "µs"}}) {
-    if (ms >= u.ms) {
-      const double v = ms / u.ms;
-      return fmt::format("{:.{}f} {}", v, v >= 100 ? 0 : v >= 10 ? 1 : 2, u.name);
-    }
-  }
-  const double ns = ms * 1e6;
-  return fmt::format("{:.{}f} ns", ns, ns >= 100 ? 0 : ns >= 10 ? 1 : 2);
-}
 
 std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Machine& machine) {
   std::vector<BenchKernel> kernels;

@@ -19,25 +19,6 @@ std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", modu
 std::string TestTarget::device_name() const { return fmt::format("d_{}__{}", module->name(), own.name); }
 std::string TestTarget::gpu_bench_name() const { return fmt::format("g_{}__{}", module->name(), own.name); }
 
-std::string read_file(const fs::path& path) {
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream out;
-  out << in.rdbuf();
-  return out.str();
-}
-
-bool write_if_changed(const fs::path& path, const std::string& content) {
-  if (fs::exists(path) && read_file(path) == content) return false;
-  fs::create_directories(path.parent_path());
-  const fs::path tmp = path.string() + ".tmp";
-  {
-    std::ofstream out(tmp, std::ios::binary);
-    out << content;
-  }
-  fs::rename(tmp, path);
-  return true;
-}
-
 CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home, std::string cxx_flags)
     : course_(course),
       dir_(std::move(dir)),

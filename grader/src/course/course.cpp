@@ -3,14 +3,35 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdlib>
+#include <fstream>
 #include <functional>
 #include <set>
+#include <sstream>
 
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 #include <yaml-cpp/yaml.h>
 
 namespace kiln::grader {
+
+std::string read_file(const fs::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream out;
+  out << in.rdbuf();
+  return out.str();
+}
+
+bool write_if_changed(const fs::path& path, const std::string& content) {
+  if (fs::exists(path) && read_file(path) == content) return false;
+  fs::create_directories(path.parent_path());
+  const fs::path tmp = path.string() + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::binary);
+    out << content;
+  }
+  fs::rename(tmp, path);
+  return true;
+}
 
 const Failure* Check::failure(const std::string& failure_id) const {
   for (const auto& f : failures)
@@ -225,6 +246,56 @@ Visibility parse_visibility(const Reader& r, const YAML::Node& check) {
   r.fail(check["visibility"], fmt::format("visibility '{}' is not one of visible, after_due_date, hidden", v));
 }
 
+// A check's `speed:` mapping.
+Speed parse_speed(const Reader& r, const YAML::Node& speed, bool device) {
+  if (!speed.IsMap()) r.fail(speed, "'speed' should be a mapping: full_at, zero_at, rounds, calls");
+  Speed sp;
+  sp.full_at = r.number(speed, "full_at", sp.full_at);
+  sp.zero_at = r.number(speed, "zero_at", sp.zero_at);
+  sp.rounds = r.integer(speed, "rounds", false, sp.rounds);
+  sp.calls = r.integer(speed, "calls", false, sp.calls);
+  if (!(sp.full_at >= 1 && sp.zero_at > sp.full_at))
+    r.fail(speed, "speed needs 1 <= full_at < zero_at (ratios of the student's time to the reference's)");
+  if (sp.rounds < 1 || sp.rounds > 50 || sp.calls < 1 || sp.calls > 100)
+    r.fail(speed, "speed needs 1 to 50 rounds and 1 to 100 calls");
+  if (device) r.fail(speed, "a device check cannot be speed-graded here");
+  return sp;
+}
+
+// One entry of `checks:`. Failure ids are unique in the module: `failure_ids` holds those seen.
+Check parse_check(const Reader& r, const YAML::Node& node, std::set<std::string>& failure_ids) {
+  if (!node.IsMap()) r.fail(node, "each check should be a mapping with id, test, points, description");
+  Check c;
+  c.id = r.text(node, "id");
+  c.test = r.text(node, "test");
+  c.points = r.integer(node, "points", true, 1);
+  c.description = r.text(node, "description");
+  while (!c.description.empty() && std::isspace(static_cast<unsigned char>(c.description.back()))) c.description.pop_back();
+  c.visibility = parse_visibility(r, node);
+  c.timeout_s = r.number(node, "timeout", 10.0);
+  if (const YAML::Node device = r.field(node, "device", false)) {
+    try {
+      c.device = device.as<bool>();
+    } catch (const YAML::Exception&) {
+      r.fail(device, fmt::format("'device' should be true or false, not '{}'", device.Scalar()));
+    }
+  }
+  if (const YAML::Node speed = r.field(node, "speed", false)) c.speed = parse_speed(r, speed, c.device);
+  if (c.points < 0) r.fail(node["points"], "points cannot be negative");
+  if (c.test.find('.') == std::string::npos)
+    r.fail(node["test"], fmt::format("test '{}' should be a GoogleTest name, Suite.Name", c.test));
+  if (const auto failures = r.list(node, "failures", false)) {
+    for (const auto& fnode : failures) {
+      if (!fnode.IsMap()) r.fail(fnode, "each failure should be a mapping with id, message, hint");
+      Failure f{r.text(fnode, "id"), r.text(fnode, "message"), r.text(fnode, "hint")};
+      if (!failure_ids.insert(f.id).second)
+        r.fail(fnode["id"], fmt::format("failure id '{}' is used twice in this module", f.id));
+      c.failures.push_back(std::move(f));
+    }
+  }
+  return c;
+}
+
 }  // namespace
 
 std::string visibility_name(Visibility v) {
@@ -302,50 +373,9 @@ Module load_module(const fs::path& yaml_path) {
   std::set<std::string> check_ids, failure_ids, tests;
   const YAML::Node checks = r.list(root, "checks", true);
   for (const auto& node : checks) {
-    if (!node.IsMap()) r.fail(node, "each check should be a mapping with id, test, points, description");
-    Check c;
-    c.id = r.text(node, "id");
-    c.test = r.text(node, "test");
-    c.points = r.integer(node, "points", true, 1);
-    c.description = r.text(node, "description");
-    while (!c.description.empty() && std::isspace(static_cast<unsigned char>(c.description.back()))) c.description.pop_back();
-    c.visibility = parse_visibility(r, node);
-    c.timeout_s = r.number(node, "timeout", 10.0);
-    if (const YAML::Node device = r.field(node, "device", false)) {
-      try {
-        c.device = device.as<bool>();
-      } catch (const YAML::Exception&) {
-        r.fail(device, fmt::format("'device' should be true or false, not '{}'", device.Scalar()));
-      }
-    }
-    if (const YAML::Node speed = r.field(node, "speed", false)) {
-      if (!speed.IsMap()) r.fail(speed, "'speed' should be a mapping: full_at, zero_at, rounds, calls");
-      Speed sp;
-      sp.full_at = r.number(speed, "full_at", sp.full_at);
-      sp.zero_at = r.number(speed, "zero_at", sp.zero_at);
-      sp.rounds = r.integer(speed, "rounds", false, sp.rounds);
-      sp.calls = r.integer(speed, "calls", false, sp.calls);
-      if (!(sp.full_at >= 1 && sp.zero_at > sp.full_at))
-        r.fail(speed, "speed needs 1 <= full_at < zero_at (ratios of the student's time to the reference's)");
-      if (sp.rounds < 1 || sp.rounds > 50 || sp.calls < 1 || sp.calls > 100)
-        r.fail(speed, "speed needs 1 to 50 rounds and 1 to 100 calls");
-      if (c.device) r.fail(speed, "a device check cannot be speed-graded here");
-      c.speed = sp;
-    }
-    if (c.points < 0) r.fail(node["points"], "points cannot be negative");
-    if (c.test.find('.') == std::string::npos)
-      r.fail(node["test"], fmt::format("test '{}' should be a GoogleTest name, Suite.Name", c.test));
+    Check c = parse_check(r, node, failure_ids);
     if (!check_ids.insert(c.id).second) r.fail(node["id"], fmt::format("check id '{}' is used twice", c.id));
     if (!tests.insert(c.test).second) r.fail(node["test"], fmt::format("test '{}' implements two checks", c.test));
-    if (const auto failures = r.list(node, "failures", false)) {
-      for (const auto& fnode : failures) {
-        if (!fnode.IsMap()) r.fail(fnode, "each failure should be a mapping with id, message, hint");
-        Failure f{r.text(fnode, "id"), r.text(fnode, "message"), r.text(fnode, "hint")};
-        if (!failure_ids.insert(f.id).second)
-          r.fail(fnode["id"], fmt::format("failure id '{}' is used twice in this module", f.id));
-        c.failures.push_back(std::move(f));
-      }
-    }
     m.checks.push_back(std::move(c));
   }
   if (m.checks.empty()) r.fail(root, "a module needs at least one check");

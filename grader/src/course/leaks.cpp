@@ -4,7 +4,7 @@
 #include <cctype>
 #include <functional>
 
-#include "kiln/grader/build.h"
+#include "kiln/grader/course.h"
 
 namespace kiln::grader {
 

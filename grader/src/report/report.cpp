@@ -116,7 +116,12 @@ std::string unknown_failure(const std::string& id, const Check& check, const Mod
 }  // namespace
 
 Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
-                   const BuildResult& build, const RunResult* run, const std::string& variant) {
+                   const BuildResult& build, const RunResult* run, const std::string& variant,
+                   const fs::path& work) {
+  // Paths inside the course, or inside the folder a submission was graded in, read as the course's.
+  const auto relative = [&](const std::string& text) {
+    return relative_to(course.root, work.empty() ? text : relative_to(work, text));
+  };
   Report report;
   report.module = module.name();
   report.number = module.number_text();
@@ -130,10 +135,10 @@ Report make_report(const Course& course, const Module& module, const std::vector
   if (!build.ok) {
     report.build_error = build.error;
     if (report.build_error) {
-      report.build_error->file = relative_to(course.root, report.build_error->file.string());
-      report.build_error->message = relative_to(course.root, report.build_error->message);
+      report.build_error->file = relative(report.build_error->file.string());
+      report.build_error->message = relative(report.build_error->message);
     }
-    report.build_log = relative_to(course.root, build.log);
+    report.build_log = relative(build.log);
   }
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const Check& check = *checks[i];
@@ -147,7 +152,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
     if (!run) {
       c.status = Status::did_not_compile;
       if (build.error && !build.error->file.empty()) {
-        c.summary = fmt::format("did not compile: {}:{}", relative_to(course.root, build.error->file.string()),
+        c.summary = fmt::format("did not compile: {}:{}", relative(build.error->file.string()),
                                 build.error->line);
       } else if (build.error && !build.error->message.empty()) {
         c.summary = "did not compile: " + build.error->message;
@@ -163,20 +168,28 @@ Report make_report(const Course& course, const Module& module, const std::vector
     c.figures = r.figures;
     c.speed_context = r.speed_context;
     switch (r.status) {
-      case Status::passed: c.points = check.points; break;
+      case Status::passed:
+        c.points = check.points;
+        if (r.speed) {  // a speed-graded check earns the share of its points its time earned
+          c.points = static_cast<int>(std::lround(check.points * r.speed->fraction));
+          c.speed = r.speed->text;
+          c.speed_ratio = r.speed->ratio;
+        }
+        break;
       case Status::not_written:
-        c.summary = fmt::format("not written yet: {} ({})", r.stub, relative_to(course.root, r.stub_location));
+        c.summary = fmt::format("not written yet: {} ({})", r.stub, relative(r.stub_location));
         break;
       case Status::failed:
         for (const auto& f : r.failures) {
           if (f.id.empty()) {
-            c.messages.push_back(relative_to(course.root, f.raw));
+            c.messages.push_back(relative(f.raw));
             continue;
           }
           if (std::find(c.failure_ids.begin(), c.failure_ids.end(), f.id) != c.failure_ids.end()) continue;
           c.failure_ids.push_back(f.id);
           if (const Failure* known = check.failure(f.id)) {
-            c.messages.push_back(render_message(known->message, f.params));
+            const std::string message = render_message(known->message, f.params);
+            c.messages.push_back(work.empty() ? message : relative(message));
             c.hints.push_back(known->hint);
           } else {
             c.messages.push_back(unknown_failure(f.id, check, module));
@@ -185,7 +198,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
         }
         c.summary = c.messages.empty() ? "failed" : c.messages.front();
         break;
-      default: c.summary = relative_to(course.root, r.reason); break;
+      default: c.summary = relative(r.reason); break;
     }
     report.checks.push_back(std::move(c));
   }
@@ -264,6 +277,11 @@ std::string dim(const TextStyle& style, const std::string& text) {
 }
 
 }  // namespace
+
+bool use_color() {
+  const char* no_color = std::getenv("NO_COLOR");
+  return isatty(STDOUT_FILENO) && !(no_color && *no_color);
+}
 
 std::size_t terminal_width() {
   std::size_t width = 0;
@@ -415,7 +433,8 @@ nlohmann::json to_json(const Report& report) {
                       {"details", c.details},
                       {"ms", c.ms}});
   }
-  nlohmann::json j = {{"module", report.module},
+  nlohmann::json j = {{"version", kResultsVersion},
+                      {"module", report.module},
                       {"number", report.number},
                       {"title", report.title},
                       {"variant", report.variant},

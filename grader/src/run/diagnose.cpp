@@ -7,6 +7,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/process.h"
+#include "kiln/protocol.h"
 
 namespace kiln::grader {
 
@@ -72,7 +73,7 @@ std::string short_function(const std::string& name) {
 std::vector<Frame> frames_after(const std::string& err, const std::string& marker, const fs::path& binary) {
   const auto begin = err.rfind(marker);
   if (begin == std::string::npos) return {};
-  const auto end = err.find("[kiln-frames-end]", begin);
+  const auto end = err.find(protocol::kFramesEnd, begin);
   const std::string block = err.substr(begin + marker.size(), end == std::string::npos ? std::string::npos : end - begin - marker.size());
   // "binary(+0x1a2b)[0x55...]": an offset into the (position-independent) test program. Return
   // addresses point after the call, so one byte earlier is the call itself.

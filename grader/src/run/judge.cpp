@@ -6,6 +6,8 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
+#include "kiln/protocol.h"
+
 namespace kiln::grader {
 
 RunResult judge_checks(const fs::path& judge, const RunResult& observed, const std::vector<const Check*>& checks,
@@ -27,7 +29,7 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
     write_if_changed(file, text);
     RunOptions trusted = options;
     trusted.launcher.clear();
-    trusted.env.push_back({"KILN_JUDGE", file.string()});
+    trusted.env.push_back({protocol::kJudge, file.string()});
     judged = run_checks(judge, to_judge, trusted);
     fs::remove(file);
   }
@@ -41,7 +43,8 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
     if (seen.observations_overflow && seen.ended) {
       out.checks.push_back(CheckResult{
           .check = checks[i], .status = Status::no_result,
-          .reason = fmt::format("did not produce its result: more than {} MiB of results", options.observation_cap >> 20)});
+          .reason = fmt::format("did not produce its result: more than {} MiB of results for one check, or {} MiB "
+                                "for all of them", options.observation_cap >> 20, options.observations_in_run_cap >> 20)});
       continue;
     }
     if (!seen.ended) {

@@ -1,10 +1,12 @@
 #include "kiln/grader/runner.h"
 
 #include "kiln/grader/diagnose.h"
+#include "kiln/protocol.h"
 
 #include <cstdio>
 #include <optional>
 #include <set>
+#include <type_traits>
 
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
@@ -79,16 +81,51 @@ struct Live {
   std::vector<std::string> observations;
   std::size_t observation_bytes = 0;
   bool overflow = false;
+  // Every check's observations kept in this run so far: what the grader holds for one program.
+  std::size_t* kept_in_run = nullptr;
 };
 
 // From "not written yet: Tensor::reshape (/path/tensor.cpp:42)" the function and its location.
 std::optional<std::pair<std::string, std::string>> stub_of(const std::string& text) {
-  const auto rest = after_marker(text, "not written yet: ");
+  const auto rest = after_marker(text, protocol::kNotWrittenYet);
   if (!rest) return std::nullopt;
   const auto close = rest->rfind(')');
   const auto open = rest->rfind(" (", close);
   if (close == std::string::npos || open == std::string::npos) return std::make_pair(*rest, std::string());
   return std::make_pair(rest->substr(0, open), rest->substr(open + 2, close - open - 2));
+}
+
+// A field of a JSON object the test program wrote, when it has the type asked for; `fallback`
+// otherwise. Whatever the program writes, reading it never throws.
+template <typename T>
+T field(const nlohmann::json& object, const char* key, T fallback) {
+  if (!object.is_object()) return fallback;
+  const auto it = object.find(key);
+  if (it == object.end()) return fallback;
+  if constexpr (std::is_same_v<T, std::string>) return it->is_string() ? it->template get<std::string>() : fallback;
+  else if constexpr (std::is_same_v<T, bool>) return it->is_boolean() ? it->template get<bool>() : fallback;
+  else return it->is_number() ? it->template get<T>() : fallback;
+}
+
+// How deep a JSON text nests its arrays and objects (strings skipped): a hostile observation may
+// nest a million deep, which no reader of it should have to recurse through.
+std::size_t nesting_depth(std::string_view text) {
+  std::size_t depth = 0, deepest = 0;
+  bool in_string = false;
+  for (std::size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (in_string) {
+      if (c == '\\') ++i;
+      else if (c == '"') in_string = false;
+    } else if (c == '"') {
+      in_string = true;
+    } else if (c == '[' || c == '{') {
+      deepest = std::max(deepest, ++depth);
+    } else if ((c == ']' || c == '}') && depth > 0) {
+      --depth;
+    }
+  }
+  return deepest;
 }
 
 CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
@@ -100,10 +137,10 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
   if (const auto figures = event.find("figures"); figures != event.end() && figures->is_array()) {
     for (const auto& f : *figures) {
       if (!f.is_object() || !f.contains("value") || !f["value"].is_number()) continue;
-      r.figures.push_back({.name = f.value("name", ""),
+      r.figures.push_back({.name = field<std::string>(f, "name", ""),
                            .value = f["value"].get<double>(),
-                           .unit = f.value("unit", ""),
-                           .higher_is_better = f.value("higher_is_better", true)});
+                           .unit = field<std::string>(f, "unit", ""),
+                           .higher_is_better = field<bool>(f, "higher_is_better", true)});
     }
   }
   if (const auto context = event.find("speed_context"); context != event.end() && context->is_string())
@@ -138,7 +175,7 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
     r.status = Status::skipped;
     if (listed)
       for (const auto& f : *failures)
-        if (f.is_object()) r.reason = f.value("message", "");
+        if (f.is_object()) r.reason = field<std::string>(f, "message", "");
     return r;
   }
   if (flag("passed")) {
@@ -149,7 +186,7 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
   if (!listed) return r;
   for (const auto& f : *failures) {
     if (!f.is_object()) continue;
-    const std::string message = f.value("message", "");
+    const std::string message = field<std::string>(f, "message", "");
     if (auto stub = stub_of(message)) {
       r.status = Status::not_written;
       r.stub = stub->first;
@@ -157,7 +194,130 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
       r.failures.clear();
       break;
     }
-    r.failures.push_back(parse_failure(message, f.value("file", ""), f.value("line", 0)));
+    r.failures.push_back(parse_failure(message, field<std::string>(f, "file", ""), field<int>(f, "line", 0)));
+  }
+  return r;
+}
+
+}  // namespace
+
+namespace {
+
+using protocol::kEventFd;
+using protocol::kStatusFd;  // the sandbox wrapper's report (RunOptions::launcher)
+
+// The process that runs `remaining`'s tests: its arguments, environment and limits. Adds the
+// command, as a shell would run it, to `commands`.
+ProcessSpec checks_process(const fs::path& binary, const std::vector<const Check*>& remaining,
+                           const RunOptions& options, std::vector<std::string>& commands) {
+  std::string filter;
+  for (const Check* c : remaining) filter += (filter.empty() ? "" : ":") + c->test;
+  std::vector<std::string> argv = options.launcher;
+  argv.insert(argv.end(), {binary.string(), "--gtest_filter=" + filter, "--gtest_color=no"});
+  std::string env_text = fmt::format("{}={}", protocol::kResultsFd, kEventFd);
+  for (const auto& [k, v] : options.env) env_text += fmt::format(" {}={}", k, shell_quote({v}));
+  commands.push_back(env_text + " " + shell_quote(argv));
+
+  ProcessSpec spec;
+  spec.argv = argv;
+  std::string timeouts;
+  for (const Check* c : remaining) timeouts += fmt::format("{}{}={:g}", timeouts.empty() ? "" : ";", c->test, c->timeout_s);
+  spec.env = {{protocol::kResultsFd, std::to_string(kEventFd)}, {"GTEST_COLOR", "no"}, {protocol::kCheckTimeouts, timeouts}};
+  spec.env.insert(spec.env.end(), options.env.begin(), options.env.end());
+  spec.limits = options.limits;
+  spec.join_cgroup = options.cgroup;
+  if (options.sanitized) {
+    spec.limits.memory_bytes = 0;
+    spec.env.insert(spec.env.end(), {{protocol::kSanitized, "1"},
+                                     {"ASAN_OPTIONS", "detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=" + std::to_string(protocol::kSanitizerExit) + ":"
+                                                      "allocator_may_return_null=1:max_allocation_size_mb=2048:"
+                                                      "hard_rss_limit_mb=3072:detect_odr_violation=0:symbolize=1"},
+                                     {"UBSAN_OPTIONS", "halt_on_error=1:exitcode=" + std::to_string(protocol::kSanitizerExit) + ":print_stacktrace=1:symbolize=1"}});
+  }
+  spec.output_cap = 64 * 1024;
+  spec.event_fd = kEventFd;
+  spec.event_line_cap = options.observation_cap + (1 << 20);
+  if (!options.launcher.empty()) {
+    spec.status_fd = kStatusFd;
+    spec.clean_env = true;  // sandboxed: only what the checks need, none of the grader's environment
+  }
+  return spec;
+}
+
+// One line of the event channel. Whatever the program writes there is a claim: lines that are not
+// events are ignored; a check's record is what lies between its start and its end, the last one
+// if it repeats. An observation is kept as it came, checked only for being JSON: the judge reads it.
+void take_event(Live& live, std::string_view line, const std::map<std::string, const Check*>& by_test, double now,
+                const RunOptions& options) {
+  constexpr std::string_view kObservation = "{\"event\":\"observe\",";
+  if (line.substr(0, kObservation.size()) == kObservation) {
+    if (live.running.empty()) return;
+    live.observation_bytes += line.size();
+    *live.kept_in_run += line.size();
+    if (live.observation_bytes > options.observation_cap || *live.kept_in_run > options.observations_in_run_cap) {
+      live.overflow = true;
+      live.observations.clear();
+      return;
+    }
+    std::string record = "{" + std::string(line.substr(kObservation.size()));
+    constexpr std::size_t kDeepest = 64;  // no observation of a tensor, a tuple or an error nests deeper
+    if (!live.overflow && nesting_depth(record) <= kDeepest && nlohmann::json::accept(record))
+      live.observations.push_back(std::move(record));
+    else if (!live.overflow) live.observations.push_back("{\"malformed\":true}");  // the judge refuses it
+    return;
+  }
+  if (nesting_depth(line) > 64) return;  // no event nests that deep
+  auto event = nlohmann::json::parse(line, nullptr, false);
+  if (!event.is_object()) return;
+  const auto kind = event.find("event");
+  if (kind == event.end() || !kind->is_string()) return;
+  const auto test_field = event.find("test");
+  if (test_field == event.end() || !test_field->is_string()) return;
+  const std::string test = *test_field;
+  const auto check = by_test.find(test);
+  if (check == by_test.end()) return;
+  if (*kind == "start") {
+    live.running = test;
+    live.running_since = now;
+    live.any_started = true;
+    live.observations.clear();
+    live.observation_bytes = 0;
+    live.overflow = false;
+  } else if (*kind == "end" && test == live.running) {
+    CheckResult r = result_from_end(event, check->second);
+    r.observations = std::move(live.observations);
+    r.observations_overflow = live.overflow;
+    live.observations.clear();
+    live.ended[test] = std::move(r);
+    live.running.clear();
+  }
+}
+
+// The check that was running when the process ended: timed out, a memory error, a crash, or an
+// early exit, placed in the student's code where the program said where it was.
+CheckResult interrupted(const Check* check, const ProcessResult& p, int signal, int exit_code, const fs::path& binary,
+                        const RunOptions& options) {
+  CheckResult r{.check = check};
+  const std::string err = p.err_tail.empty() ? p.err : p.err_tail;
+  if (p.stopped ||
+      (signal == 0 && exit_code == protocol::kStuckExit && err.find(protocol::kStuckMarker) != std::string::npos)) {
+    r.status = Status::timed_out;
+    r.reason = fmt::format("still running after {:g} s: an endless loop, or far too much work", check->timeout_s);
+    const std::string where = student_frames(frames_after(err, protocol::kStuckMarker, binary), options.student_files);
+    if (!where.empty()) r.reason += "; it was " + where;
+  } else if (const auto report = options.sanitized ? sanitizer_report(err, options.student_files) : std::nullopt) {
+    r.status = report->crash ? Status::crashed : Status::memory_error;
+    r.reason = report->text;
+  } else if (signal != 0) {
+    r.status = Status::crashed;
+    r.reason = describe_signal(signal);
+    const std::string where = student_frames(frames_after(err, protocol::kFramesMarker, binary), options.student_files);
+    if (!where.empty()) r.reason += ", " + where;
+  } else {
+    r.status = Status::exited_early;
+    r.reason = fmt::format("the program ended in the middle of this check with exit code {} "
+                           "(exit(), quick_exit() or _exit() called from the code under test)",
+                           exit_code);
   }
   return r;
 }
@@ -170,86 +330,17 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
   for (const Check* c : checks) by_test[c->test] = c;
   std::vector<const Check*> remaining = checks;
   std::map<std::string, CheckResult> results;
-
-  constexpr int kEventFd = 3;
-  constexpr int kStatusFd = 4;  // the sandbox wrapper's report (RunOptions::launcher)
+  std::size_t kept_in_run = 0;
   while (!remaining.empty()) {
-    std::string filter;
-    for (const Check* c : remaining) filter += (filter.empty() ? "" : ":") + c->test;
-    std::vector<std::string> argv = options.launcher;
-    argv.push_back(binary.string());
-    argv.push_back("--gtest_filter=" + filter);
-    argv.push_back("--gtest_color=no");
-    std::string env_text = fmt::format("KILN_RESULTS_FD={}", kEventFd);
-    for (const auto& [k, v] : options.env) env_text += fmt::format(" {}={}", k, shell_quote({v}));
-    run.commands.push_back(env_text + " " + shell_quote(argv));
-
+    ProcessSpec spec = checks_process(binary, remaining, options, run.commands);
     Live live;
-    ProcessSpec spec;
-    spec.argv = argv;
-    std::string timeouts;
-    for (const Check* c : remaining) timeouts += fmt::format("{}{}={:g}", timeouts.empty() ? "" : ";", c->test, c->timeout_s);
-    spec.env = {{"KILN_RESULTS_FD", std::to_string(kEventFd)}, {"GTEST_COLOR", "no"}, {"KILN_CHECK_TIMEOUTS", timeouts}};
-    spec.env.insert(spec.env.end(), options.env.begin(), options.env.end());
-    spec.limits = options.limits;
-    spec.join_cgroup = options.cgroup;
-    if (options.sanitized) {
-      spec.limits.memory_bytes = 0;
-      spec.env.insert(spec.env.end(), {{"KILN_SANITIZED", "1"},
-                                       {"ASAN_OPTIONS", "detect_leaks=0:halt_on_error=1:abort_on_error=0:exitcode=86:"
-                                                        "allocator_may_return_null=1:max_allocation_size_mb=2048:"
-                                                        "hard_rss_limit_mb=3072:detect_odr_violation=0:symbolize=1"},
-                                       {"UBSAN_OPTIONS", "halt_on_error=1:exitcode=86:print_stacktrace=1:symbolize=1"}});
-    }
-    spec.output_cap = 64 * 1024;
-    spec.event_fd = kEventFd;
-    spec.event_line_cap = options.observation_cap + (1 << 20);
-    if (!options.launcher.empty()) {
-      spec.status_fd = kStatusFd;
-      spec.clean_env = true;  // sandboxed: only what the checks need, none of the grader's environment
-    }
+    live.kept_in_run = &kept_in_run;
     double now = 0;
-    // Whatever the program writes here is a claim. Lines that are not events are ignored; a
-    // check's record is what lies between its start and its end, the last one if it repeats.
     spec.on_event = [&](std::string_view line) {
-      // An observation is kept as it came, checked only for being JSON: the judge reads it.
-      constexpr std::string_view kObservation = "{\"event\":\"observe\",";
-      if (line.substr(0, kObservation.size()) == kObservation) {
-        if (live.running.empty()) return;
-        live.observation_bytes += line.size();
-        if (live.observation_bytes > options.observation_cap) {
-          live.overflow = true;
-          live.observations.clear();
-          return;
-        }
-        std::string record = "{" + std::string(line.substr(kObservation.size()));
-        if (!live.overflow && nlohmann::json::accept(record)) live.observations.push_back(std::move(record));
-        else if (!live.overflow) live.observations.push_back("{\"malformed\":true}");  // the judge refuses it
-        return;
-      }
-      auto event = nlohmann::json::parse(line, nullptr, false);
-      if (!event.is_object()) return;
-      const auto kind = event.find("event");
-      if (kind == event.end() || !kind->is_string()) return;
-      const auto test_field = event.find("test");
-      if (test_field == event.end() || !test_field->is_string()) return;
-      const std::string test = *test_field;
-      const auto check = by_test.find(test);
-      if (check == by_test.end()) return;
-      if (*kind == "start") {
-        live.running = test;
-        live.running_since = now;
-        live.any_started = true;
-        live.observations.clear();
-        live.observation_bytes = 0;
-        live.overflow = false;
-      } else if (*kind == "end" && test == live.running) {
-        CheckResult r = result_from_end(event, check->second);
-        r.observations = std::move(live.observations);
-        r.observations_overflow = live.overflow;
-        live.observations.clear();
-        live.ended[test] = std::move(r);
-        live.running.clear();
+      try {
+        take_event(live, line, by_test, now, options);
+      } catch (const std::exception&) {
+        // A line no event could be read from is ignored, as any other line that is not an event.
       }
     };
     const double startup_limit = 20.0;
@@ -276,43 +367,17 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       if (std::sscanf(p.status_report.c_str(), "signal %d", &n) == 1) signal = n;
       else if (std::sscanf(p.status_report.c_str(), "exit %d", &n) == 1) exit_code = n;
     }
-
     for (auto& [test, r] : live.ended) results[test] = std::move(r);
     if (!live.running.empty()) {
-      CheckResult r{.check = by_test[live.running]};
-      const std::string err = p.err_tail.empty() ? p.err : p.err_tail;
-      constexpr int kStuckExit = 85;  // the test main: a check that overran its time
-      if (p.stopped || (signal == 0 && exit_code == kStuckExit && err.find("[kiln-stuck]") != std::string::npos)) {
-        r.status = Status::timed_out;
-        r.reason = fmt::format("still running after {:g} s: an endless loop, or far too much work",
-                               r.check->timeout_s);
-        const std::string where = student_frames(frames_after(err, "[kiln-stuck]", binary), options.student_files);
-        if (!where.empty()) r.reason += "; it was " + where;
-      } else if (const auto report = options.sanitized ? sanitizer_report(err, options.student_files) : std::nullopt) {
-        r.status = report->crash ? Status::crashed : Status::memory_error;
-        r.reason = report->text;
-      } else if (signal != 0) {
-        r.status = Status::crashed;
-        r.reason = describe_signal(signal);
-        const std::string where = student_frames(frames_after(err, "[kiln-frames]", binary), options.student_files);
-        if (!where.empty()) r.reason += ", " + where;
-      } else {
-        r.status = Status::exited_early;
-        r.reason = fmt::format("the program ended in the middle of this check with exit code {} "
-                               "(exit(), quick_exit() or _exit() called from the code under test)",
-                               exit_code);
-      }
-      results[live.running] = std::move(r);
+      results[live.running] = interrupted(by_test[live.running], p, signal, exit_code, binary, options);
     } else if (!live.any_started && live.ended.empty()) {
       // Nothing ran at all: a crash or exit before the first check (static initialisation).
       std::string why = p.stopped ? "the test program hung before its first check"
                         : signal ? "the test program crashed before its first check: " + describe_signal(signal)
                                    : fmt::format("the test program ended (exit code {}) without running this check", exit_code);
-      for (const Check* c : remaining) {
-        results[c->test] = CheckResult{.check = c, .status = signal || p.stopped || exit_code != 0
-                                                                 ? Status::crashed : Status::missing,
-                                       .reason = why};
-      }
+      for (const Check* c : remaining)
+        results[c->test] = CheckResult{
+            .check = c, .status = signal || p.stopped || exit_code != 0 ? Status::crashed : Status::missing, .reason = why};
     }
     std::vector<const Check*> next;
     for (const Check* c : remaining)

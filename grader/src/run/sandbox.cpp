@@ -1,11 +1,14 @@
 #include "kiln/grader/sandbox.h"
 
+#include <fcntl.h>
 #include <signal.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <chrono>
 #include <cstdlib>
 #include <fstream>
+#include <stdexcept>
 #include <thread>
 
 #include <fmt/format.h>
@@ -95,6 +98,27 @@ std::vector<pid_t> processes_of(int uid) {
 }
 
 }  // namespace
+
+SandboxUser::SandboxUser() {
+  const fs::path dir = access("/run/lock", W_OK) == 0 ? fs::path("/run/lock") : fs::temp_directory_path();
+  for (int uid = kSandboxUid; uid < kSandboxUid + kSandboxUids; ++uid) {
+    const fs::path lock = dir / fmt::format("kiln-sandbox-user-{}.lock", uid);
+    const int fd = ::open(lock.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600);
+    if (fd < 0) continue;
+    if (::flock(fd, LOCK_EX | LOCK_NB) == 0) {
+      uid_ = uid;
+      fd_ = fd;
+      return;
+    }
+    ::close(fd);
+  }
+  throw std::runtime_error(fmt::format("no sandbox user is free: all {} from {} are taken by other graders on this "
+                                       "machine", kSandboxUids, kSandboxUid));
+}
+
+SandboxUser::~SandboxUser() {
+  if (fd_ >= 0) ::close(fd_);
+}
 
 bool end_sandbox_user(int uid) {
   if (uid <= 0 || geteuid() != 0) return true;

@@ -14,9 +14,8 @@
 
 #include <fmt/format.h>
 
-#include "kiln/grader/bench.h"
-#include "kiln/grader/build.h"
 #include "kiln/grader/process.h"
+#include "kiln/protocol.h"
 #include "kiln/grader/sandbox.h"
 
 namespace kiln::grader {
@@ -60,12 +59,12 @@ TimedRun run_timed(const fs::path& binary, const Check& check, const SpeedProgra
   argv.insert(argv.end(), {binary.string(), "--gtest_filter=" + check.test, "--gtest_color=no"});
   ProcessSpec spec{.argv = argv, .env = programs.env, .output_cap = std::size_t(256) << 20};
   spec.clean_env = true;  // the same plain environment for every program
-  spec.env.emplace_back("KILN_SPEED_ROUND", std::to_string(round));
-  spec.env.emplace_back("KILN_SPEED_CALLS", std::to_string(calls));
-  if (mode == Mode::empty) spec.env.emplace_back("KILN_SPEED_SKIP", "1");
-  if (mode == Mode::verify) spec.env.emplace_back("KILN_SPEED_VERIFY", verify_file.string());
+  spec.env.emplace_back(protocol::kSpeedRound, std::to_string(round));
+  spec.env.emplace_back(protocol::kSpeedCalls, std::to_string(calls));
+  if (mode == Mode::empty) spec.env.emplace_back(protocol::kSpeedSkip, "1");
+  if (mode == Mode::verify) spec.env.emplace_back(protocol::kSpeedVerify, verify_file.string());
   const bool sandboxed = !launcher.empty();
-  if (sandboxed) spec.status_fd = 4;
+  if (sandboxed) spec.status_fd = protocol::kStatusFd;
   spec.limits = Limits{.cpu_s = 120, .memory_bytes = std::size_t(4) << 30, .processes = 64,
                        .file_bytes = std::size_t(64) << 20};
   std::optional<CpuCgroup> cpu;
@@ -182,105 +181,6 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
   result.ratio = std::max(result.student_ms, 1e-6) / result.reference_ms;
   result.fraction = speed_fraction(speed, result.ratio);
   return result;
-}
-
-std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target,
-                                                  std::string* why_not) {
-  if (!ws.course.has_solutions() ||
-      std::none_of(module.checks.begin(), module.checks.end(), [](const Check& c) { return c.speed.has_value(); }))
-    return std::nullopt;
-  SpeedPrograms programs;
-  const fs::path dir = ws.build_dir("speed");
-  programs.hold = lock_build_dir(dir);
-  // Built for speed, as a student would build a kernel they time: the same flags for both.
-  CourseBuild build(ws.course, dir, ws.kiln_home, "-O2 -march=native -DNDEBUG");
-  build.set_device_builds(false);
-  const TestTarget reference = solution_target(ws.course, module);
-  const BuildResult theirs = build.build(standard_targets(ws.course), reference);
-  if (!theirs.ok) throw CourseError("the reference solution of module " + module.number_text() + " does not build for timing:\n" + theirs.log);
-  const BuildResult mine = target.own.name == reference.own.name ? theirs : build.build(standard_targets(ws.course), target);
-  if (!mine.ok) {
-    if (why_not)
-      *why_not = "its optimised build (-O2, no sanitizers) failed" +
-                 (mine.error ? ": " + mine.error->file.filename().string() + ":" + std::to_string(mine.error->line) + ": " +
-                                   mine.error->message
-                             : std::string());
-    return std::nullopt;
-  }
-  programs.student = mine.binary;
-  programs.reference = programs.verifier = theirs.binary;
-  std::random_device entropy;
-  programs.env = {{"KILN_SEED", std::to_string((std::uint64_t(entropy()) << 32) ^ entropy())}};
-  programs.scratch = dir / "rounds";
-  return programs;
-}
-
-void score_speed_checks(Report& report, const Module& module, const SpeedPrograms* programs,
-                        const std::string& unavailable) {
-  // The checks that judged a context (kiln::testing::note_context) must all have judged the same
-  // one: a program that shows one model to one check and another to the speed check earns no
-  // speed points.
-  std::string first_context, first_check, other_check;
-  for (const CheckReport& c : report.checks) {
-    if (c.speed_context.empty()) continue;
-    if (first_context.empty()) first_context = c.speed_context, first_check = c.id;
-    else if (c.speed_context != first_context && other_check.empty()) other_check = c.id;
-  }
-  int score = 0;
-  for (CheckReport& c : report.checks) {
-    const Check* check = module.check(c.id);
-    if (check && check->speed && c.status == Status::passed) {
-      if (!other_check.empty() && !c.speed_context.empty()) {
-        c.status = Status::failed;
-        c.points = 0;
-        const std::string problem = fmt::format("the checks {} and {} were given different contexts (the model's "
-                                                "bytes): what is timed must be what the other checks judged",
-                                                first_check, other_check);
-        c.summary = problem;
-        if (!check->failures.empty()) {
-          c.failure_ids = {check->failures.front().id};
-          c.summary = render_message(check->failures.front().message, {{"which", "across checks"}, {"problem", problem}});
-          c.messages = {c.summary};
-          c.hints = {check->failures.front().hint};
-        }
-      } else if (!programs && !unavailable.empty()) {
-        c.status = Status::failed;
-        c.points = 0;
-        c.summary = "it could not be timed: " + unavailable;
-      } else if (!programs) {
-        c.status = Status::skipped;
-        c.points = 0;
-        c.summary = "right on every input; its speed is timed beside the reference's by `grader grade`, where the "
-                    "reference solution is";
-      } else {
-        const SpeedResult s = time_speed_check(*check, *programs, c.speed_context);
-        if (s.measured) {
-          c.points = static_cast<int>(std::lround(c.max_points * s.fraction));
-          c.speed_ratio = s.ratio;
-          c.speed = fmt::format("{:.2f}× the reference's time ({} against {} a call, median of {} rounds): {} of {} "
-                                "points (all at {:g}× or less, none at {:g}× or more)",
-                                s.ratio, format_duration(s.student_ms), format_duration(s.reference_ms), s.rounds,
-                                c.points, c.max_points, check->speed->full_at, check->speed->zero_at);
-        } else if (s.wrong) {
-          c.status = Status::failed;
-          c.points = 0;
-          c.summary = "a timed run did not count: " + s.problem;
-          if (!check->failures.empty()) {
-            c.failure_ids = {check->failures.front().id};
-            c.summary = render_message(check->failures.front().message, {{"which", "in a timed run"}, {"problem", s.problem}});
-            c.messages = {c.summary};
-            c.hints = {check->failures.front().hint};
-          }
-        } else {
-          c.status = Status::skipped;
-          c.points = 0;
-          c.summary = "its speed could not be measured: " + s.problem;
-        }
-      }
-    }
-    score += c.points;
-  }
-  report.score = score;
 }
 
 }  // namespace kiln::grader

@@ -5,6 +5,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/protocol.h"
 #include "kiln/testing.h"
 
 namespace kiln::testing {
@@ -34,7 +35,7 @@ Tensor TensorData::tensor() const { return Tensor(shape, values); }
 
 std::uint64_t run_seed() {
   static const std::uint64_t seed = [] {
-    const char* text = std::getenv("KILN_SEED");
+    const char* text = std::getenv(kiln::protocol::kSeed);
     return text && *text ? std::strtoull(text, nullptr, 0) : 0x6b696c6eULL;  // "kiln"
   }();
   return seed;

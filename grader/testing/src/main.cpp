@@ -26,6 +26,7 @@
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
+#include "kiln/protocol.h"
 #include "session.h"
 
 namespace {
@@ -38,22 +39,22 @@ void write_frames(const char* marker) {
   void* frames[64];
   const int n = backtrace(frames, 64);
   (void)!write(STDERR_FILENO, marker, std::strlen(marker));
+  (void)!write(STDERR_FILENO, "\n", 1);
   backtrace_symbols_fd(frames, n, STDERR_FILENO);
-  constexpr char end[] = "[kiln-frames-end]\n";
-  (void)!write(STDERR_FILENO, end, sizeof end - 1);
+  (void)!write(STDERR_FILENO, kiln::protocol::kFramesEnd, std::strlen(kiln::protocol::kFramesEnd));
+  (void)!write(STDERR_FILENO, "\n", 1);
 }
 
 void on_crash(int signal) {
-  write_frames("[kiln-frames]\n");
+  write_frames(kiln::protocol::kFramesMarker);
   raise(signal);  // the handler was reset: the process ends by the signal itself
 }
 
 // A check that overran its time: say where it was, then end with the code the grader reads as
 // "stopped while running".
-constexpr int kStuckExit = 85;
 void on_stuck(int) {
-  write_frames("[kiln-stuck]\n");
-  _exit(kStuckExit);
+  write_frames(kiln::protocol::kStuckMarker);
+  _exit(kiln::protocol::kStuckExit);
 }
 
 void install_handlers(bool crashes) {
@@ -79,7 +80,7 @@ void install_handlers(bool crashes) {
 // where it is. The grader's own deadline comes a little later and does not depend on this.
 std::map<std::string, double> check_timeouts() {
   std::map<std::string, double> out;
-  const char* text = std::getenv("KILN_CHECK_TIMEOUTS");
+  const char* text = std::getenv(kiln::protocol::kCheckTimeouts);
   if (!text) return out;
   std::string all = text;
   for (std::size_t start = 0; start < all.size();) {
@@ -139,7 +140,7 @@ class ResultStream : public ::testing::EmptyTestEventListener {
       // means the check called student code outside observe().
       for (const auto& f : failures_) {
         const std::string message = f.value("message", "");
-        const auto at = message.find("not written yet: ");
+        const auto at = message.find(kiln::protocol::kNotWrittenYet);
         if (at != std::string::npos) {
           event["judge_error"] = "the check called student code outside observe(): " +
                                  message.substr(at, message.find('\n', at) - at);
@@ -167,8 +168,8 @@ int main(int argc, char** argv) {
   ::testing::InitGoogleTest(&argc, argv);
   // A speed check's timed or verifying run (kiln/testing.h): standard output carries its results
   // or its verdict alone.
-  const char* speed_calls = std::getenv("KILN_SPEED_CALLS");
-  const char* speed_verify = std::getenv("KILN_SPEED_VERIFY");
+  const char* speed_calls = std::getenv(kiln::protocol::kSpeedCalls);
+  const char* speed_verify = std::getenv(kiln::protocol::kSpeedVerify);
   if ((speed_calls && *speed_calls) || (speed_verify && *speed_verify)) {
     auto& listeners = ::testing::UnitTest::GetInstance()->listeners();
     delete listeners.Release(listeners.default_result_printer());
@@ -179,18 +180,18 @@ int main(int argc, char** argv) {
     if (results >= 0 && dup2(STDERR_FILENO, STDOUT_FILENO) >= 0) session::keep_speed_results_fd(results);
   }
   bool judging = false;
-  if (const char* path = std::getenv("KILN_JUDGE"); path && *path) {
+  if (const char* path = std::getenv(kiln::protocol::kJudge); path && *path) {
     if (const auto error = session::load_observations(path)) {
       std::fprintf(stderr, "kiln judge: %s\n", error->c_str());
       return 3;
     }
     judging = true;
   }
-  if (const char* number = std::getenv("KILN_RESULTS_FD"); number && *number) {
+  if (const char* number = std::getenv(kiln::protocol::kResultsFd); number && *number) {
     session::open_channel(std::atoi(number));  // a pipe the grader reads as the checks run
   }
   // Under the sanitizers their own reports say where a crash happened; otherwise these handlers do.
-  if (!judging) install_handlers(!std::getenv("KILN_SANITIZED"));
+  if (!judging) install_handlers(!std::getenv(kiln::protocol::kSanitized));
   ::testing::UnitTest::GetInstance()->listeners().Append(new ResultStream(judging));
   return RUN_ALL_TESTS();
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "kiln/protocol.h"
 #include "kiln/testing.h"
 #include "session.h"
 
@@ -131,10 +132,10 @@ void verify_timed(const SpeedKernel& kernel, const char* path, long round, long 
 void note_context(const TensorData& context) { session::set_speed_context(digest(context)); }
 
 void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id) {
-  const long round = environment_number("KILN_SPEED_ROUND", 0);
-  const long calls = environment_number("KILN_SPEED_CALLS", -1);
-  if (const char* verify = std::getenv("KILN_SPEED_VERIFY"); verify && *verify) return verify_timed(kernel, verify, round, calls);
-  if (calls >= 0) return timed(kernel, round, calls, environment_number("KILN_SPEED_SKIP", 0) != 0);
+  const long round = environment_number(kiln::protocol::kSpeedRound, 0);
+  const long calls = environment_number(kiln::protocol::kSpeedCalls, -1);
+  if (const char* verify = std::getenv(kiln::protocol::kSpeedVerify); verify && *verify) return verify_timed(kernel, verify, round, calls);
+  if (calls >= 0) return timed(kernel, round, calls, environment_number(kiln::protocol::kSpeedSkip, 0) != 0);
 
   // The context, observed once: the judge gets it as its last input.
   std::optional<Tensor> context;

@@ -27,9 +27,6 @@ struct Machine {
 // host); `remeasure` measures again.
 Machine machine_roofline(const Workspace& ws, bool remeasure);
 
-// "1.68 s", "16.7 ms", "420 µs", "85 ns": three significant digits in the unit that fits.
-std::string format_duration(double ms);
-
 // Whether the bench's own kernels contradict the machine's figures: a kernel above the peak means
 // the peak was measured while the machine was busy. Returns the warning, or "".
 std::string implausible_machine(const std::vector<struct BenchKernel>& kernels, const Machine& machine);

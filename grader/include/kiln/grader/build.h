@@ -122,10 +122,4 @@ class CourseBuild {
 // Parses compiler output; prefers the first error in one of `student_files`.
 std::optional<Diagnostic> first_error(const std::string& log, const std::vector<fs::path>& student_files);
 
-// Writes `content` to `path` only when it differs, so build tools see no change otherwise.
-// Returns whether it wrote.
-bool write_if_changed(const fs::path& path, const std::string& content);
-
-std::string read_file(const fs::path& path);
-
 }  // namespace kiln::grader

@@ -19,6 +19,12 @@ class CourseError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// Writes `content` to `path` only when it differs, so build tools see no change otherwise.
+// Returns whether it wrote.
+bool write_if_changed(const fs::path& path, const std::string& content);
+
+std::string read_file(const fs::path& path);
+
 struct Failure {
   std::string id;
   std::string message;  // may hold {placeholders}

@@ -69,6 +69,9 @@ ProcessResult run_process(const ProcessSpec& spec);
 // "segmentation fault (SIGSEGV)" and the like.
 std::string describe_signal(int signal);
 
+// "1.68 s", "16.7 ms", "420 µs", "85 ns": three significant digits in the unit that fits.
+std::string format_duration(double ms);
+
 // The command line as a person would type it in a shell, for `-v`.
 std::string shell_quote(const std::vector<std::string>& argv);
 

@@ -68,8 +68,12 @@ std::string xml_escape(const std::string& text);
 // Paths inside the course are shown relative to its root.
 std::string relative_to(const fs::path& root, const std::string& path);
 
+// The Report of a module's verdicts (grading.h's report_of makes it from a pipeline's Verdicts).
+// Paths inside the course, and inside `work` (a folder a submission was graded in), read
+// relative to them.
 Report make_report(const Course& course, const Module& module, const std::vector<const Check*>& checks,
-                   const BuildResult& build, const RunResult* run, const std::string& variant);
+                   const BuildResult& build, const RunResult* run, const std::string& variant,
+                   const fs::path& work = {});
 
 // Cuts every text a submission can influence (summaries, details, build log, output) to at most
 // per_text bytes (the log and output to four times that): what a result file quotes stays small.
@@ -81,6 +85,9 @@ struct TextStyle {
   std::size_t width = 100;  // columns to wrap to (terminal_width())
 };
 
+// Whether to colour what goes to standard output: a terminal, and NO_COLOR unset.
+bool use_color();
+
 // The terminal's width in columns (COLUMNS, else the terminal on stdout), 100 when unknown;
 // never below 60 nor above 120, so that long lines stay readable.
 std::size_t terminal_width();
@@ -90,6 +97,9 @@ std::size_t terminal_width();
 std::string wrap(const std::string& text, std::size_t width, const std::string& indent);
 
 std::string render_text(const Report& report, const TextStyle& style);
+// The JSON results carry "version": the version of their format, raised when a field changes
+// meaning or goes away (a new field does not raise it).
+inline constexpr int kResultsVersion = 1;
 std::string render_json(const Report& report);
 std::string render_junit(const std::vector<Report>& reports);
 // Gradescope's results.json: one test per check, hidden checks saying nothing about their test.

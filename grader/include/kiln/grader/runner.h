@@ -4,6 +4,7 @@
 
 #include <filesystem>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -21,7 +22,6 @@ enum class Status {
 
 std::string status_name(Status s);
 
-// One failure the test reported.
 // A figure a check measured with trusted code, for the report and the leaderboard.
 struct Figure {
   std::string name;  // "accuracy"
@@ -30,6 +30,15 @@ struct Figure {
   bool higher_is_better = true;
 };
 
+// A speed-graded check's time, once measured beside the reference's: the share of its points
+// that time earned (speed.h's curve), the ratio, and how it compared, in words.
+struct SpeedScore {
+  double fraction = 0;
+  double ratio = 0;
+  std::string text;
+};
+
+// One failure the test reported.
 struct ReportedFailure {
   std::string id;  // the catalogued failure id; empty when the failure was not catalogued
   std::map<std::string, std::string> params;
@@ -49,6 +58,7 @@ struct CheckResult {
   double ms = 0;
   std::vector<Figure> figures;  // what the check measured (kiln::testing::report_figure)
   std::string speed_context;    // a speed check's context, as its digest
+  std::optional<SpeedScore> speed;  // a speed-graded check that passed, once timed
   // What the test program said of the check: that it ended (rather than crashed, hung or exited),
   // and the observations it made on the way, one JSON object each (kiln/observe.h).
   bool ended = false;
@@ -62,6 +72,9 @@ struct RunOptions {
   std::vector<std::pair<std::string, std::string>> env;
   // The most bytes of observations kept per check; a check past it did not produce its result.
   std::size_t observation_cap = std::size_t(64) << 20;
+  // The most bytes of observations kept over all the checks of a run: the grader's memory for one
+  // program stays bounded however many checks forge large ones.
+  std::size_t observations_in_run_cap = std::size_t(160) << 20;
   // The binary is the sanitized twin: its reports end a check as a memory error, and the
   // address-space limit is lifted (the sanitizers reserve far more than they use; their own
   // allocator limits hold instead).

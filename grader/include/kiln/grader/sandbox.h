@@ -49,8 +49,26 @@ bool sandbox_available(std::string& why);
 // The command prefix that runs a command inside the sandbox described by `spec`.
 std::vector<std::string> sandbox_prefix(const SandboxSpec& spec);
 
-// The users the checks run as, one per concurrent run: kSandboxUid + slot.
+// The users the checks run as, one per concurrent run, from kSandboxUid on.
 constexpr int kSandboxUid = 61000;
+constexpr int kSandboxUids = 1000;
+
+// A sandbox user of this machine's own, held while this object lives: two graders on one machine
+// (or two workers of one) never share one, so that ending one's processes never ends the other's.
+// Each user is taken with an exclusive lock on a file in /run/lock (or /tmp); a grader that ends
+// in any way lets go of it.
+class SandboxUser {
+ public:
+  SandboxUser();
+  ~SandboxUser();
+  SandboxUser(const SandboxUser&) = delete;
+  SandboxUser& operator=(const SandboxUser&) = delete;
+  int uid() const { return uid_; }
+
+ private:
+  int uid_ = 0;
+  int fd_ = -1;
+};
 
 // Ends every process of the sandbox user `uid` and waits until none is left (root only; without
 // root the sandbox's own process namespace ends them). False if some outlived the wait.

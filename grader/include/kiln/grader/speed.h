@@ -17,8 +17,7 @@
 #include <utility>
 #include <vector>
 
-#include "kiln/grader/report.h"
-#include "kiln/grader/workspace.h"
+#include "kiln/grader/course.h"
 
 namespace kiln::grader {
 
@@ -35,14 +34,6 @@ struct SpeedPrograms {
   std::shared_ptr<void> hold;                    // the lock on the build the programs lie in
 };
 
-// For check and verify: `target`'s test program and the reference's, built optimised in
-// .grader/build/speed, the reference's also the verifier. None when the course has no reference
-// solutions (a student's release) or the module has no speed check.
-// `why_not`, when given, says why there are none although the course has a reference (the
-// optimised build of `target` failed).
-std::optional<SpeedPrograms> local_speed_programs(const Workspace& ws, const Module& module, const TestTarget& target,
-                                                  std::string* why_not = nullptr);
-
 struct SpeedResult {
   bool measured = false;
   std::string problem;   // a timed run's wrong result, or why nothing could be measured
@@ -58,11 +49,5 @@ double speed_fraction(const Speed& speed, double ratio);
 // `context`: the digest of the kernel's context in the checked run ("" when it has none); every
 // timed run's must be the same.
 SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context = "");
-
-// Times every speed check of `report` that passed, and scores it. Without programs such a check
-// scores nothing: it is skipped, saying that `grader grade` times it (no reference to time against
-// here), or fails for the reason `unavailable` gives.
-void score_speed_checks(Report& report, const Module& module, const SpeedPrograms* programs,
-                        const std::string& unavailable = "");
 
 }  // namespace kiln::grader

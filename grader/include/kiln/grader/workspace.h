@@ -11,7 +11,6 @@
 #include "kiln/grader/build.h"
 #include "kiln/grader/course.h"
 #include "kiln/grader/report.h"
-#include "kiln/grader/runner.h"
 
 namespace kiln::grader {
 
@@ -55,42 +54,14 @@ TestTarget pristine_target(const Workspace& ws, const Module& m, const PristineS
 // "modules/01_tensor/src/tensor.cpp differs from the committed stub; ..." for a report, or "".
 std::string edited_stubs_note(const Module& m, const PristineStubs& stubs, const std::string& what);
 
-struct GradeOptions {
-  std::vector<std::string> only_checks;  // check ids; empty = all
-  RunOptions run;
-  // When set, the observations of the run are judged by this build (the untouched stubs and
-  // trusted code, kiln/observe.h), as `grader grade` does, and the judge's verdicts are reported.
-  // The run's own verdicts go to `in_process` when that is set.
-  const BuildResult* judge = nullptr;
-  Report* in_process = nullptr;
-  // Afterwards, the checks that passed or crashed run again on the sanitized twin (built when
-  // this is set): a memory error fails a check that passed, and a crash is described by the
-  // sanitizers' first report, in plain words.
-  bool sanitize = false;
-  // The checks run on the sanitized twin only (as `grader grade` runs them).
-  bool sanitized_only = false;
-  // Build the device checks only where a GPU is visible (a student's check), instead of wherever
-  // nvcc exists (verify, which proves the CUDA source compiles).
-  bool device_builds_need_a_device = false;
-};
-
-// Builds `target` within `build_dir` (which knows `all_targets`), runs the checks, makes the
-// report. Holds a lock on the build directory while it builds and runs.
-Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::vector<TestTarget>& all_targets,
-                    const TestTarget& target, const GradeOptions& options, const std::string& variant);
-
-// The checks of an already built target, run (and judged, when options.judge is set).
-Report run_built_target(const Workspace& ws, const fs::path& build_dir, const BuildResult& built,
-                        const TestTarget& target, const GradeOptions& options, const std::string& variant);
-
 // An exclusive lock on a build directory, held while the returned object lives.
 std::shared_ptr<void> lock_build_dir(const fs::path& dir);
 
-// A fingerprint of the module's student files in a source set: it changes when any of them does.
 // Copies the module's student files into a new folder .grader/backups/<module>/<time stamp>,
 // which `grader reset N --restore STAMP` puts back; returns the folder.
 fs::path back_up(const Workspace& ws, const Module& m);
 
+// A fingerprint of the module's student files in a source set: it changes when any of them does.
 std::string fingerprint(const Module& m, const fs::path& root);
 
 // .grader/progress.json

@@ -12,8 +12,6 @@
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
-#include "kiln/grader/cuda.h"
-#include "kiln/grader/judge.h"
 #include "kiln/grader/process.h"
 
 namespace kiln::grader {
@@ -82,122 +80,6 @@ class DirectoryLock {
 }  // namespace
 
 std::shared_ptr<void> lock_build_dir(const fs::path& dir) { return std::make_shared<DirectoryLock>(dir); }
-
-namespace {
-
-std::vector<const Check*> chosen_checks(const Module& m, const GradeOptions& options) {
-  std::vector<const Check*> checks;
-  for (const auto& c : m.checks) {
-    if (options.only_checks.empty() ||
-        std::find(options.only_checks.begin(), options.only_checks.end(), c.id) != options.only_checks.end())
-      checks.push_back(&c);
-  }
-  for (const auto& id : options.only_checks) {
-    if (!m.check(id)) {
-      std::string known;
-      for (const auto& c : m.checks) known += " " + c.id;
-      throw CourseError(fmt::format("module {} has no check '{}'. Its checks are:{}", m.number_text(), id, known));
-    }
-  }
-  return checks;
-}
-
-}  // namespace
-
-namespace {
-
-// The student files of a target and of its prerequisites in the same variant: where a crash is
-// the student's own.
-std::vector<fs::path> student_files_of(const Workspace& ws, const TestTarget& target) {
-  std::vector<fs::path> files;
-  for (const auto& f : target.module->student_files) files.push_back(target.own.root / f);
-  if (target.base_name == target.own.name)
-    for (const Module* dep : ws.course.prerequisites(*target.module))
-      for (const auto& f : dep->student_files) files.push_back(target.base_root / dep->name() / f);
-  return files;
-}
-
-// The checks that passed or crashed, again on the sanitized twin; what the sanitizers report
-// replaces their result.
-void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>& checks, RunResult& run,
-                       const RunOptions& options) {
-  std::vector<const Check*> again;
-  std::vector<std::size_t> at;
-  for (std::size_t i = 0; i < checks.size(); ++i) {
-    if (checks[i]->device) continue;
-    const Status s = run.checks[i].status;
-    if (s == Status::passed || s == Status::crashed) {
-      again.push_back(checks[i]);
-      at.push_back(i);
-    }
-  }
-  if (again.empty() || built.sanitized_binary.empty()) return;
-  RunOptions sanitized = options;
-  sanitized.sanitized = true;
-  const RunResult second = run_checks(built.sanitized_binary, again, sanitized);
-  run.commands.insert(run.commands.end(), second.commands.begin(), second.commands.end());
-  for (std::size_t k = 0; k < again.size(); ++k) {
-    const CheckResult& s = second.checks[k];
-    if (s.status != Status::memory_error && s.status != Status::crashed) continue;
-    CheckResult& r = run.checks[at[k]];
-    if (r.status == Status::crashed) {
-      r.reason = s.reason;  // the same crash, described by the sanitizers
-    } else {
-      r.status = s.status;
-      r.reason = "the values are right, but the program " + s.reason;
-      r.failures.clear();
-    }
-  }
-}
-
-}  // namespace
-
-Report run_built_target(const Workspace& ws, const fs::path& build_dir, const BuildResult& built,
-                        const TestTarget& target, const GradeOptions& options, const std::string& variant) {
-  const Module& m = *target.module;
-  const std::vector<const Check*> checks = chosen_checks(m, options);
-  if (!built.ok) {
-    Report failed = make_report(ws.course, m, checks, built, nullptr, variant);
-    if (options.in_process) *options.in_process = failed;
-    return failed;
-  }
-  RunOptions run_options = options.run;
-  if (run_options.student_files.empty()) run_options.student_files = student_files_of(ws, target);
-  BuildResult as_run = built;
-  if (options.sanitized_only) {
-    if (built.sanitized_binary.empty()) {
-      BuildResult missing = built;
-      missing.ok = false;
-      missing.error = Diagnostic{.message = "the sanitized test program was not built"};
-      return make_report(ws.course, m, checks, missing, nullptr, variant);
-    }
-    as_run.binary = built.sanitized_binary;
-    run_options.sanitized = true;
-  }
-  RunResult run = run_built_checks(as_run, checks, run_options);
-  if (!options.judge) {
-    if (options.sanitize) confirm_sanitized(built, checks, run, run_options);
-    return make_report(ws.course, m, checks, built, &run, variant);
-  }
-  if (options.in_process) *options.in_process = make_report(ws.course, m, checks, built, &run, variant);
-  RunResult judged =
-      judge_built_checks(*options.judge, run, checks, run_options, build_dir / "judge" / (target.own.name + ".json"));
-  if (options.sanitize) confirm_sanitized(built, checks, judged, run_options);
-  return make_report(ws.course, m, checks, built, &judged, variant);
-}
-
-Report grade_target(const Workspace& ws, const fs::path& build_dir, const std::vector<TestTarget>& all_targets,
-                    const TestTarget& target, const GradeOptions& options, const std::string& variant) {
-  const std::vector<const Check*> checks = chosen_checks(*target.module, options);
-  DirectoryLock lock(build_dir);
-  CourseBuild build(ws.course, build_dir, ws.kiln_home);
-  if (options.device_builds_need_a_device && cuda_device_nodes().empty()) build.set_device_builds(false);
-  TestTarget wanted = target;
-  wanted.with_device = std::any_of(checks.begin(), checks.end(), [](const Check* c) { return c->device; });
-  wanted.with_sanitized = options.sanitize || options.sanitized_only;
-  const BuildResult built = build.build(all_targets, wanted);
-  return run_built_target(ws, build_dir, built, target, options, variant);
-}
 
 std::optional<std::string> committed_stub(const Workspace& ws, const fs::path& relative) {
   const std::string root = ws.course.root.string(), path = relative.generic_string();

@@ -1,0 +1,197 @@
+// One grading pipeline, which `check`, `grade` and `verify` all drive, each with its own options:
+//
+//   stage the sources → build → observe → judge → sanitizer rerun → speed timing → verdicts
+//
+// and then the Report, made once from the verdicts (report.h renders it; nothing rewrites it).
+// Staging belongs to whoever drives the pipeline (check and verify name folders of the course,
+// grade copies a submission's files, submission.h); building is a Builder; the speed timing a
+// SpeedTiming. Everything else is the same for every caller.
+#pragma once
+
+#include <filesystem>
+#include <functional>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "kiln/grader/build.h"
+#include "kiln/grader/course.h"
+#include "kiln/grader/report.h"
+#include "kiln/grader/runner.h"
+#include "kiln/grader/speed.h"
+#include "kiln/grader/workspace.h"
+
+namespace kiln::grader {
+
+// How a variant's sources become its test programs: the local CMake/Ninja build, a build done
+// already (verify builds every variant in one Ninja run), or grade's sandboxed recipe.
+class Builder {
+ public:
+  virtual ~Builder() = default;
+  virtual BuildResult build() = 0;
+};
+
+// The local build: `wanted` within `build_dir`, which knows `all_targets`. Holds the lock on the
+// build directory from build() until the builder is gone, so that the programs it built are not
+// rebuilt under a run.
+class LocalBuilder : public Builder {
+ public:
+  LocalBuilder(const Workspace& ws, fs::path build_dir, std::vector<TestTarget> all_targets, TestTarget wanted,
+               bool device_builds_need_a_device);
+  BuildResult build() override;
+
+ private:
+  const Workspace& ws_;
+  fs::path dir_;
+  std::vector<TestTarget> all_;
+  TestTarget wanted_;
+  bool need_device_;
+  std::shared_ptr<void> lock_;
+};
+
+class PrebuiltBuilder : public Builder {
+ public:
+  explicit PrebuiltBuilder(const BuildResult& built) : built_(built) {}
+  BuildResult build() override { return built_; }
+
+ private:
+  const BuildResult& built_;
+};
+
+// The speed timing of the speed-graded checks that passed: the student's program beside the
+// reference's, in the same run (speed.h).
+class SpeedTiming {
+ public:
+  virtual ~SpeedTiming() = default;
+  // Gets the programs ready. False when there are none: `why_not` says why (a failed optimised
+  // build fails the checks), or is empty when there is no reference to time against here (a
+  // student's release), which skips them.
+  virtual bool prepare(std::string& why_not) = 0;
+  virtual SpeedResult time(const Check& check, const std::string& context) = 0;
+};
+
+// check and verify: `target`'s program and the reference's, built optimised in .grader/build/speed.
+class LocalSpeedTiming : public SpeedTiming {
+ public:
+  LocalSpeedTiming(const Workspace& ws, const Module& module, TestTarget target, bool say_so = false);
+  bool prepare(std::string& why_not) override;
+  SpeedResult time(const Check& check, const std::string& context) override;
+
+ private:
+  const Workspace& ws_;
+  const Module& module_;
+  TestTarget target_;
+  bool say_so_;
+  std::optional<SpeedPrograms> programs_;
+};
+
+struct PipelineOptions {
+  std::vector<std::string> only_checks;  // check ids; empty = all
+  RunOptions run;
+  // When set, the observations are judged by this build (the untouched stubs and trusted code,
+  // kiln/observe.h), and the judge's verdicts are the verdicts. `judge_file` is where the
+  // observations wait for it.
+  const BuildResult* judge = nullptr;
+  fs::path judge_file;
+  // The checks that passed or crashed run again on the sanitized twin: a memory error fails a
+  // check whose values were right, and a crash is described by the sanitizers' first report.
+  bool sanitize = false;
+  // The checks run on the sanitized twin only (grade, and verify's memory mutants).
+  bool sanitized_only = false;
+  // Times the speed-graded checks that passed; none: they keep their verdict.
+  SpeedTiming* speed = nullptr;
+};
+
+// The plain verdicts of one run of the pipeline: everything the Report is made from.
+struct Verdicts {
+  const Module* module = nullptr;
+  std::vector<const Check*> checks;
+  BuildResult build;
+  std::optional<RunResult> run;         // the final verdicts; none when the build failed
+  std::optional<RunResult> in_process;  // the observed program's own verdicts, when judged
+  std::vector<std::string> notes;       // shown first: prerequisites that fail, staging notes
+  fs::path work;                        // a folder whose paths read as the course's (grade's work folder)
+  std::size_t bound = 0;                // when set, every text a submission influences is cut to this
+};
+
+// The module's checks to run (all, or the ones named), in module.yaml's order. Throws CourseError
+// for an unknown id, naming the module's checks.
+std::vector<const Check*> chosen_checks(const Module& m, const std::vector<std::string>& only);
+
+// The student files of a target and of its prerequisites in the same variant: where a crash is the
+// student's own.
+std::vector<fs::path> student_files_of(const Course& course, const TestTarget& target);
+
+// Build → observe → judge → sanitizer rerun → speed timing.
+Verdicts run_pipeline(const Module& module, Builder& builder, const PipelineOptions& options);
+
+// The steps after the build, for a caller that builds many variants at once (verify).
+Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options);
+void time_speed_checks(Verdicts& verdicts, SpeedTiming* timing);
+
+// The speed verdicts of the speed-graded checks that passed, given how each is timed: `timer` is
+// called for each such check; without a timer they are skipped (no reference here) or fail for
+// `unavailable`. Checks that judged different contexts (kiln::testing::note_context) earn no speed
+// points. Exposed for the tests.
+void apply_speed(RunResult& run, const std::vector<const Check*>& checks,
+                 const std::function<SpeedResult(const Check&, const std::string&)>* timer,
+                 const std::string& unavailable);
+
+// The Report, made once from the verdicts.
+Report report_of(const Course& course, const Verdicts& verdicts, const std::string& variant);
+
+// ---- The three drivers ----
+
+// grader check: the student's files (or the reference solution), observed and judged in one
+// process, then under the sanitizers; the speed-graded checks timed beside the reference where
+// the course has it. Prerequisites whose checks fail are named first. Records progress.
+struct CheckOptions {
+  std::string module;
+  bool solution = false;
+  std::vector<std::string> checks;  // only these; empty = all
+  bool verbose = false;
+};
+Report check_module(const Workspace& ws, const CheckOptions& options);
+
+// grader verify: prints the proof module by module; returns the number of problems found.
+struct VerifyOptions {
+  std::vector<std::string> modules;  // empty = all
+  std::uint64_t seed = 0x6b696c6e;   // the checks' inputs (the same as `grader check`'s by default)
+};
+int verify_course(const Workspace& ws, const VerifyOptions& options);
+
+// grader grade: submissions, sandboxed (submission.h stages them), each module's trusted builds
+// made once, submissions graded -j at a time.
+struct GradeOptions {
+  std::string submission;            // one submission folder
+  std::string batch;                 // or a folder of submission folders
+  std::vector<std::string> modules;  // empty with all = every module
+  bool all = false;
+  int jobs = 1;
+  bool no_sandbox = false;
+  double compile_timeout_s = 120;  // per submission, for all its compiles
+};
+struct Submission {
+  std::string name;  // folder name, made safe for paths and target names
+  fs::path path;
+  std::string refused;  // why nothing of it is read (a folder that is a symbolic link)
+};
+// Where the time went, summed over all submissions.
+struct GradePhases {
+  double stage = 0, compile = 0, checks = 0, speed = 0, end = 0;  // checks: observed and judged
+  GradePhases& operator+=(const GradePhases& o);
+};
+struct GradeResults {
+  std::vector<const Module*> modules;
+  std::vector<Submission> submissions;
+  std::vector<std::vector<Report>> reports;  // per submission, per module
+  double seconds = 0;
+  GradePhases phases;
+};
+GradeResults grade_submissions(const Workspace& ws, const GradeOptions& options);
+// The batch's gradebook: a row per submission, a column per check.
+std::string render_gradebook(const GradeResults& results);
+
+}  // namespace kiln::grader

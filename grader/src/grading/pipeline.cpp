@@ -1,0 +1,204 @@
+// The grading pipeline: build → observe → judge → sanitizer rerun → speed timing → verdicts → Report.
+#include "kiln/grader/grading.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/cuda.h"
+#include "kiln/grader/judge.h"
+
+namespace kiln::grader {
+
+std::vector<const Check*> chosen_checks(const Module& m, const std::vector<std::string>& only) {
+  for (const auto& id : only) {
+    if (!m.check(id)) {
+      std::string known;
+      for (const auto& c : m.checks) known += " " + c.id;
+      throw CourseError(fmt::format("module {} has no check '{}'. Its checks are:{}", m.number_text(), id, known));
+    }
+  }
+  std::vector<const Check*> checks;
+  for (const auto& c : m.checks)
+    if (only.empty() || std::find(only.begin(), only.end(), c.id) != only.end()) checks.push_back(&c);
+  return checks;
+}
+
+std::vector<fs::path> student_files_of(const Course& course, const TestTarget& target) {
+  std::vector<fs::path> files;
+  for (const auto& f : target.module->student_files) files.push_back(target.own.root / f);
+  if (target.base_name == target.own.name)
+    for (const Module* dep : course.prerequisites(*target.module))
+      for (const auto& f : dep->student_files) files.push_back(target.base_root / dep->name() / f);
+  return files;
+}
+
+LocalBuilder::LocalBuilder(const Workspace& ws, fs::path build_dir, std::vector<TestTarget> all_targets,
+                           TestTarget wanted, bool device_builds_need_a_device)
+    : ws_(ws), dir_(std::move(build_dir)), all_(std::move(all_targets)), wanted_(std::move(wanted)),
+      need_device_(device_builds_need_a_device) {}
+
+BuildResult LocalBuilder::build() {
+  lock_ = lock_build_dir(dir_);
+  CourseBuild build(ws_.course, dir_, ws_.kiln_home);
+  if (need_device_ && cuda_device_nodes().empty()) build.set_device_builds(false);
+  return build.build(all_, wanted_);
+}
+
+namespace {
+
+// The checks that passed or crashed, again on the sanitized twin; what the sanitizers report
+// replaces their result.
+void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>& checks, RunResult& run,
+                       const RunOptions& options) {
+  std::vector<const Check*> again;
+  std::vector<std::size_t> at;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    if (checks[i]->device) continue;
+    const Status s = run.checks[i].status;
+    if (s == Status::passed || s == Status::crashed) {
+      again.push_back(checks[i]);
+      at.push_back(i);
+    }
+  }
+  if (again.empty() || built.sanitized_binary.empty()) return;
+  RunOptions sanitized = options;
+  sanitized.sanitized = true;
+  const RunResult second = run_checks(built.sanitized_binary, again, sanitized);
+  run.commands.insert(run.commands.end(), second.commands.begin(), second.commands.end());
+  for (std::size_t k = 0; k < again.size(); ++k) {
+    const CheckResult& s = second.checks[k];
+    if (s.status != Status::memory_error && s.status != Status::crashed) continue;
+    CheckResult& r = run.checks[at[k]];
+    if (r.status == Status::crashed) {
+      r.reason = s.reason;  // the same crash, described by the sanitizers
+    } else {
+      r.status = s.status;
+      r.reason = "the values are right, but the program " + s.reason;
+      r.failures.clear();
+    }
+  }
+}
+
+}  // namespace
+
+Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options) {
+  Verdicts v;
+  v.module = &module;
+  v.checks = chosen_checks(module, options.only_checks);
+  v.build = std::move(built);
+  if (!v.build.ok) return v;
+  BuildResult as_run = v.build;
+  RunOptions run_options = options.run;
+  if (options.sanitized_only) {
+    if (v.build.sanitized_binary.empty()) {
+      v.build.ok = false;
+      v.build.error = Diagnostic{.message = "the sanitized test program was not built"};
+      return v;
+    }
+    as_run.binary = v.build.sanitized_binary;
+    run_options.sanitized = true;
+  }
+  RunResult run = run_built_checks(as_run, v.checks, run_options);  // observe
+  if (options.judge) {
+    v.in_process = run;
+    RunOptions trusted;  // the judge is trusted code: ordinary limits, outside any sandbox or cgroup
+    trusted.limits = default_limits();
+    trusted.env = run_options.env;
+    trusted.verbose = run_options.verbose;
+    run = judge_built_checks(*options.judge, run, v.checks, trusted, options.judge_file);  // judge
+  }
+  if (options.sanitize && !options.sanitized_only) confirm_sanitized(v.build, v.checks, run, run_options);
+  v.run = std::move(run);
+  return v;
+}
+
+Verdicts run_pipeline(const Module& module, Builder& builder, const PipelineOptions& options) {
+  Verdicts v = observe_and_judge(module, builder.build(), options);
+  time_speed_checks(v, options.speed);
+  return v;
+}
+
+void apply_speed(RunResult& run, const std::vector<const Check*>& checks,
+                 const std::function<SpeedResult(const Check&, const std::string&)>* timer,
+                 const std::string& unavailable) {
+  // The checks that judged a context (kiln::testing::note_context) must all have judged the same
+  // one: a program that shows one model to one check and another to the speed check earns no
+  // speed points.
+  std::string first_context, first_check, other_check;
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const std::string& context = run.checks[i].speed_context;
+    if (context.empty()) continue;
+    if (first_context.empty()) first_context = context, first_check = checks[i]->id;
+    else if (context != first_context && other_check.empty()) other_check = checks[i]->id;
+  }
+  // A failed speed check, with its first catalogued failure where it has one.
+  auto fail = [](CheckResult& r, const Check& check, const std::string& which, const std::string& problem,
+                 const std::string& plain) {
+    r.status = Status::failed;
+    r.failures.clear();
+    if (check.failures.empty()) r.failures.push_back(ReportedFailure{.raw = plain});
+    else r.failures.push_back(ReportedFailure{.id = check.failures.front().id, .params = {{"which", which}, {"problem", problem}}});
+  };
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    const Check& check = *checks[i];
+    CheckResult& r = run.checks[i];
+    if (!check.speed || r.status != Status::passed) continue;
+    if (!other_check.empty() && !r.speed_context.empty()) {
+      const std::string problem = fmt::format("the checks {} and {} were given different contexts (the model's "
+                                              "bytes): what is timed must be what the other checks judged",
+                                              first_check, other_check);
+      fail(r, check, "across checks", problem, problem);
+    } else if (!timer && !unavailable.empty()) {
+      r.status = Status::failed;
+      r.failures = {ReportedFailure{.raw = "it could not be timed: " + unavailable}};
+    } else if (!timer) {
+      r.status = Status::skipped;
+      r.reason = "right on every input; its speed is timed beside the reference's by `grader grade`, where the "
+                 "reference solution is";
+    } else {
+      const SpeedResult s = (*timer)(check, r.speed_context);
+      if (s.measured) {
+        const int points = static_cast<int>(std::lround(check.points * s.fraction));
+        r.speed = SpeedScore{
+            .fraction = s.fraction,
+            .ratio = s.ratio,
+            .text = fmt::format("{:.2f}× the reference's time ({} against {} a call, median of {} rounds): {} of {} "
+                                "points (all at {:g}× or less, none at {:g}× or more)",
+                                s.ratio, format_duration(s.student_ms), format_duration(s.reference_ms), s.rounds,
+                                points, check.points, check.speed->full_at, check.speed->zero_at)};
+      } else if (s.wrong) {
+        fail(r, check, "in a timed run", s.problem, "a timed run did not count: " + s.problem);
+      } else {
+        r.status = Status::skipped;
+        r.reason = "its speed could not be measured: " + s.problem;
+      }
+    }
+  }
+}
+
+void time_speed_checks(Verdicts& v, SpeedTiming* timing) {
+  if (!v.run) return;
+  bool any = false;
+  for (std::size_t i = 0; i < v.checks.size(); ++i)
+    any = any || (v.checks[i]->speed && v.run->checks[i].status == Status::passed);
+  if (!any) return;
+  std::string why_not;
+  if (!timing || !timing->prepare(why_not)) {
+    apply_speed(*v.run, v.checks, nullptr, why_not);
+    return;
+  }
+  const std::function<SpeedResult(const Check&, const std::string&)> timer =
+      [timing](const Check& check, const std::string& context) { return timing->time(check, context); };
+  apply_speed(*v.run, v.checks, &timer, "");
+}
+
+Report report_of(const Course& course, const Verdicts& v, const std::string& variant) {
+  Report report = make_report(course, *v.module, v.checks, v.build, v.run ? &*v.run : nullptr, variant, v.work);
+  report.notes = v.notes;
+  if (v.bound) bound_report(report, v.bound);
+  return report;
+}
+
+}  // namespace kiln::grader

@@ -1,0 +1,115 @@
+// The grading pipeline's last steps: speed verdicts become part of the verdicts before the report
+// is made, so that everything the report says (status, points, summary, next step) agrees.
+#include <cmath>
+
+#include <gtest/gtest.h>
+
+#include "kiln/grader/grading.h"
+
+namespace kiln::grader {
+namespace {
+
+struct SpeedModule {
+  Course course;
+  Module module;
+  SpeedModule() {
+    course.root = "/course";
+    module.number = 17;
+    module.slug = "acceleration";
+    module.title = "Acceleration";
+    Check plain{.id = "tiled_matmul", .test = "Acceleration.TiledMatmul", .points = 2};
+    Check timed{.id = "tiled_matmul_speed", .test = "Acceleration.TiledMatmulSpeed", .points = 3};
+    timed.speed = Speed{};
+    timed.failures = {Failure{.id = "speed_wrong", .message = "tiled_matmul {which}: {problem}", .hint = "keep nothing"}};
+    module.checks = {plain, timed};
+  }
+  // Both checks passed their checked run.
+  Verdicts passed() const {
+    Verdicts v;
+    v.module = &module;
+    v.checks = {&module.checks[0], &module.checks[1]};
+    v.build.ok = true;
+    v.run = RunResult{};
+    for (const Check* c : v.checks) v.run->checks.push_back(CheckResult{.check = c, .status = Status::passed});
+    return v;
+  }
+};
+
+class FixedTiming : public SpeedTiming {
+ public:
+  explicit FixedTiming(SpeedResult result) : result_(std::move(result)) {}
+  bool prepare(std::string&) override { return true; }
+  SpeedResult time(const Check&, const std::string&) override { return result_; }
+
+ private:
+  SpeedResult result_;
+};
+
+TEST(PipelineSpeed, AFailedTimedRunFailsTheCheckAndTheNextStepSaysSo) {
+  const SpeedModule s;
+  Verdicts v = s.passed();
+  FixedTiming timing(SpeedResult{.problem = "result 2 differs from the reference's", .wrong = true});
+  time_speed_checks(v, &timing);
+  const Report r = report_of(s.course, v, "student");
+  const CheckReport& c = r.checks[1];
+  EXPECT_EQ(c.status, Status::failed);
+  EXPECT_EQ(c.points, 0);
+  EXPECT_EQ(c.summary, "tiled_matmul in a timed run: result 2 differs from the reference's");
+  EXPECT_EQ(c.failure_ids, std::vector<std::string>{"speed_wrong"});
+  EXPECT_EQ(r.score, 2);
+  EXPECT_FALSE(r.all_passed());
+  // The next step names the failed check, never "all checks pass".
+  EXPECT_EQ(r.next_step.find("all checks pass"), std::string::npos) << r.next_step;
+  EXPECT_NE(r.next_step.find("tiled_matmul_speed"), std::string::npos) << r.next_step;
+  EXPECT_NE(render_text(r, {}).find("2/5 points · 1 of 2 checks pass"), std::string::npos) << render_text(r, {});
+}
+
+TEST(PipelineSpeed, AMeasuredRatioEarnsItsShareOfThePoints) {
+  const SpeedModule s;
+  Verdicts v = s.passed();
+  FixedTiming timing(SpeedResult{.measured = true, .student_ms = 3, .reference_ms = 1, .ratio = 3,
+                                 .fraction = speed_fraction(Speed{}, 3), .rounds = 5});
+  time_speed_checks(v, &timing);
+  const Report r = report_of(s.course, v, "student");
+  const int expected = static_cast<int>(std::lround(3 * speed_fraction(Speed{}, 3)));
+  EXPECT_EQ(r.checks[1].status, Status::passed);
+  EXPECT_EQ(r.checks[1].points, expected);
+  EXPECT_EQ(r.score, 2 + expected);
+  EXPECT_DOUBLE_EQ(r.checks[1].speed_ratio, 3);
+  EXPECT_NE(r.checks[1].speed.find("3.00× the reference's time"), std::string::npos) << r.checks[1].speed;
+}
+
+TEST(PipelineSpeed, WithoutAReferenceTheSpeedCheckIsSkippedAndSaysWhere) {
+  const SpeedModule s;
+  Verdicts v = s.passed();
+  time_speed_checks(v, nullptr);
+  const Report r = report_of(s.course, v, "student");
+  EXPECT_EQ(r.checks[1].status, Status::skipped);
+  EXPECT_EQ(r.checks[1].points, 0);
+  EXPECT_NE(r.checks[1].summary.find("grader grade"), std::string::npos);
+}
+
+TEST(PipelineSpeed, ChecksThatJudgedDifferentContextsEarnNoSpeedPoints) {
+  const SpeedModule s;
+  Verdicts v = s.passed();
+  v.run->checks[0].speed_context = "aaaa";
+  v.run->checks[1].speed_context = "bbbb";
+  FixedTiming timing(SpeedResult{.measured = true, .ratio = 1, .fraction = 1});
+  time_speed_checks(v, &timing);
+  const Report r = report_of(s.course, v, "student");
+  EXPECT_EQ(r.checks[1].status, Status::failed);
+  EXPECT_NE(r.checks[1].summary.find("different contexts"), std::string::npos) << r.checks[1].summary;
+}
+
+TEST(PipelineChecks, AnUnknownCheckIsNamedWithTheModulesChecks) {
+  const SpeedModule s;
+  try {
+    chosen_checks(s.module, {"tiled"});
+    FAIL() << "no error";
+  } catch (const CourseError& e) {
+    EXPECT_NE(std::string(e.what()).find("tiled_matmul tiled_matmul_speed"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace kiln::grader
