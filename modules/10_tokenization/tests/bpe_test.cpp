@@ -60,10 +60,10 @@ bool expect_training(const char* file, int line, const std::string& what, const 
          (*got)[first_difference] == expected[first_difference]) {
     ++first_difference;
   }
+  const auto merges = [](std::size_t n) { return fmt::format("{} merge{}", n, n == 1 ? "" : "s"); };
   testing::report_failure(file, line, failure_id, params,
-                          fmt::format("{} learned {} merges {}, expected {} merges {}; they first differ at merge {} "
-                                      "(id {})",
-                                      got.call(), got->size(), pairs_shown(*got), expected.size(),
+                          fmt::format("{} learned {} {}, expected {} {}; they first differ at merge {} (id {})",
+                                      got.call(), merges(got->size()), pairs_shown(*got), merges(expected.size()),
                                       pairs_shown(expected), first_difference, 256 + first_difference));
   return false;
 }
