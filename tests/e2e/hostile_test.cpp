@@ -2,8 +2,10 @@
 // one attack in add(); the other four functions are right, so every other check must still score.
 // The grader must survive all of them, and nothing outside its scratch folder may change.
 #include <arpa/inet.h>
+#include <linux/keyctl.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -92,6 +94,8 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
   const auto before = snapshot(root / "course");
   const auto submissions_before = snapshot(root / "submissions");
   fs::remove("/tmp/kiln-hostile-was-here");
+  // A key in the grader's session keyring, which the sandbox inherits: no submission may read it.
+  const long key = syscall(SYS_add_key, "user", "kiln-hostile-key", "s3cr3t-k3y-text", 15, KEY_SPEC_SESSION_KEYRING);
 
   Listener listener(47123);
   ASSERT_TRUE(listener.listening()) << "the test needs loopback port 47123";
@@ -129,7 +133,8 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
           << id << ": expected " << want.dump() << ", got " << check.dump();
     }
   }
-  EXPECT_GE(cases, 29);
+  EXPECT_GE(cases, 31);
+  if (key >= 0) syscall(SYS_keyctl, KEYCTL_INVALIDATE, key);
   // A submission is over when its grading is: no process of the sandbox users outlives it, and
   // nothing of the submissions stays staged.
   if (geteuid() == 0) {
@@ -140,7 +145,8 @@ TEST(Hostile, EverySubmissionIsGradedAsItShouldBeAndNothingEscapes) {
       // A zombie runs nothing and holds nothing: whoever inherited it reaps it in its own time.
       if (status.find("\nState:\tZ") != std::string::npos || status.find("\nState:\tX") != std::string::npos) continue;
       const int uid = std::atoi(status.c_str() + at + 6);
-      EXPECT_FALSE(uid >= 61000 && uid < 61064) << "a process of the sandbox user " << uid << " is still alive";
+      EXPECT_FALSE(uid >= kSandboxUid && uid < kSandboxUid + kSandboxUids)
+          << "a process of the sandbox user " << uid << " is still alive";
     }
   }
   const fs::path staged = root / "course" / ".grader" / "grade";

@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <optional>
 #include <set>
 #include <sstream>
 
@@ -9,6 +10,7 @@
 #include "kiln/grader/build.h"
 #include "kiln/grader/process.h"
 #include "kiln/grader/runner.h"
+#include "kiln/grader/sandbox.h"
 
 namespace kiln::grader {
 namespace {
@@ -190,6 +192,28 @@ TEST(RunProcess, DeliversEventLinesAsTheyArrive) {
   spec.on_event = [&](std::string_view line) { events.emplace_back(line); };
   run_process(spec);
   EXPECT_EQ(events, (std::vector<std::string>{"one", "two"}));
+}
+
+TEST(RunProcess, ALongEventLineCostsLinearTimeAndLinesSplitAcrossReadsArriveWhole) {
+  // 48 MiB on one line, then two short lines, read 64 KiB at a time.
+  std::vector<std::size_t> sizes;
+  ProcessSpec spec{.argv = {"sh", "-c", "head -c 50331648 /dev/zero | tr '\\0' x >&3; printf '\\nab\\ncd\\n' >&3"},
+                   .event_fd = 3, .event_line_cap = std::size_t(64) << 20};
+  spec.on_event = [&](std::string_view line) { sizes.push_back(line.size()); };
+  run_process(spec);
+  EXPECT_EQ(sizes, (std::vector<std::size_t>{50331648, 2, 2}));
+}
+
+TEST(SandboxUsers, TwoGradersOnOneMachineNeverShareAUser) {
+  std::optional<SandboxUser> first(std::in_place);
+  const SandboxUser second;
+  EXPECT_NE(first->uid(), second.uid());
+  EXPECT_GE(second.uid(), kSandboxUid);
+  EXPECT_LT(second.uid(), kSandboxUid + kSandboxUids);
+  const int freed = first->uid();
+  first.reset();
+  const SandboxUser third;
+  EXPECT_EQ(third.uid(), freed) << "a user is free again once its grader lets go of it";
 }
 
 }  // namespace

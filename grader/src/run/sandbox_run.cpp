@@ -6,6 +6,11 @@
 //
 // PROGRAM never holds STATUS_FD, and this process is not dumpable, so PROGRAM can neither write to
 // the descriptor nor reach it through /proc.
+//
+// PROGRAM runs under a seccomp filter that refuses the kernel's key management (keyctl, add_key,
+// request_key) with EPERM: the namespaces bubblewrap makes do not separate keyrings, so without it
+// a submission could read the grader's session keyring, or leave a key for the next submission in
+// its sandbox user's keyring.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -17,6 +22,25 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
+
+#include <seccomp.h>
+
+namespace {
+
+// The filter PROGRAM runs under: everything allowed but the key management calls.
+bool refuse_keyrings() {
+  scmp_filter_ctx filter = seccomp_init(SCMP_ACT_ALLOW);
+  if (!filter) return false;
+  bool ok = true;
+  for (int call : {SCMP_SYS(keyctl), SCMP_SYS(add_key), SCMP_SYS(request_key)})
+    ok = ok && seccomp_rule_add(filter, SCMP_ACT_ERRNO(EPERM), call, 0) == 0;
+  ok = ok && seccomp_load(filter) == 0;
+  seccomp_release(filter);
+  return ok;
+}
+
+}  // namespace
 
 int main(int argc, char** argv) {
   if (argc < 3) {
@@ -35,6 +59,10 @@ int main(int argc, char** argv) {
     return 126;
   }
   if (child == 0) {
+    if (!refuse_keyrings()) {
+      std::fprintf(stderr, "kiln-sandbox-run: cannot install the seccomp filter\n");
+      _exit(126);
+    }
     execv(argv[2], argv + 2);
     std::fprintf(stderr, "kiln-sandbox-run: cannot run %s: %s\n", argv[2], std::strerror(errno));
     _exit(127);
