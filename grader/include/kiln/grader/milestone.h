@@ -19,11 +19,22 @@
 
 namespace kiln::grader {
 
-// Where a data set's files are (installed by the course's packages), and how its labels are read.
+// How the grader reads a data set's labels (datasets.yaml's `format`).
+enum class LabelFormat {
+  none,        // no data set: the milestone lists its labels
+  idx,         // test_labels is an IDX label file, gzip allowed (Fashion-MNIST)
+  digits_csv,  // "digits-csv": the last column of every fifth line of a gzipped CSV (scikit-learn's digits)
+  text,        // the characters of every tenth fortune of the corpus (read_fortunes_held_out)
+};
+
+// Where a data set's files are (installed by a Debian package), and how its labels are read: an
+// entry of milestones/datasets.yaml.
 struct DataSource {
   std::string name;             // "fashion-mnist", "digits", "fortunes", "none"
+  std::string package;          // the Debian package that installs it (bin/packages.txt)
   fs::path dir;                 // handed to the trainer as --data
-  fs::path test_labels;         // the labels the logits are judged against (IDX, gzip allowed)
+  fs::path test_labels;         // the labels the logits are judged against, in dir (idx, digits-csv)
+  LabelFormat format = LabelFormat::none;
   std::vector<std::string> corpus;  // a text's files, in dir, in order (fortunes)
 };
 
@@ -80,8 +91,11 @@ struct Milestone {
   fs::path dir;
 };
 
+// The course's milestones, in order, with the data sets of milestones/datasets.yaml; a malformed
+// file is a CourseError that names it, the line and the field.
 std::vector<Milestone> load_milestones(const Course& course);
-DataSource data_source(const std::string& name);
+// The data sets a datasets.yaml describes, in its order (none when the file does not exist).
+std::vector<DataSource> load_data_sources(const fs::path& yaml);
 
 struct MilestoneCommand {
   std::vector<std::string> names;  // empty: every milestone whose module exists
