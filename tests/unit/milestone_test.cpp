@@ -49,6 +49,61 @@ TEST(FortunesHeldOut, TextThatIsNotUtf8IsAnErrorNamingTheFile) {
   EXPECT_THROW(read_fortunes_held_out(scratch.dir, {"bad"}), CourseError);
 }
 
+// A malformed datasets.yaml is refused with its file, the line and the field named.
+TEST(DataSets, AMalformedFileIsRefusedNamingTheFileTheLineAndTheField) {
+  Scratch scratch("datasets");
+  const fs::path file = scratch.dir / "datasets.yaml";
+  struct Case {
+    std::string yaml, line, said;
+  };
+  const Case cases[] = {
+      {"- name: digits\n  package: python3-sklearn\n  format: digits-csv\n  test_labels: d.csv.gz\n", ":1:", "needs 'dir'"},
+      {"- name: digits\n  package: p\n  dir: /d\n  format: csv\n  test_labels: d.csv.gz\n", ":4:", "'format' is 'csv'"},
+      {"- name: fortunes\n  package: fortunes\n  dir: /f\n  format: text\n", ":1:", "needs 'corpus'"},
+      {"- name: digits\n  package: p\n  dir: data\n  format: idx\n  test_labels: l\n", ":3:", "'dir' should be an absolute path"},
+      {"- name: digits\n  package: p\n  dir: /d\n  format: idx\n  labels: l\n", ":5:", "unknown field 'labels'"},
+      {"- name: a\n  package: p\n  dir: /d\n  format: idx\n  test_labels: l\n- name: a\n  package: p\n  dir: /d\n  "
+       "format: idx\n  test_labels: l\n",
+       ":6:", "'a' is described twice"},
+      {"name: digits\n", ":1:", "should be a list of data sets"},
+  };
+  for (const Case& c : cases) {
+    write(file, c.yaml);
+    try {
+      load_data_sources(file);
+      ADD_FAILURE() << "accepted:\n" << c.yaml;
+    } catch (const CourseError& e) {
+      const std::string error = e.what();
+      EXPECT_NE(error.find(file.string() + c.line), std::string::npos) << error;
+      EXPECT_NE(error.find(c.said), std::string::npos) << error;
+    }
+  }
+}
+
+// The course's data sets: each installed by a package of bin/packages.txt, with its labels in dir;
+// the text's corpus is the files the trainers read (corpus_files() in milestones/support/text.h), in
+// the same order, so that the grader holds out the fortunes the trainers hold out.
+TEST(DataSets, TheCoursesAgreeWithItsPackagesAndTheTrainersCorpus) {
+  const fs::path home = fs::path(KILN_TEST_DATA).parent_path();
+  const std::vector<DataSource> sets = load_data_sources(home / "milestones" / "datasets.yaml");
+  ASSERT_FALSE(sets.empty());
+  const std::string packages = read_file(home / "bin" / "packages.txt");
+  const std::string text_h = read_file(home / "milestones" / "support" / "text.h");
+  std::vector<std::string> trainers;  // the quoted names of corpus_files()'s list
+  const std::size_t begin = text_h.find("files = {"), end = text_h.find("};", begin);
+  ASSERT_NE(begin, std::string::npos) << "text.h no longer lists its files as `files = {...}`";
+  for (std::size_t at = text_h.find('"', begin); at < end; at = text_h.find('"', at + 1)) {
+    const std::size_t close = text_h.find('"', at + 1);
+    trainers.push_back(text_h.substr(at + 1, close - at - 1));
+    at = close;
+  }
+  for (const DataSource& d : sets) {
+    EXPECT_NE(packages.find("\n" + d.package + "\n"), std::string::npos) << d.name << ": " << d.package;
+    if (d.format == LabelFormat::text) EXPECT_EQ(d.corpus, trainers) << d.name;
+    else EXPECT_EQ(d.test_labels.parent_path(), d.dir) << d.name;
+  }
+}
+
 TEST(MilestoneJudging, AccuracyAndLossOfHandWorkedLogits) {
   // Two rows of two classes: the first right with equal logits (ties go to class 0), the second
   // wrong. Loss: log 2, then log(1 + e^2) - 0.
