@@ -89,6 +89,13 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
   v.checks = chosen_checks(module, options.only_checks);
   v.build = std::move(built);
   if (!v.build.ok) return v;
+  if (options.refuse_tampering) {
+    if (auto refused = sanitizer_tampering(v.build.binary, options.run.student_files)) {
+      v.build.ok = false;
+      v.build.error = std::move(refused);
+      return v;
+    }
+  }
   BuildResult as_run = v.build;
   RunOptions run_options = options.run;
   if (options.sanitized_only) {
@@ -116,7 +123,7 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
 
 Verdicts run_pipeline(const Module& module, Builder& builder, const PipelineOptions& options) {
   Verdicts v = observe_and_judge(module, builder.build(), options);
-  time_speed_checks(v, options.speed);
+  if (options.speed) time_speed_checks(v, options.speed);
   return v;
 }
 

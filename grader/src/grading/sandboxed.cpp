@@ -154,6 +154,42 @@ BuildResult SandboxedBuilder::build() {
     built.error = first_error(host.log, compile_.student_files);
     if (!built.error) built.error = Diagnostic{.message = "the build failed"};
   }
+  // Each student file once more through the preprocessor alone, in the sandbox: what the compiler
+  // saw of it, macros expanded, must not switch the sanitizers off.
+  if (built.ok) {
+    std::vector<std::string> preprocess;
+    std::vector<std::pair<fs::path, fs::path>> outputs;  // student file, its preprocessed text
+    for (const auto& c : cooked.host) {
+      const std::size_t at = c.find(" -c ");
+      const std::size_t o = c.find(" -o ");
+      if (at == std::string::npos || o == std::string::npos) continue;
+      const std::size_t begin = at + 4;
+      const fs::path source = c.substr(begin, c.find(' ', begin) - begin);
+      const std::size_t obj_begin = o + 4;
+      const std::string object = c.substr(obj_begin, c.find(' ', obj_begin) - obj_begin);
+      std::string command = c;  // the later of the two edits first, so that the other's place holds
+      if (obj_begin > at) {
+        command.replace(obj_begin, object.size(), object + ".ii");
+        command.replace(at, 4, " -E ");
+      } else {
+        command.replace(at, 4, " -E ");
+        command.replace(obj_begin, object.size(), object + ".ii");
+      }
+      preprocess.push_back(command);
+      outputs.emplace_back(source, object + ".ii");
+    }
+    const Compiled pre = run_commands(preprocess, launcher, recipe_.build_dir, compile_.limits, compile_.budget_s);
+    end_sandbox_user(uid);
+    for (const auto& [source, text] : outputs) {
+      const fs::path file = text.is_absolute() ? text : recipe_.build_dir / text;
+      const std::string where = pre.ok ? unsanitized_preprocessed(read_file(file), source) : "";
+      if (!where.empty()) {
+        built.ok = false;
+        built.error = refusal(where);
+        return built;
+      }
+    }
+  }
   if (built.ok && device_) {
     const Compiled dev = run_commands(cooked.device, launcher, recipe_.build_dir, compile_.limits, compile_.budget_s);
     end_sandbox_user(uid);

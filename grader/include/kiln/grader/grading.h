@@ -100,8 +100,10 @@ struct PipelineOptions {
   bool sanitize = false;
   // The checks run on the sanitized twin only (grade, and verify's memory mutants).
   bool sanitized_only = false;
-  // Times the speed-graded checks that passed; none: they keep their verdict.
+  // Times the speed-graded checks that passed; none: they keep the verdict of their checked run.
   SpeedTiming* speed = nullptr;
+  // Refuses a program whose student code switches the sanitizers off (sanitizer_tampering).
+  bool refuse_tampering = true;
 };
 
 // The plain verdicts of one run of the pipeline: everything the Report is made from.
@@ -115,6 +117,17 @@ struct Verdicts {
   fs::path work;                        // a folder whose paths read as the course's (grade's work folder)
   std::size_t bound = 0;                // when set, every text a submission influences is cut to this
 };
+
+// Why a built program is refused before any check runs: a student file that asks the compiler not to
+// instrument code (no_sanitize attributes, optimize pragmas: any mention of the sanitizers outside a
+// comment), or a program that defines a sanitizer's hook (__asan_default_options, ...) or calls
+// one of their switches (__sanitizer_set_death_callback, ...) or dlsym. std::nullopt when none.
+std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files);
+
+// The same for a student file's text after the preprocessor (its macros expanded): "file:line" of
+// its first line that mentions the sanitizers, or "". And the diagnostic that refuses it.
+std::string unsanitized_preprocessed(const std::string& preprocessed, const fs::path& student_file);
+Diagnostic refusal(const std::string& where);
 
 // The module's checks to run (all, or the ones named), in module.yaml's order. Throws CourseError
 // for an unknown id, naming the module's checks.
