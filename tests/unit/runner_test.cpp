@@ -7,7 +7,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fmt/format.h>
+
 #include "kiln/grader/build.h"
+#include "kiln/grader/diagnose.h"
 #include "kiln/grader/process.h"
 #include "kiln/grader/runner.h"
 #include "kiln/grader/sandbox.h"
@@ -214,6 +217,34 @@ TEST(SandboxUsers, TwoGradersOnOneMachineNeverShareAUser) {
   first.reset();
   const SandboxUser third;
   EXPECT_EQ(third.uid(), freed) << "a user is free again once its grader lets go of it";
+}
+
+}  // namespace
+}  // namespace kiln::grader
+
+namespace kiln::grader {
+namespace {
+
+TEST(SanitizerReport, NamesTheBufferWithTheRightArticleAndCount) {
+  auto report_for = [](int bytes) {
+    const std::string err = fmt::format(
+        "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x1 at pc 0x2 bp 0x3 sp 0x4\n"
+        "WRITE of size 4 at 0x1 thread T0\n"
+        "    #0 0x5 in kiln::add(int, int) /c/modules/01_probe/src/probe.cpp:9\n"
+        "0x1 is located 0 bytes to the right of {}-byte region [0x6,0x7)\n"
+        "allocated by thread T0 here:\n"
+        "    #0 0x8 in operator new[](unsigned long) ../../src/libsanitizer/asan/asan_new_delete.cpp:98\n"
+        "    #1 0x9 in kiln::add(int, int) /c/modules/01_probe/src/probe.cpp:8\n"
+        "SUMMARY: AddressSanitizer: heap-buffer-overflow\n",
+        bytes);
+    const auto r = sanitizer_report(err, {"/c/modules/01_probe/src/probe.cpp"});
+    return r ? r->text : std::string();
+  };
+  EXPECT_NE(report_for(8).find("an 8-byte buffer (2 floats)"), std::string::npos) << report_for(8);
+  EXPECT_NE(report_for(4).find("a 4-byte buffer (1 float)"), std::string::npos) << report_for(4);
+  EXPECT_NE(report_for(11).find("an 11-byte buffer"), std::string::npos) << report_for(11);
+  EXPECT_NE(report_for(40).find("a 40-byte buffer (10 floats)"), std::string::npos) << report_for(40);
+  EXPECT_NE(report_for(800).find("an 800-byte buffer"), std::string::npos) << report_for(800);
 }
 
 }  // namespace

@@ -13,6 +13,13 @@ namespace kiln::grader {
 
 namespace {
 
+// "a" or "an" before a number said aloud: an 8-byte, an 11-byte, an 18-byte, an 80-byte buffer.
+std::string article_for(long n) {
+  const std::string digits = std::to_string(n);
+  const bool eleven_or_eighteen = (digits.rfind("11", 0) == 0 || digits.rfind("18", 0) == 0) && digits.size() % 3 == 2;
+  return digits[0] == '8' || eleven_or_eighteen ? "an" : "a";
+}
+
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> out;
   std::istringstream in(text);
@@ -186,8 +193,8 @@ std::optional<SanitizerReport> sanitizer_report(const std::string& err, const st
                      ? (bytes == "0" ? "past the end of" : bytes + " bytes past the end of")
                      : side == "to the left of" ? bytes + " bytes before the start of" : "inside";
         const long size = std::stol(m[3].str());
-        buffer += fmt::format(" a {}-byte buffer", size);
-        if (size % 4 == 0 && size > 0) buffer += fmt::format(" ({} floats)", size / 4);
+        buffer += fmt::format(" {} {}-byte buffer", article_for(size), size);
+        if (size % 4 == 0 && size > 0) buffer += fmt::format(" ({} float{})", size / 4, size == 4 ? "" : "s");
       }
       if (lines[k].find("allocated by thread") != std::string::npos ||
           lines[k].find("freed by thread") != std::string::npos) {
