@@ -1,6 +1,13 @@
 #include "kiln/grader/build.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <set>
@@ -140,15 +147,91 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
   return out;
 }
 
+namespace {
+
+// Holds an exclusive lock on a file while alive: one build at a time in a folder that several
+// course builds, in this process or another, use.
+class FileLock {
+ public:
+  explicit FileLock(const fs::path& file) : fd_(::open(file.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644)) {
+    if (fd_ >= 0)
+      while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+      }
+  }
+  ~FileLock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileLock(const FileLock&) = delete;
+  FileLock& operator=(const FileLock&) = delete;
+
+ private:
+  int fd_;
+};
+
+// FNV-1a, as hex: a stable name for a set of flags.
+std::string digest(const std::string& text) {
+  std::uint64_t h = 14695981039346656037ull;
+  for (unsigned char c : text) h = (h ^ c) * 1099511628211ull;
+  return fmt::format("{:016x}", h);
+}
+
+}  // namespace
+
+fs::path CourseBuild::testing_dir() const {
+  const char* cxx = std::getenv("CXX");
+  const std::string key =
+      fmt::format("{}\n{}\n{}", fs::absolute(kiln_home_).lexically_normal().string(), cxx_flags_, cxx ? cxx : "");
+  return fs::absolute(course_.root / ".grader" / "build" / ("testing-" + digest(key).substr(0, 12)));
+}
+
+bool CourseBuild::build_testing(BuildResult& result) {
+  const fs::path dir = testing_dir();
+  fs::create_directories(dir);
+  const FileLock lock(dir / ".lock");
+  if (!fs::exists(dir / "build.ninja")) {
+    const std::vector<std::string> configure = {
+        "cmake", "-S", (kiln_home_ / "grader" / "testing").string(), "-B", dir.string(), "-G", "Ninja",
+        "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=" + cxx_flags_};
+    result.commands.push_back(shell_quote(configure));
+    const ProcessResult r = run_process({.argv = configure});
+    if (!r.ok()) {
+      result.log += r.out + r.err;
+      fs::remove(dir / "build.ninja");
+      result.error = Diagnostic{.message = "the test library's build could not be configured",
+                                .explanation = "CMake failed before compiling anything; its output is below "
+                                               "(run `grader doctor` to check the tools and libraries)."};
+      return false;
+    }
+  }
+  const std::vector<std::string> ninja = {"ninja", "-C", dir.string(), "kiln_testing", "kiln_testing_main",
+                                          "kiln_testing_pch"};
+  result.commands.push_back(shell_quote(ninja));
+  const ProcessResult r = run_process({.argv = ninja, .output_cap = 4 << 20});
+  if (r.ok()) return true;
+  result.log += r.out + r.err;
+  result.error = first_error(result.log, {});
+  if (!result.error)
+    result.error = Diagnostic{.message = "the test library failed to build",
+                              .explanation = "the grader's test library (grader/testing) did not build; its output is below."};
+  return false;
+}
+
 bool CourseBuild::prepare(const std::vector<TestTarget>& all_targets, BuildResult& result) {
   fs::create_directories(dir_);
+  // The test library first: built once for these flags, in its own folder, and shared.
+  if (!build_testing(result)) return false;
   const fs::path description = dir_ / "course.cmake";
   write_if_changed(description, cmake_description(all_targets));
-  if (fs::exists(dir_ / "build.ninja")) return true;
+  // Configured, and with this test library (a folder configured before it was shared builds its own).
+  const std::string testing = "-DKILN_TESTING_DIR=" + testing_dir().string();
+  if (fs::exists(dir_ / "build.ninja") &&
+      read_file(dir_ / "CMakeCache.txt").find("KILN_TESTING_DIR:PATH=" + testing_dir().string() + "\n") !=
+          std::string::npos)
+    return true;
   std::vector<std::string> configure = {
       "cmake", "-S", kiln_home_.string(), "-B", dir_.string(), "-G", "Ninja",
       "-DKILN_BUILD_GRADER=OFF", "-DKILN_COURSE=" + description.string(),
-      "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=" + cxx_flags_};
+      "-DCMAKE_BUILD_TYPE=Check", "-DCMAKE_CXX_FLAGS_CHECK=" + cxx_flags_, testing};
   result.commands.push_back(shell_quote(configure));
   const ProcessResult r = run_process({.argv = configure});
   result.log += r.out + r.err;

@@ -91,6 +91,9 @@ class CourseBuild {
   static std::string library_target(const Module& m, const std::string& source_set);
 
   const fs::path& dir() const { return dir_; }
+  // The build of the test library (grader/testing) that this build links: one per set of flags,
+  // under the course's .grader/build/testing-<hash>/, shared by every build directory with them.
+  fs::path testing_dir() const;
   // A program of given code linked with module libraries of this build (a milestone's trainer):
   // built by name with build_named().
   struct Program {
@@ -110,6 +113,8 @@ class CourseBuild {
  private:
   std::vector<Program> programs_;
   std::string cmake_description(const std::vector<TestTarget>& targets) const;
+  // Configures (once) and brings up to date the shared build of the test library.
+  bool build_testing(BuildResult& result);
 
   const Course& course_;
   fs::path dir_;
