@@ -239,163 +239,218 @@ std::string block_text(const std::vector<const Comment*>& lines) {
   return out;
 }
 
-// Reads every class and function of one file. A declaration's comment is, in order: a comment at
-// the end of its line; the block of `//` lines right above it; the comment of the declaration
-// right above it, when no blank line separates them (a group under one comment).
-std::vector<Entity> parse(const std::string& src) {
-  const Lexed lexed = lex(src);
-  const auto& t = lexed.tokens;
-  std::map<int, const Comment*> own_line, trailing;
-  for (const auto& c : lexed.comments) (c.own_line ? own_line : trailing)[c.line] = &c;
+// The base classes in a class head's tokens [first, last), after the `:`: "Function", "Module<float>".
+std::vector<std::string> class_bases(const std::vector<Token>& t, std::size_t first, std::size_t last) {
+  std::vector<std::string> bases;
+  std::string base;
+  int angle = 0;
+  bool in_bases = false;
+  for (std::size_t k = first; k < last; ++k) {
+    const std::string& b = t[k].text;
+    if (b == "<") ++angle;
+    if (b == ">") --angle;
+    if (!in_bases) {
+      in_bases = b == ":" && angle == 0;
+      continue;
+    }
+    if (b == "," && angle == 0) {
+      if (!base.empty()) bases.push_back(base);
+      base.clear();
+    } else if (!starts_with_any(t, k, {"public", "private", "protected", "virtual"})) {
+      base += b;
+    }
+  }
+  if (!base.empty()) bases.push_back(base);
+  return bases;
+}
 
-  auto above = [&](int line) {
-    std::vector<const Comment*> lines;
-    for (int l = line - 1; own_line.count(l); --l) lines.insert(lines.begin(), own_line.at(l));
-    return block_text(lines);
-  };
+// Whether the `{` at token `brace` belongs to a constructor's member initialiser (`x_{a}`), not a body.
+bool initialiser_brace(const std::vector<Token>& t, const Declarator& d, std::size_t brace) {
+  if (!d.found || d.close + 1 >= brace) return false;
+  bool initialiser = false;
+  for (std::size_t k = d.close + 1; k < brace; ++k) initialiser |= t[k].text == ":";
+  return initialiser && (is_identifier(t[brace - 1].text) || t[brace - 1].text == ">");
+}
 
+// Whether the body between braces `open` and `close` throws kiln::NotImplemented (or is a kernel's
+// KILN_NOT_IMPLEMENTED(), since device code cannot throw).
+bool throws_not_implemented(const std::vector<Token>& t, std::size_t open, std::size_t close) {
+  bool stub = false;
+  for (std::size_t k = open + 1; k + 1 < close; ++k) {
+    stub |= t[k].text == "KILN_NOT_IMPLEMENTED";
+    if (t[k].text != "throw") continue;
+    std::size_t n = k + 1;
+    if (n + 1 < close && t[n].text == "kiln" && t[n + 1].text == "::") n += 2;
+    stub |= t[n].text == "NotImplemented";
+  }
+  return stub;
+}
+
+// Reads every class and function of one file, statement by statement. A declaration's comment is,
+// in order: a comment at the end of its line; the block of `//` lines right above it; the comment
+// of the declaration right above it, when no blank line separates them (a group under one comment).
+class Parser {
+ public:
+  explicit Parser(const std::string& src) : src_(src), lexed_(lex(src)), t_(lexed_.tokens) {
+    for (const auto& c : lexed_.comments) (c.own_line ? own_line_ : trailing_)[c.line] = &c;
+  }
+
+  std::vector<Entity> run() {
+    for (std::size_t i = 0; i < t_.size(); ++i) {
+      const std::string& s = t_[i].text;
+      if (s == "}") {
+        if (scopes_.size() > 1) scopes_.pop_back();
+        start_ = i + 1;
+      } else if (s == ";") {
+        end_statement(i);
+        start_ = i + 1;
+      } else if (s == ":" && i == start_ + 1 && starts_with_any(t_, start_, {"public", "private", "protected"})) {
+        start_ = i + 1;
+      } else if (s == "{") {
+        i = open_brace(i);
+      }
+    }
+    return std::move(out_);
+  }
+
+ private:
   struct Scope {
     std::string name;
     bool is_class = false;
-    int last_end_line = -10;     // where the previous statement in this scope ended
-    std::string last_group;      // and the comment it passed on to its group
+    int last_end_line = -10;  // where the previous statement in this scope ended
+    std::string last_group;   // and the comment it passed on to its group
   };
-  std::vector<Scope> scopes{{}};
-  std::vector<Entity> out;
 
-  auto scope_names = [&] {
+  // The block of own-line comments that ends right above `line`.
+  std::string above(int line) const {
+    std::vector<const Comment*> lines;
+    for (int l = line - 1; own_line_.count(l); --l) lines.insert(lines.begin(), own_line_.at(l));
+    return block_text(lines);
+  }
+
+  // The enclosing namespaces and classes that have names, outermost first.
+  std::vector<std::string> scope_names() const {
     std::vector<std::string> names;
-    for (const auto& s : scopes)
+    for (const auto& s : scopes_)
       if (!s.name.empty()) names.push_back(s.name);
     return names;
-  };
+  }
+
   // The comment for a statement starting at `first` and ending at `last`; updates the group.
-  auto describe = [&](std::size_t first, std::size_t last) {
-    Scope& scope = scopes.back();
-    const int line = t[first].line;
+  std::string describe(std::size_t first, std::size_t last) {
+    Scope& scope = scopes_.back();
+    const int line = t_[first].line;
     std::string group = above(line);
     if (group.empty() && scope.last_end_line == line - 1) group = scope.last_group;
-    scope.last_end_line = t[last].line;
+    scope.last_end_line = t_[last].line;
     scope.last_group = group;
-    if (auto it = trailing.find(t[last].line); it != trailing.end()) return block_text({it->second});
+    if (auto it = trailing_.find(t_[last].line); it != trailing_.end()) return block_text({it->second});
     return group;
-  };
+  }
 
-  std::size_t start = 0;
-  // A function declared or defined by the statement from `start`: its declaration ends before
+  // A function declared or defined by the statement from start_: its declaration ends before
   // token `end`, and its comment runs to token `last` (the ';', or the body's closing brace).
-  auto function_entity = [&](const Declarator& d, std::size_t end, std::size_t last) {
+  Entity function_entity(const Declarator& d, std::size_t end, std::size_t last) {
     Entity e;
     e.scope = scope_names();
     e.scope.insert(e.scope.end(), d.qualifiers.begin(), d.qualifiers.end());
     e.name = d.name;
-    e.params = normalise_params(t, d.open, d.close);
-    e.text = source_text(src, t, start, end - 1);
-    e.name_at = source_text(src, t, start, d.name_first).size() - t[d.name_first].text.size();
-    e.line = t[start].line;
-    e.comment = describe(start, last);
+    e.params = normalise_params(t_, d.open, d.close);
+    e.text = source_text(src_, t_, start_, end - 1);
+    e.name_at = source_text(src_, t_, start_, d.name_first).size() - t_[d.name_first].text.size();
+    e.line = t_[start_].line;
+    e.comment = describe(start_, last);
     return e;
-  };
-  for (std::size_t i = 0; i < t.size(); ++i) {
-    const std::string& s = t[i].text;
-    if (s == "}") {
-      if (scopes.size() > 1) scopes.pop_back();
-      start = i + 1;
-    } else if (s == ";") {
-      if (start < i && !starts_with_any(t, start, {"using", "typedef", "friend", "static_assert", "return"})) {
-        const Declarator d = find_declarator(t, start, i);
-        if (d.found) {
-          out.push_back(function_entity(d, i, i));
-        } else {
-          describe(start, i);
-        }
-      }
-      start = i + 1;
-    } else if (s == ":" && i == start + 1 && starts_with_any(t, start, {"public", "private", "protected"})) {
-      start = i + 1;
-    } else if (s == "{") {
-      std::size_t head = start;
-      if (head < i && t[head].text == "template") head = matching(t, head + 1, "<", ">") + 1;
-      if (head < i && (t[head].text == "namespace" || (t[head].text == "extern" && head + 1 < i && t[head + 1].text[0] == '"'))) {
-        std::string name;
-        for (std::size_t j = head + 1; j < i; ++j)
-          if (is_identifier(t[j].text)) name += (name.empty() ? "" : "::") + t[j].text;
-        scopes.push_back({t[head].text == "extern" ? "" : name});
-        start = i + 1;
-        continue;
-      }
-      const Declarator d = find_declarator(t, head, i);
-      if (head < i && starts_with_any(t, head, {"class", "struct", "union"}) && !d.found) {
-        Entity e;
-        e.is_class = true;
-        e.scope = scope_names();
-        std::size_t j = head + 1;
-        while (j < i && (t[j].text == "[" || t[j].text == "alignas")) j = matching(t, j, t[j].text == "[" ? "[" : "(", t[j].text == "[" ? "]" : ")") + 1;
-        e.name = j < i && is_identifier(t[j].text) ? t[j].text : "";
-        e.text = source_text(src, t, start, i - 1);
-        e.line = t[start].line;
-        e.comment = describe(start, i);
-        std::string base;
-        int angle = 0;
-        bool in_bases = false;
-        for (std::size_t k = j + 1; k < i; ++k) {
-          const std::string& b = t[k].text;
-          if (b == "<") ++angle;
-          if (b == ">") --angle;
-          if (!in_bases) {
-            in_bases = b == ":" && angle == 0;
-            continue;
-          }
-          if (b == "," && angle == 0) {
-            if (!base.empty()) e.bases.push_back(base);
-            base.clear();
-          } else if (!starts_with_any(t, k, {"public", "private", "protected", "virtual"})) {
-            base += b;
-          }
-        }
-        if (!base.empty()) e.bases.push_back(base);
-        scopes.push_back({e.name, true});
-        out.push_back(std::move(e));
-        start = i + 1;
-        continue;
-      }
-      if (head < i && t[head].text == "enum") {
-        i = matching(t, i, "{", "}");
-        continue;  // the statement ends at the `;` after the enumerators
-      }
-      // A brace after a constructor's member initialiser (`x_{a}`) belongs to the initialiser.
-      bool initialiser = false;
-      if (d.found && d.close + 1 < i) {
-        for (std::size_t k = d.close + 1; k < i; ++k) initialiser |= t[k].text == ":";
-        initialiser &= is_identifier(t[i - 1].text) || t[i - 1].text == ">";
-      }
-      const std::size_t close = matching(t, i, "{", "}");
-      if (d.found && !initialiser) {
-        Entity e = function_entity(d, i, close);
-        for (std::size_t k = i + 1; k + 1 < close; ++k) {
-          e.not_implemented |= t[k].text == "KILN_NOT_IMPLEMENTED";  // a kernel's stub: it cannot throw
-          if (t[k].text != "throw") continue;
-          std::size_t n = k + 1;
-          if (n + 1 < close && t[n].text == "kiln" && t[n + 1].text == "::") n += 2;
-          e.not_implemented |= t[n].text == "NotImplemented";
-        }
-        std::vector<const Comment*> inside;
-        for (const auto& c : lexed.comments) {
-          if (c.line <= t[i].line || c.line >= t[close].line || !c.own_line) continue;
-          if (!inside.empty() && c.line != inside.back()->line + 1) break;
-          inside.push_back(&c);
-        }
-        e.body_comment = block_text(inside);
-        out.push_back(std::move(e));
-        i = close;
-        start = i + 1;
-      } else {
-        i = close;  // an initialiser: the statement goes on
-      }
+  }
+
+  // A statement ended by the `;` at token i: a function's declaration, or something that only
+  // passes its comment on to its group.
+  void end_statement(std::size_t i) {
+    if (start_ >= i || starts_with_any(t_, start_, {"using", "typedef", "friend", "static_assert", "return"})) return;
+    const Declarator d = find_declarator(t_, start_, i);
+    if (d.found) {
+      out_.push_back(function_entity(d, i, i));
+    } else {
+      describe(start_, i);
     }
   }
-  return out;
-}
+
+  // The `{` at token i: a namespace, a class, an enum, an initialiser's braces or a function's
+  // body. Returns the token the statement loop goes on after.
+  std::size_t open_brace(std::size_t i) {
+    std::size_t head = start_;
+    if (head < i && t_[head].text == "template") head = matching(t_, head + 1, "<", ">") + 1;
+    if (head < i && (t_[head].text == "namespace" ||
+                     (t_[head].text == "extern" && head + 1 < i && t_[head + 1].text[0] == '"'))) {
+      open_namespace(head, i);
+      return i;
+    }
+    const Declarator d = find_declarator(t_, head, i);
+    if (head < i && starts_with_any(t_, head, {"class", "struct", "union"}) && !d.found) {
+      open_class(head, i);
+      return i;
+    }
+    if (head < i && t_[head].text == "enum") return matching(t_, i, "{", "}");  // it ends at the `;` after the enumerators
+    const std::size_t close = matching(t_, i, "{", "}");
+    if (d.found && !initialiser_brace(t_, d, i)) {
+      out_.push_back(function_definition(d, i, close));
+      start_ = close + 1;
+    }
+    return close;  // after an initialiser's braces the statement goes on
+  }
+
+  // A namespace (its name joins the scope) or an `extern "C"` block (a scope without a name).
+  void open_namespace(std::size_t head, std::size_t brace) {
+    std::string name;
+    for (std::size_t j = head + 1; j < brace; ++j)
+      if (is_identifier(t_[j].text)) name += (name.empty() ? "" : "::") + t_[j].text;
+    scopes_.push_back({t_[head].text == "extern" ? "" : name});
+    start_ = brace + 1;
+  }
+
+  // A class, struct or union whose body opens at `brace`: its entity, and a scope for its members.
+  void open_class(std::size_t head, std::size_t brace) {
+    Entity e;
+    e.is_class = true;
+    e.scope = scope_names();
+    std::size_t j = head + 1;
+    while (j < brace && (t_[j].text == "[" || t_[j].text == "alignas"))
+      j = matching(t_, j, t_[j].text == "[" ? "[" : "(", t_[j].text == "[" ? "]" : ")") + 1;
+    e.name = j < brace && is_identifier(t_[j].text) ? t_[j].text : "";
+    e.text = source_text(src_, t_, start_, brace - 1);
+    e.line = t_[start_].line;
+    e.comment = describe(start_, brace);
+    e.bases = class_bases(t_, j + 1, brace);
+    scopes_.push_back({e.name, true});
+    out_.push_back(std::move(e));
+    start_ = brace + 1;
+  }
+
+  // A function defined with its body between `open` and `close`: whether it is a stub, and the
+  // first block of own-line comments inside the body.
+  Entity function_definition(const Declarator& d, std::size_t open, std::size_t close) {
+    Entity e = function_entity(d, open, close);
+    e.not_implemented = throws_not_implemented(t_, open, close);
+    std::vector<const Comment*> inside;
+    for (const auto& c : lexed_.comments) {
+      if (c.line <= t_[open].line || c.line >= t_[close].line || !c.own_line) continue;
+      if (!inside.empty() && c.line != inside.back()->line + 1) break;
+      inside.push_back(&c);
+    }
+    e.body_comment = block_text(inside);
+    return e;
+  }
+
+  const std::string& src_;
+  const Lexed lexed_;
+  const std::vector<Token>& t_;
+  std::map<int, const Comment*> own_line_, trailing_;
+  std::vector<Scope> scopes_{{}};
+  std::vector<Entity> out_;
+  std::size_t start_ = 0;  // the first token of the statement being read
+};
+
+std::vector<Entity> parse(const std::string& src) { return Parser(src).run(); }
 
 std::string read_text(const fs::path& path) {
   std::ifstream in(path, std::ios::binary);
@@ -482,34 +537,35 @@ struct Header {
   std::vector<Entity> entities;
 };
 
-}  // namespace
-
-std::vector<StudentFunction> student_functions(const Course& course, const Module& m) {
-  // The headers to look in: this module's, then its prerequisites' (a module may implement a
-  // member an earlier header declared, as 06 does with Tensor::backward).
-  std::vector<Header> headers;
-  std::vector<const Module*> order{&m};
-  for (const Module* dep : course.prerequisites(m)) order.push_back(dep);
-  std::reverse(order.begin() + 1, order.end());  // nearest prerequisite first
-  for (const Module* mod : order) {
-    const fs::path include = mod->dir / "include";
-    if (!fs::is_directory(include)) continue;
-    std::vector<fs::path> files;
-    for (const auto& entry : fs::recursive_directory_iterator(include))
-      if (entry.is_regular_file()) files.push_back(entry.path());
-    std::sort(files.begin(), files.end());
-    for (const auto& f : files)
-      headers.push_back({fs::relative(f, course.root).generic_string(), parse(read_text(f))});
-  }
-
-  // The declaration of `qualified` with these parameters, else the first of that name; and its header.
+// The declarations a module's stubs are matched to: its own headers, then its prerequisites'
+// (a module may implement a member an earlier header declared, as 06 does with Tensor::backward).
+class Declarations {
+ public:
   struct Found {
     const Entity* entity = nullptr;
     const Header* header = nullptr;
   };
-  auto find_member = [&](const std::string& qualified, const std::string& params) {
+
+  Declarations(const Course& course, const Module& m) {
+    std::vector<const Module*> order{&m};
+    for (const Module* dep : course.prerequisites(m)) order.push_back(dep);
+    std::reverse(order.begin() + 1, order.end());  // nearest prerequisite first
+    for (const Module* mod : order) {
+      const fs::path include = mod->dir / "include";
+      if (!fs::is_directory(include)) continue;
+      std::vector<fs::path> files;
+      for (const auto& entry : fs::recursive_directory_iterator(include))
+        if (entry.is_regular_file()) files.push_back(entry.path());
+      std::sort(files.begin(), files.end());
+      for (const auto& f : files)
+        headers_.push_back({fs::relative(f, course.root).generic_string(), parse(read_text(f))});
+    }
+  }
+
+  // The declaration of `qualified` with these parameters, else the first of that name; and its header.
+  Found member(const std::string& qualified, const std::string& params) const {
     Found exact, by_name;
-    for (const auto& h : headers) {
+    for (const auto& h : headers_) {
       for (const auto& e : h.entities) {
         if (e.is_class || !same_name(e.qualified(), qualified)) continue;
         if (e.params == params && !exact.entity) exact = {&e, &h};
@@ -517,14 +573,75 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
       }
     }
     return exact.entity ? exact : by_name;
-  };
-  auto find_class = [&](const std::string& qualified) -> const Entity* {
-    for (const auto& h : headers)
+  }
+
+  // The class named `qualified`, or nullptr.
+  const Entity* class_named(const std::string& qualified) const {
+    for (const auto& h : headers_)
       for (const auto& e : h.entities)
         if (e.is_class && same_name(e.qualified(), qualified)) return &e;
     return nullptr;
-  };
+  }
 
+ private:
+  std::vector<Header> headers_;
+};
+
+// The declaration with the class it belongs to: "Tensor Tensor::reshape(Shape shape) const".
+std::string qualified_signature(const Declarations& decls, const Entity& stub, const Entity& decl) {
+  std::string owner;
+  for (std::size_t k = 0; k < stub.scope.size(); ++k) {
+    std::string q;
+    for (std::size_t j = 0; j <= k; ++j) q += (j ? "::" : "") + stub.scope[j];
+    if (decls.class_named(q)) owner += stub.scope[k] + "::";
+  }
+  return decl.text.substr(0, decl.name_at) + owner + decl.text.substr(decl.name_at);
+}
+
+// The comment that describes a stub: its declaration's; without one, what its class says, or
+// what the base it overrides says; else the first comment in its own body.
+std::string contract_of(const Declarations& decls, const Entity& stub, const Entity* decl) {
+  std::string comment = decl ? decl->comment : "";
+  const std::string qualified = stub.qualified();
+  const std::string owner_name = qualified.substr(0, qualified.rfind("::") == std::string::npos ? 0 : qualified.rfind("::"));
+  const Entity* owner_class = owner_name.empty() ? nullptr : decls.class_named(owner_name);
+  if (comment.empty() && owner_class) comment = owner_class->comment;
+  if (comment.empty() && owner_class) {
+    for (const auto& base : owner_class->bases) {
+      const Entity* base_class = decls.class_named(base);
+      if (!base_class) continue;
+      if (const Entity* b = decls.member(base_class->qualified() + "::" + stub.name, stub.params).entity)
+        comment = b->comment;
+      if (!comment.empty()) break;
+    }
+  }
+  if (comment.empty()) comment = stub.body_comment;
+  return comment;
+}
+
+// One function the student writes, from its stub in `file` and its declaration in the headers.
+StudentFunction student_function(const Declarations& decls, const std::string& file, const Entity& stub) {
+  StudentFunction f;
+  const std::string qualified = stub.qualified();
+  f.name = qualified.rfind("kiln::", 0) == 0 ? qualified.substr(6) : qualified;
+  f.file = file;
+  f.line = stub.line;
+  const Declarations::Found found = decls.member(qualified, stub.params);
+  if (found.entity) {
+    f.header = found.header->path;
+    f.signature = qualified_signature(decls, stub, *found.entity);
+  } else {
+    f.signature = stub.text;
+  }
+  f.contract = contract_of(decls, stub, found.entity);
+  f.description = first_sentences(f.contract);
+  return f;
+}
+
+}  // namespace
+
+std::vector<StudentFunction> student_functions(const Course& course, const Module& m) {
+  const Declarations decls(course, m);
   // The stubs as committed, as verify reads them: in a student's repository, the release's version,
   // so that the list stays whole after the student wrote the functions. Outside git, the working
   // copy.
@@ -533,49 +650,8 @@ std::vector<StudentFunction> student_functions(const Course& course, const Modul
   for (const auto& file : m.student_files) {
     const fs::path working = m.dir / file;
     const std::optional<std::string> committed = committed_stub(ws, fs::relative(working, course.root));
-    for (const Entity& stub : parse(committed ? *committed : read_text(working))) {
-      if (stub.is_class || !stub.not_implemented) continue;
-      StudentFunction f;
-      const std::string qualified = stub.qualified();
-      f.name = qualified.rfind("kiln::", 0) == 0 ? qualified.substr(6) : qualified;
-      f.file = file;
-      f.line = stub.line;
-      const Found found = find_member(qualified, stub.params);
-      const Entity* decl = found.entity;
-      std::string comment = decl ? decl->comment : "";
-      if (decl) {
-        f.header = found.header->path;
-        // The declaration with the class it belongs to: "Tensor Tensor::reshape(Shape shape) const".
-        std::string owner;
-        for (std::size_t k = 0; k < stub.scope.size(); ++k)
-          if (find_class([&] {
-                std::string q;
-                for (std::size_t j = 0; j <= k; ++j) q += (j ? "::" : "") + stub.scope[j];
-                return q;
-              }()))
-            owner += stub.scope[k] + "::";
-        f.signature = decl->text.substr(0, decl->name_at) + owner + decl->text.substr(decl->name_at);
-      } else {
-        f.signature = stub.text;
-      }
-      // No comment of its own: a member says what its class says, or what the base it overrides says.
-      const std::string owner_name = qualified.substr(0, qualified.rfind("::") == std::string::npos ? 0 : qualified.rfind("::"));
-      const Entity* owner_class = owner_name.empty() ? nullptr : find_class(owner_name);
-      if (comment.empty() && owner_class) comment = owner_class->comment;
-      if (comment.empty() && owner_class) {
-        for (const auto& base : owner_class->bases) {
-          const Entity* base_class = find_class(base);
-          if (!base_class) continue;
-          if (const Entity* b = find_member(base_class->qualified() + "::" + stub.name, stub.params).entity)
-            comment = b->comment;
-          if (!comment.empty()) break;
-        }
-      }
-      if (comment.empty()) comment = stub.body_comment;
-      f.contract = comment;
-      f.description = first_sentences(comment);
-      out.push_back(std::move(f));
-    }
+    for (const Entity& stub : parse(committed ? *committed : read_text(working)))
+      if (!stub.is_class && stub.not_implemented) out.push_back(student_function(decls, file, stub));
   }
   return out;
 }

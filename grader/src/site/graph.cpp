@@ -34,11 +34,11 @@ struct Box {
 
 constexpr double kWidth = 184, kHeight = 72, kColumnGap = 64, kRowGap = 26, kPad = 12;
 
-}  // namespace
+using Arrows = std::map<int, std::vector<int>>;  // module number -> the modules its arrows come from
 
-std::string module_map_svg(const Course& course) {
-  // The arrows: each direct prerequisite not reached through another direct prerequisite.
-  std::map<int, std::vector<int>> arrows_into;
+// The arrows: each direct prerequisite not reached through another direct prerequisite.
+Arrows arrows_into(const Course& course) {
+  Arrows arrows;
   for (const auto& m : course.modules) {
     for (int r : m.requires_) {
       if (!course.by_number(r)) continue;
@@ -48,11 +48,22 @@ std::string module_map_svg(const Course& course) {
         if (!o || other == r) continue;
         for (const Module* p : course.prerequisites(*o)) implied |= p->number == r;
       }
-      if (!implied) arrows_into[m.number].push_back(r);
+      if (!implied) arrows[m.number].push_back(r);
     }
   }
+  return arrows;
+}
 
-  std::map<int, Box> boxes;
+struct Layout {
+  std::map<int, Box> boxes;  // by module number
+  double width = 0, height = 0;
+};
+
+// Where each box goes: its column by depth, its row by the barycentre of its arrows' sources, the
+// columns centred on each other, and room above them for the arcs that skip a column.
+Layout layout(const Course& course, Arrows& arrows) {
+  Layout out;
+  std::map<int, Box>& boxes = out.boxes;
   std::map<int, std::vector<int>> columns;
   for (const auto& m : course.modules) {  // ordered by number; a module requires lower numbers
     Box b;
@@ -65,7 +76,7 @@ std::string module_map_svg(const Course& course) {
   for (auto& [depth, numbers] : columns) {
     // Barycentre: the mean position of the boxes its arrows come from.
     auto centre = [&](int n) {
-      const auto& from = arrows_into[n];
+      const auto& from = arrows[n];
       if (from.empty()) return static_cast<double>(n);
       double sum = 0;
       for (int r : from) sum += boxes[r].order;
@@ -76,7 +87,7 @@ std::string module_map_svg(const Course& course) {
     rows = std::max(rows, numbers.size());
   }
   int skips = 0;
-  for (const auto& [to, from] : arrows_into)
+  for (const auto& [to, from] : arrows)
     for (int r : from) skips += boxes[to].depth - boxes[r].depth > 1;
   const double arc_margin = skips > 0 ? 34.0 + 10.0 * skips : 0.0;
   for (auto& [depth, numbers] : columns) {
@@ -87,10 +98,14 @@ std::string module_map_svg(const Course& course) {
       b.y = kPad + arc_margin + (b.order + shift) * (kHeight + kRowGap);
     }
   }
-  const double width = 2 * kPad + static_cast<double>(columns.size()) * (kWidth + kColumnGap) - kColumnGap;
-  const double height = 2 * kPad + arc_margin + static_cast<double>(rows) * (kHeight + kRowGap) - kRowGap;
+  out.width = 2 * kPad + static_cast<double>(columns.size()) * (kWidth + kColumnGap) - kColumnGap;
+  out.height = 2 * kPad + arc_margin + static_cast<double>(rows) * (kHeight + kRowGap) - kRowGap;
+  return out;
+}
 
-  std::string svg = fmt::format(
+// The <svg> element's opening and the arrowhead marker the arrows use.
+std::string svg_open(double width, double height) {
+  return fmt::format(
       "<svg class=\"module-map\" xmlns=\"http://www.w3.org/2000/svg\" viewBox=\"0 0 {0} {1}\" width=\"{0}\" "
       "height=\"{1}\" role=\"group\" aria-label=\"The module map: an arrow points from a module to one that builds "
       "on it\">\n"
@@ -98,12 +113,15 @@ std::string module_map_svg(const Course& course) {
       "markerHeight=\"7\" orient=\"auto-start-reverse\"><path d=\"M0,1 L9,5 L0,9 z\" class=\"map-arrowhead\"/>"
       "</marker></defs>\n",
       width, height);
+}
 
-  // Arrows first, so that the boxes sit on top of them.
+// The arrows layer: a curve into the next column, or an arc over the top into a later one.
+std::string arrow_paths(const Course& course, Arrows& arrows, std::map<int, Box>& boxes) {
+  std::string svg;
   int arc = 0;
   for (const auto& m : course.modules) {
     Box& to = boxes[m.number];
-    for (int r : arrows_into[m.number]) {
+    for (int r : arrows[m.number]) {
       Box& from = boxes[r];
       const Module* dep = course.by_number(r);
       std::string path;
@@ -123,9 +141,14 @@ std::string module_map_svg(const Course& course) {
                          path, m.number_text(), escape(m.title), dep->number_text(), escape(dep->title));
     }
   }
+  return svg;
+}
 
+// The boxes layer: each module as a link with its number, title, difficulty and hours.
+std::string module_boxes(const Course& course, const std::map<int, Box>& boxes) {
+  std::string svg;
   for (const auto& m : course.modules) {
-    const Box& b = boxes[m.number];
+    const Box& b = boxes.at(m.number);
     std::string dots;
     for (int i = 1; i <= 4; ++i) dots += i <= m.difficulty ? "●" : "○";
     svg += fmt::format(
@@ -141,8 +164,18 @@ std::string module_map_svg(const Course& course) {
         fmt::arg("y1", b.y + 22), fmt::arg("y2", b.y + 43), fmt::arg("y3", b.y + 61), fmt::arg("dots", dots),
         fmt::arg("hours", escape(range(m.hours))));
   }
-  svg += "</svg>";
   return svg;
+}
+
+}  // namespace
+
+std::string module_map_svg(const Course& course) {
+  Arrows arrows = arrows_into(course);
+  Layout map = layout(course, arrows);
+  std::string svg = svg_open(map.width, map.height);
+  svg += arrow_paths(course, arrows, map.boxes);  // first, so that the boxes sit on top of them
+  svg += module_boxes(course, map.boxes);
+  return svg + "</svg>";
 }
 
 }  // namespace kiln::grader

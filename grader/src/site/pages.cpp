@@ -84,25 +84,13 @@ std::vector<const Check*> visible_checks(const Module& m) {
   return out;
 }
 
-}  // namespace
-
-Page module_page(const Context& cx, const Module& m) {
-  const Course& course = cx.ws.course;
-  Page page{.file = m.name() + ".html",
-            .title = m.number_text() + " " + m.title,
-            .kind = "module",
-            .description = m.subtitle};
-  std::string& h = page.body;
-
-  // The header.
+// The module's header: tier, title, subtitle and the facts (difficulty, time, checks, prerequisites).
+std::string module_header(const Course& course, const Module& m) {
   std::string prereqs;
   for (int n : m.requires_)
     if (const Module* dep = course.by_number(n)) prereqs += module_link(*dep) + " ";
   if (prereqs.empty()) prereqs = "<span class=\"muted\">nothing: start here</span>";
-  const auto visible = visible_checks(m);
-  int visible_points = 0;
-  for (const Check* c : visible) visible_points += c->points;
-  h += fmt::format(
+  return fmt::format(
       "<header class=\"module-hero tier-{tier}\">\n<p class=\"eyebrow\"><span class=\"tier-dot\"></span>Module {num} · "
       "{Tier} tier</p>\n<h1>{title}</h1>\n<p class=\"subtitle\">{subtitle}</p>\n<dl class=\"facts\">\n"
       "<div><dt>Difficulty</dt><dd><span class=\"dots\" aria-label=\"{d} of 4\">{dots}</span> {d} of 4</dd></div>\n"
@@ -113,34 +101,49 @@ Page module_page(const Context& cx, const Module& m) {
       fmt::arg("title", escape(m.title)), fmt::arg("subtitle", escape(m.subtitle)), fmt::arg("d", m.difficulty),
       fmt::arg("dots", dots(m.difficulty)), fmt::arg("hours", escape(en_dash(m.hours))), fmt::arg("checks", m.checks.size()),
       fmt::arg("points", m.max_points()), fmt::arg("prereqs", prereqs));
+}
 
-  // Objectives.
-  if (!m.objectives.empty()) {
-    h += "<section class=\"objectives\">\n<h2 id=\"objectives\">What you will learn</h2>\n<ul class=\"checklist\">\n";
-    for (const auto& o : m.objectives) h += "<li>" + escape(o) + "</li>\n";
-    h += "</ul>\n</section>\n";
-  }
+// "What you will learn": the module's objectives, or nothing when it lists none.
+std::string objectives_section(const Module& m) {
+  if (m.objectives.empty()) return "";
+  std::string h = "<section class=\"objectives\">\n<h2 id=\"objectives\">What you will learn</h2>\n<ul class=\"checklist\">\n";
+  for (const auto& o : m.objectives) h += "<li>" + escape(o) + "</li>\n";
+  return h + "</ul>\n</section>\n";
+}
 
-  // The chapter, without its own title (the header above is the title).
+// The chapter (docs/NN_name.md) without its own title, since the header above is the title.
+std::string chapter_part(const Course& course, const Module& m) {
   const fs::path chapter = course.root / "docs" / (m.name() + ".md");
   const std::vector<std::string> reserved{"objectives", "what-you-write", "checks",  "when-it-fails",
                                           "commands",   "whats-next",     "content", "search"};
-  if (fs::exists(chapter)) {
-    std::string md = read_text(chapter);
-    if (md.rfind("# ", 0) == 0) md.erase(0, md.find('\n') == std::string::npos ? md.size() : md.find('\n') + 1);
-    h += fmt::format("<div class=\"part part-chapter\"><span>The chapter</span><small>docs/{}.md</small></div>\n",
-                     m.name());
-    h += "<article class=\"chapter\">\n" + markdown_to_html(md, reserved) + "</article>\n";
-  } else {
-    h += fmt::format("<p class=\"note\">This module has no chapter yet (docs/{}.md).</p>\n", m.name());
-  }
+  if (!fs::exists(chapter))
+    return fmt::format("<p class=\"note\">This module has no chapter yet (docs/{}.md).</p>\n", m.name());
+  std::string md = read_text(chapter);
+  if (md.rfind("# ", 0) == 0) md.erase(0, md.find('\n') == std::string::npos ? md.size() : md.find('\n') + 1);
+  return fmt::format("<div class=\"part part-chapter\"><span>The chapter</span><small>docs/{}.md</small></div>\n",
+                     m.name()) +
+         "<article class=\"chapter\">\n" + markdown_to_html(md, reserved) + "</article>\n";
+}
 
-  h += "<div class=\"part\"><span>The assignment</span><small>generated from module.yaml and the module's "
-       "code</small></div>\n";
+// One function the student writes: its signature, description, where it is, and the header's comment.
+std::string function_card(const StudentFunction& f) {
+  std::string h = "<div class=\"function\">\n";
+  h += "<pre class=\"signature\"><code class=\"language-cpp\">" + escape(f.signature) + "</code></pre>\n";
+  h += "<p class=\"fn-desc\">" + (f.description.empty() ? "<span class=\"muted\">(no comment in the header)</span>"
+                                                         : escape(f.description)) + "</p>\n";
+  h += fmt::format("<p class=\"fn-where\">line {} of {}", f.line, escape(f.file));
+  if (!f.header.empty()) h += " · declared in " + escape(f.header);
+  h += "</p>\n";
+  if (trim(f.contract) != trim(f.description) && !f.contract.empty())
+    h += "<details class=\"contract\"><summary>What the header says</summary><pre>" + escape(f.contract) +
+         "</pre></details>\n";
+  return h + "</div>\n";
+}
 
-  // What you write.
+// "What you write": the functions left to write, grouped by student file.
+std::string what_you_write_section(const Course& course, const Module& m) {
   const auto functions = student_functions(course, m);
-  h += "<section>\n<h2 id=\"what-you-write\">What you write</h2>\n";
+  std::string h = "<section>\n<h2 id=\"what-you-write\">What you write</h2>\n";
   std::vector<std::string> files;
   for (const auto& f : functions)
     if (std::find(files.begin(), files.end(), f.file) == files.end()) files.push_back(f.file);
@@ -159,32 +162,24 @@ Page module_page(const Context& cx, const Module& m) {
     h += fmt::format("<h3 class=\"file-heading\"><span class=\"file-label\">file</span>"
                      "modules/{}/{}</h3>\n<div class=\"functions\">\n",
                      escape(m.name()), escape(file));
-    for (const auto& f : functions) {
-      if (f.file != file) continue;
-      h += "<div class=\"function\">\n";
-      h += "<pre class=\"signature\"><code class=\"language-cpp\">" + escape(f.signature) + "</code></pre>\n";
-      h += "<p class=\"fn-desc\">" + (f.description.empty() ? "<span class=\"muted\">(no comment in the header)</span>"
-                                                             : escape(f.description)) + "</p>\n";
-      h += fmt::format("<p class=\"fn-where\">line {} of {}", f.line, escape(f.file));
-      if (!f.header.empty()) h += " · declared in " + escape(f.header);
-      h += "</p>\n";
-      if (trim(f.contract) != trim(f.description) && !f.contract.empty())
-        h += "<details class=\"contract\"><summary>What the header says</summary><pre>" + escape(f.contract) +
-             "</pre></details>\n";
-      h += "</div>\n";
-    }
+    for (const auto& f : functions)
+      if (f.file == file) h += function_card(f);
     h += "</div>\n";
   }
-  h += "</section>\n";
+  return h + "</section>\n";
+}
 
-  // How you know it works.
-  h += fmt::format(
+// "How you know it works": the table of visible checks and their points, hidden ones as one row.
+std::string checks_section(const Module& m, const std::vector<const Check*>& visible) {
+  std::string h = fmt::format(
       "<section>\n<h2 id=\"checks\">How you know it works</h2>\n<p class=\"section-lead\"><code>grader check {}</code> "
       "builds your code and runs these checks, each on its own: a crash or a hang loses only the check it "
       "happened in.</p>\n<div class=\"table-wrap\"><table class=\"checks\">\n<thead><tr><th>Check</th><th>What it "
       "checks</th><th class=\"pts\">Points</th></tr></thead>\n<tbody>\n",
       m.number_text());
+  int visible_points = 0;
   for (const Check* c : visible) {
+    visible_points += c->points;
     h += fmt::format("<tr><td><a href=\"#fail-{0}\"><code>{0}</code></a>{3}</td><td>{1}</td><td class=\"pts\">{2}</td></tr>\n",
                      escape(c->id), escape(c->description), c->points,
                      std::string(c->visibility == Visibility::after_due_date
@@ -198,12 +193,14 @@ Page module_page(const Context& cx, const Module& m) {
     h += fmt::format("<tr class=\"hidden-row\"><td colspan=\"2\">{} hidden check{}, graded but not shown</td>"
                      "<td class=\"pts\">{}</td></tr>\n",
                      hidden_count, hidden_count == 1 ? "" : "s", hidden_points);
-  h += fmt::format("</tbody>\n<tfoot><tr><td colspan=\"2\">Total</td><td class=\"pts\">{}</td></tr></tfoot>\n"
-                   "</table></div>\n</section>\n",
-                   m.max_points());
+  return h + fmt::format("</tbody>\n<tfoot><tr><td colspan=\"2\">Total</td><td class=\"pts\">{}</td></tr></tfoot>\n"
+                         "</table></div>\n</section>\n",
+                         m.max_points());
+}
 
-  // When it fails: the catalogue, the same one `grader hint` and the check report print.
-  h += fmt::format(
+// "When it fails": the catalogue, the same one `grader hint` and the check report print.
+std::string failures_section(const Module& m, const std::vector<const Check*>& visible) {
+  std::string h = fmt::format(
       "<section>\n<h2 id=\"when-it-fails\">When it fails</h2>\n<p class=\"section-lead\">Each message below is exactly "
       "what a check prints when it fails that way, followed by its hint. <code>grader hint {} CHECK</code> prints the "
       "same; <var>{{names}}</var> in braces are filled in with the values your code produced.</p>\n",
@@ -221,12 +218,14 @@ Page module_page(const Context& cx, const Module& m) {
     }
     h += "</div>\n";
   }
-  h += "</section>\n";
+  return h + "</section>\n";
+}
 
-  // Commands.
+// "Commands": the grader's commands for this module, each only where this grader has it.
+std::string commands_section(const Context& cx, const Module& m, const std::vector<const Check*>& visible) {
   const std::string n = m.number_text();
   const std::string first_check = visible.empty() ? "CHECK" : visible.front()->id;
-  h += "<section>\n<h2 id=\"commands\">Commands</h2>\n<div class=\"commands\">\n";
+  std::string h = "<section>\n<h2 id=\"commands\">Commands</h2>\n<div class=\"commands\">\n";
   if (cx.has_command("start")) h += command_row(cx, "grader start " + n, "start");
   if (cx.has_command("check")) {
     h += command_row(cx, "grader check " + n, "check");
@@ -236,10 +235,12 @@ Page module_page(const Context& cx, const Module& m) {
   if (cx.has_command("watch")) h += command_row(cx, "grader watch " + n, "watch");
   if (cx.has_command("hint")) h += command_row(cx, "grader hint " + n + " " + first_check, "hint");
   if (cx.has_command("bench")) h += command_row(cx, "grader bench " + n, "bench");
-  h += "</div>\n</section>\n";
+  return h + "</div>\n</section>\n";
+}
 
-  // What comes next.
-  h += "<section>\n<h2 id=\"whats-next\">What comes next</h2>\n";
+// "What comes next": a card for each module that requires this one.
+std::string whats_next_section(const Course& course, const Module& m) {
+  std::string h = "<section>\n<h2 id=\"whats-next\">What comes next</h2>\n";
   std::vector<const Module*> next;
   for (const auto& other : course.modules)
     if (std::find(other.requires_.begin(), other.requires_.end(), m.number) != other.requires_.end())
@@ -254,12 +255,14 @@ Page module_page(const Context& cx, const Module& m) {
                        escape(o->tier), o->name(), o->number_text(), escape(o->title), escape(o->subtitle));
     h += "</div>\n";
   }
-  h += "</section>\n";
+  return h + "</section>\n";
+}
 
-  // Previous and next by number.
+// The pager: the previous module by number (the quick start before the first) and the next one.
+std::string pager(const Course& course, const Module& m) {
   const auto it = std::find_if(course.modules.begin(), course.modules.end(),
                                [&](const Module& o) { return o.number == m.number; });
-  h += "<nav class=\"pager\" aria-label=\"Modules\">";
+  std::string h = "<nav class=\"pager\" aria-label=\"Modules\">";
   if (it != course.modules.begin()) {
     const Module& p = *std::prev(it);
     h += fmt::format("<a class=\"prev\" href=\"{}.html\"><small>Previous</small>{} {}</a>", p.name(), p.number_text(),
@@ -272,38 +275,34 @@ Page module_page(const Context& cx, const Module& m) {
     h += fmt::format("<a class=\"next\" href=\"{}.html\"><small>Next</small>{} {}</a>", q.name(), q.number_text(),
                      escape(q.title));
   }
-  h += "</nav>\n";
-  return page;
+  return h + "</nav>\n";
 }
 
-Page home_page(const Context& cx) {
-  const Course& course = cx.ws.course;
-  Page page{.file = "index.html", .title = "Home", .kind = "home"};
-  std::string& h = page.body;
-
-  // The course in the README's words: its title and first paragraph.
-  std::string name = "Kiln", intro;
-  {
-    std::istringstream in(cx.readme);
-    std::string line, paragraph;
-    bool in_intro = false;
-    while (std::getline(in, line)) {
-      if (line.rfind("# ", 0) == 0) {
-        name = trim(line.substr(2));
-        in_intro = true;
-        continue;
-      }
-      if (!in_intro) continue;
-      if (line.rfind("## ", 0) == 0) break;
-      if (trim(line).empty()) {
-        if (!paragraph.empty()) break;
-        continue;
-      }
-      paragraph += line + "\n";
+// The course's name and first paragraph, in the README's words ("Kiln" and nothing without one).
+std::pair<std::string, std::string> readme_intro(const std::string& readme) {
+  std::string name = "Kiln", paragraph;
+  std::istringstream in(readme);
+  std::string line;
+  bool in_intro = false;
+  while (std::getline(in, line)) {
+    if (line.rfind("# ", 0) == 0) {
+      name = trim(line.substr(2));
+      in_intro = true;
+      continue;
     }
-    intro = paragraph;
+    if (!in_intro) continue;
+    if (line.rfind("## ", 0) == 0) break;
+    if (trim(line).empty()) {
+      if (!paragraph.empty()) break;
+      continue;
+    }
+    paragraph += line + "\n";
   }
-  page.description = trim(intro);
+  return {name, paragraph};
+}
+
+// The home page's hero: the course's name, its introduction, its totals and where to begin.
+std::string hero_section(const Course& course, const std::string& name, const std::string& intro) {
   int checks = 0, points = 0;
   double low = 0, high = 0;
   for (const auto& m : course.modules) {
@@ -313,34 +312,46 @@ Page home_page(const Context& cx) {
     low += a, high += b;
   }
   const Module* first = course.modules.empty() ? nullptr : &course.modules.front();
-  h += "<section class=\"hero\">\n<p class=\"eyebrow\">The course</p>\n<h1>" + escape(name) + "</h1>\n";
+  std::string h = "<section class=\"hero\">\n<p class=\"eyebrow\">The course</p>\n<h1>" + escape(name) + "</h1>\n";
   h += "<div class=\"lead\">" + markdown_to_html(intro) + "</div>\n";
   h += fmt::format("<ul class=\"stats\"><li><strong>{}</strong> modules</li><li><strong>{}</strong> checks</li>"
                    "<li><strong>{}</strong> points</li><li><strong>{}–{}</strong> hours</li></ul>\n",
                    course.modules.size(), checks, points, low, high);
   h += "<p class=\"actions\"><a class=\"button primary\" href=\"quickstart.html\">Start the course</a>";
   if (first) h += fmt::format(" <a class=\"button\" href=\"{}.html\">Read module {}</a>", first->name(), first->number_text());
-  h += "</p>\n</section>\n";
+  return h + "</p>\n</section>\n";
+}
 
+// "How to start": the README's Start section, or the first check command without one.
+std::string start_section(const Context& cx) {
+  const Course& course = cx.ws.course;
   const std::string start = markdown_section(cx.readme, "Start");
-  h += "<section>\n<h2 id=\"start\">How to start</h2>\n";
+  std::string h = "<section>\n<h2 id=\"start\">How to start</h2>\n";
   if (!start.empty()) {
     h += "<div class=\"start-block\">" + markdown_to_html(start) + "</div>\n";
-  } else if (first) {
-    h += fmt::format("<pre class=\"terminal\"><code>bin/grader check {}</code></pre>\n", first->number_text());
+  } else if (!course.modules.empty()) {
+    h += fmt::format("<pre class=\"terminal\"><code>bin/grader check {}</code></pre>\n",
+                     course.modules.front().number_text());
   }
-  h += "</section>\n";
+  return h + "</section>\n";
+}
 
-  h += "<section>\n<h2 id=\"module-map\">The module map</h2>\n<p class=\"section-lead\">Each module runs on your own code "
-       "from the modules upstream of it: an arrow points from a module to one that builds directly on it.</p>\n";
+// "The module map": the drawing, and a legend of the tiers in the order they first appear.
+std::string module_map_section(const Course& course) {
+  std::string h = "<section>\n<h2 id=\"module-map\">The module map</h2>\n<p class=\"section-lead\">Each module runs on "
+                  "your own code from the modules upstream of it: an arrow points from a module to one that builds "
+                  "directly on it.</p>\n";
   h += "<div class=\"map-wrap\">" + module_map_svg(course) + "</div>\n<ul class=\"legend\">";
   std::vector<std::string> tiers;
   for (const auto& m : course.modules)
     if (std::find(tiers.begin(), tiers.end(), m.tier) == tiers.end()) tiers.push_back(m.tier);
   for (const auto& t : tiers) h += fmt::format("<li class=\"tier-{}\"><span class=\"swatch\"></span>{}</li>", escape(t), escape(capitalised(t)));
-  h += "</ul>\n</section>\n";
+  return h + "</ul>\n</section>\n";
+}
 
-  h += "<section>\n<h2 id=\"modules\">Modules</h2>\n<div class=\"cards modules\">\n";
+// "Modules": a card for each module, with its facts and what it requires.
+std::string module_cards_section(const Course& course) {
+  std::string h = "<section>\n<h2 id=\"modules\">Modules</h2>\n<div class=\"cards modules\">\n";
   for (const auto& m : course.modules) {
     std::string req;
     for (int r : m.requires_)
@@ -354,12 +365,112 @@ Page home_page(const Context& cx) {
         fmt::arg("hours", escape(en_dash(m.hours))), fmt::arg("checks", m.checks.size()), fmt::arg("points", m.max_points()),
         fmt::arg("req", req.empty() ? "" : " · requires " + req));
   }
-  h += "</div>\n</section>\n";
+  return h + "</div>\n</section>\n";
+}
+
+// {{commands NAME...}}: a table of the named commands, each with the CLI's one-line description.
+std::string commands_table(const Context& cx, const std::vector<std::string>& names) {
+  std::string h = "<div class=\"table-wrap\"><table class=\"command-table\">\n<thead><tr><th>Command</th><th>What it "
+                  "does</th></tr></thead>\n<tbody>\n";
+  for (const auto& name : names) {
+    const CommandDoc* doc = cx.command(name);
+    if (cx.has_command(name))
+      h += fmt::format("<tr><td><code>grader {}</code></td><td>{}</td></tr>\n", escape(name),
+                       doc ? escape(doc->description) : "");
+    else
+      h += fmt::format("<tr class=\"absent\"><td><code>grader {}</code></td><td><span class=\"muted\">not in this "
+                       "build of the grader</span></td></tr>\n",
+                       escape(name));
+  }
+  return h + "</tbody></table></div>\n";
+}
+
+// {{help NAME...}}: each named command's full --help.
+std::string help_blocks(const Context& cx, const std::vector<std::string>& names) {
+  std::string h;
+  for (const auto& name : names) {
+    const CommandDoc* doc = cx.command(name);
+    if (doc && !doc->help.empty())
+      h += "<pre class=\"help\"><code>" + escape(doc->help) + "</code></pre>\n";
+    else if (!cx.has_command(name))
+      h += "<p class=\"muted\">Not in this build of the grader.</p>\n";
+  }
+  return h;
+}
+
+// {{modules}}: a table of every module, its facts, and links to what it requires.
+std::string modules_table(const Course& course) {
+  std::string h = "<div class=\"table-wrap\"><table class=\"module-table\">\n<thead><tr><th>Module</th><th>Tier</th>"
+                  "<th>Difficulty</th><th>Hours</th><th class=\"pts\">Checks</th><th class=\"pts\">Points</th>"
+                  "<th>Requires</th></tr></thead>\n<tbody>\n";
+  for (const auto& m : course.modules) {
+    std::string req;
+    for (int r : m.requires_)
+      if (const Module* d = course.by_number(r))
+        req += fmt::format("{}<a href=\"{}.html\">{}</a>", req.empty() ? "" : ", ", d->name(), d->number_text());
+    h += fmt::format("<tr><td><a href=\"{}.html\">{} {}</a></td><td>{}</td><td><span class=\"dots\">{}</span></td>"
+                     "<td>{}</td><td class=\"pts\">{}</td><td class=\"pts\">{}</td><td>{}</td></tr>\n",
+                     m.name(), m.number_text(), escape(m.title), escape(m.tier), dots(m.difficulty),
+                     escape(en_dash(m.hours)), m.checks.size(), m.max_points(), req.empty() ? "—" : req);
+  }
+  return h + "</tbody></table></div>\n";
+}
+
+// What one {{directive args...}} line of a guide inserts.
+std::string directive_html(const Context& cx, const fs::path& markdown_file, const std::string& line) {
+  std::istringstream words(line.substr(2, line.size() - 4));
+  std::string directive, word;
+  words >> directive;
+  std::vector<std::string> args;
+  while (words >> word) args.push_back(word);
+  if (directive == "readme") {
+    const std::string section = markdown_section(cx.readme, args.empty() ? "Start" : args[0]);
+    if (section.empty()) return "";
+    return "<div class=\"start-block\">" + markdown_to_html(section, {"content", "search"}) + "</div>\n";
+  }
+  if (directive == "commands") return commands_table(cx, args);
+  if (directive == "help") return help_blocks(cx, args);
+  if (directive == "modules") return modules_table(cx.ws.course);
+  throw CourseError(fmt::format("{}: unknown directive {{{{{}}}}} (known: readme, commands, help, modules)",
+                                markdown_file.string(), directive));
+}
+
+}  // namespace
+
+Page module_page(const Context& cx, const Module& m) {
+  const Course& course = cx.ws.course;
+  const auto visible = visible_checks(m);
+  Page page{.file = m.name() + ".html",
+            .title = m.number_text() + " " + m.title,
+            .kind = "module",
+            .description = m.subtitle};
+  std::string& h = page.body;
+  h += module_header(course, m);
+  h += objectives_section(m);
+  h += chapter_part(course, m);
+  h += "<div class=\"part\"><span>The assignment</span><small>generated from module.yaml and the module's "
+       "code</small></div>\n";
+  h += what_you_write_section(course, m);
+  h += checks_section(m, visible);
+  h += failures_section(m, visible);
+  h += commands_section(cx, m, visible);
+  h += whats_next_section(course, m);
+  h += pager(course, m);
+  return page;
+}
+
+Page home_page(const Context& cx) {
+  const Course& course = cx.ws.course;
+  const auto [name, intro] = readme_intro(cx.readme);
+  Page page{.file = "index.html", .title = "Home", .kind = "home", .description = trim(intro)};
+  page.body += hero_section(course, name, intro);
+  page.body += start_section(cx);
+  page.body += module_map_section(course);
+  page.body += module_cards_section(course);
   return page;
 }
 
 Page guide_page(const Context& cx, const fs::path& markdown_file, const std::string& file) {
-  const Course& course = cx.ws.course;
   Page page{.file = file, .kind = "guide"};
   std::string md = read_text(markdown_file);
   if (md.rfind("# ", 0) == 0) {
@@ -383,56 +494,7 @@ Page guide_page(const Context& cx, const fs::path& markdown_file, const std::str
       continue;
     }
     flush();
-    std::istringstream words(t.substr(2, t.size() - 4));
-    std::string directive, word;
-    words >> directive;
-    std::vector<std::string> args;
-    while (words >> word) args.push_back(word);
-    std::string& h = page.body;
-    if (directive == "readme") {
-      const std::string section = markdown_section(cx.readme, args.empty() ? "Start" : args[0]);
-      if (!section.empty()) h += "<div class=\"start-block\">" + markdown_to_html(section, {"content", "search"}) + "</div>\n";
-    } else if (directive == "commands") {
-      h += "<div class=\"table-wrap\"><table class=\"command-table\">\n<thead><tr><th>Command</th><th>What it does</th>"
-           "</tr></thead>\n<tbody>\n";
-      for (const auto& name : args) {
-        const CommandDoc* doc = cx.command(name);
-        if (cx.has_command(name))
-          h += fmt::format("<tr><td><code>grader {}</code></td><td>{}</td></tr>\n", escape(name),
-                           doc ? escape(doc->description) : "");
-        else
-          h += fmt::format("<tr class=\"absent\"><td><code>grader {}</code></td><td><span class=\"muted\">not in this "
-                           "build of the grader</span></td></tr>\n",
-                           escape(name));
-      }
-      h += "</tbody></table></div>\n";
-    } else if (directive == "help") {
-      for (const auto& name : args) {
-        const CommandDoc* doc = cx.command(name);
-        if (doc && !doc->help.empty())
-          h += "<pre class=\"help\"><code>" + escape(doc->help) + "</code></pre>\n";
-        else if (!cx.has_command(name))
-          h += "<p class=\"muted\">Not in this build of the grader.</p>\n";
-      }
-    } else if (directive == "modules") {
-      h += "<div class=\"table-wrap\"><table class=\"module-table\">\n<thead><tr><th>Module</th><th>Tier</th>"
-           "<th>Difficulty</th><th>Hours</th><th class=\"pts\">Checks</th><th class=\"pts\">Points</th><th>Requires</th>"
-           "</tr></thead>\n<tbody>\n";
-      for (const auto& m : course.modules) {
-        std::string req;
-        for (int r : m.requires_)
-          if (const Module* d = course.by_number(r))
-            req += fmt::format("{}<a href=\"{}.html\">{}</a>", req.empty() ? "" : ", ", d->name(), d->number_text());
-        h += fmt::format("<tr><td><a href=\"{}.html\">{} {}</a></td><td>{}</td><td><span class=\"dots\">{}</span></td>"
-                         "<td>{}</td><td class=\"pts\">{}</td><td class=\"pts\">{}</td><td>{}</td></tr>\n",
-                         m.name(), m.number_text(), escape(m.title), escape(m.tier), dots(m.difficulty),
-                         escape(en_dash(m.hours)), m.checks.size(), m.max_points(), req.empty() ? "—" : req);
-      }
-      h += "</tbody></table></div>\n";
-    } else {
-      throw CourseError(fmt::format("{}: unknown directive {{{{{}}}}} (known: readme, commands, help, modules)",
-                                    markdown_file.string(), directive));
-    }
+    page.body += directive_html(cx, markdown_file, t);
   }
   flush();
   return page;
