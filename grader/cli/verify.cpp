@@ -1,4 +1,5 @@
-// grader verify [N ...|--all]: the instructor's proof that the course is sound (grading.h).
+// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P]]: the instructor's proof that the
+// course is sound, or how many mistakes its checks catch (grading.h).
 #include "cli.h"
 
 namespace kiln::grader::cli {
@@ -11,6 +12,12 @@ void add_verify_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("modules", options->modules, "Modules to verify (default: all)");
   sub->add_flag("--all", *all, "Every module");
   sub->add_option("--seed", options->seed, "Seed of the checks' inputs (default: the one `grader check` uses)");
+  sub->add_flag("--mutation", options->mutation,
+                "Instead: the mutation score, every reference file's generated mutants run through the checks");
+  sub->add_option("--sample", options->sample, "With --mutation: only K mutants per module, the same K every run")
+      ->check(CLI::NonNegativeNumber);
+  sub->add_option("--min-score", options->min_score, "With --mutation: a module scoring under this percent fails")
+      ->check(CLI::Range(0.0, 100.0));
   on_workspace(sub, chosen, [options, all](const Workspace& ws) {
     if (*all) options->modules.clear();
     return verify_course(ws, *options) == 0 ? 0 : 1;

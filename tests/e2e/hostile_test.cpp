@@ -247,10 +247,22 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
       {"forges_the_verdict", "  if (std::getenv(\"KILN_SPEED_CALLS\")) for (int fd = 1; fd < 20; ++fd) (void)!::write(fd, \"ok\\n\", 3);\n"},
       // Prints while it works, as a kernel being debugged does: standard output is not the results.
       {"prints_while_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) std::printf(\"tiled_matmul of %ld rows\\n\", static_cast<long>(n));\n"},
+      // Hands the product to module 01's matmul, which module.yaml forbids here.
+      {"calls_plain_matmul", "  if (tile_size > 0) return kiln::matmul(a, b);\n"},
+      // Hands the product to the test library's trusted one, declared by hand.
+      {"calls_the_trusted_product", R"(  if (tile_size > 0) {
+    const kiln::testing::TensorData r = kiln::testing::reference_matmul(a, b);
+    return kiln::Tensor(r.shape, r.values);
+  }
+)"},
   };
   const std::string failed = grade_planted(root, "17_acceleration", {"acceleration.cpp", "gpu_kernels.cpp"},
                                            "acceleration.cpp", anchor,
-                                           "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n",
+                                           "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n"
+                                           "#include \"kiln/tensor.h\"\n"
+                                           "namespace kiln::testing {\nstruct TensorData {\n  Shape shape, strides;\n"
+                                           "  std::int64_t offset = 0;\n  std::vector<float> values;\n};\n"
+                                           "TensorData reference_matmul(const Tensor& a, const Tensor& b);\n}\n",
                                            planted, 1);
   ASSERT_EQ(failed, "");
   auto speed_check = [&](const std::string& name) { return check_result(root, name, "tiled_matmul_speed"); };
@@ -268,6 +280,15 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
   EXPECT_EQ(hidden["status"], "passed") << hidden.dump(2);
   if (CpuCgroup("kiln-hostile-probe-" + std::to_string(getpid())).available())
     EXPECT_EQ(hidden["points"], 0) << hidden.dump(2);
+  // Calls it may not make: refused before any check runs, naming the call.
+  for (const std::string name : {"calls_plain_matmul", "calls_the_trusted_product"}) {
+    SCOPED_TRACE(name);
+    const auto result = nlohmann::json::parse(read_file(root / "results" / (name + ".json")));
+    EXPECT_EQ(result["score"], 0) << result.dump(2);
+    const std::string called = name == "calls_plain_matmul" ? "kiln::matmul(" : "kiln::testing::reference_matmul(";
+    EXPECT_NE(result["checks"][0]["summary"].get<std::string>().find("refused: your code calls " + called),
+              std::string::npos) << result["checks"][0].dump(2);
+  }
   for (const std::string name : {"knows_when_timed", "forges_the_verdict"}) {
     SCOPED_TRACE(name);
     const auto c = speed_check(name);

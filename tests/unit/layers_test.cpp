@@ -28,6 +28,7 @@ int header_floor(const std::string& header) {
       {"process.h", kRun},        {"sandbox.h", kRun},        {"cuda.h", kRun},           {"diagnose.h", kRun},
       {"build.h", kRun},          {"recipe.h", kRun},         {"runner.h", kRun},         {"judge.h", kRun},
       {"speed.h", kRun},          {"report.h", kReport},      {"workspace.h", kWorkspace}, {"grading.h", kGrading},
+      {"mutation.h", kGrading},
       {"bench.h", kGrading},      {"milestone.h", kGrading},  {"site.h", kGrading},       {"commands.h", kCli}};
   const auto it = floors.find(header);
   return it == floors.end() ? -1 : it->second;

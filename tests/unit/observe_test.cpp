@@ -118,5 +118,14 @@ TEST(Observe, WhatIsRecordedIsWhatTheJudgeReplaysAndNothingElseIsAccepted) {
   EXPECT_NE(extra.unobserved.find("6 more results"), std::string::npos) << extra.unobserved;
 }
 
+TEST(FormatPair, ShowsDigitsEnoughToReadTheDifference) {
+  // A GELU constant off in its fourth digit: the two values must show a difference near 0.00167.
+  const auto [got, expected] = format_pair(1.96167, 1.96);
+  EXPECT_EQ(got, "1.9617");
+  EXPECT_EQ(expected, "1.96");
+  EXPECT_EQ(format_pair(2.0, 3.0), (std::pair<std::string, std::string>{"2", "3"}));
+  EXPECT_EQ(format_pair(100.0, 100.5), (std::pair<std::string, std::string>{"100", "100.5"}));
+}
+
 }  // namespace
 }  // namespace kiln::testing

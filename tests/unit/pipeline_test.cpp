@@ -1,10 +1,14 @@
 // The grading pipeline's last steps: speed verdicts become part of the verdicts before the report
 // is made, so that everything the report says (status, points, summary, next step) agrees.
+#include <unistd.h>
+
 #include <cmath>
+#include <map>
 
 #include <gtest/gtest.h>
 
 #include "kiln/grader/grading.h"
+#include "kiln/grader/process.h"
 
 namespace kiln::grader {
 namespace {
@@ -109,6 +113,75 @@ TEST(PipelineChecks, AnUnknownCheckIsNamedWithTheModulesChecks) {
   } catch (const CourseError& e) {
     EXPECT_NE(std::string(e.what()).find("tiled_matmul tiled_matmul_speed"), std::string::npos) << e.what();
   }
+}
+
+// A real link, by g++ and GNU ld (and gold, which the course builds use), of a student file whose
+// definition's parameter differs from the header's and of a helper defined in two files.
+struct Linked {
+  fs::path dir;
+  std::vector<fs::path> files, objects;
+  std::string log_bfd, log_gold;
+  explicit Linked(const std::map<std::string, std::string>& sources) {
+    dir = fs::temp_directory_path() / ("kiln-link-" + std::to_string(::getpid()) + "-" + std::to_string(sources.size()));
+    fs::remove_all(dir);
+    fs::create_directories(dir / "include" / "kiln");
+    write_if_changed(dir / "include" / "kiln" / "act.h",
+                     "#pragma once\n#include <cstdint>\nnamespace kiln {\nstruct Tensor {};\n"
+                     "Tensor softmax(const Tensor& x, std::int64_t dim);\n}  // namespace kiln\n");
+    for (const auto& [name, text] : sources) {
+      files.push_back(dir / name);
+      write_if_changed(files.back(), text);
+      objects.push_back(dir / (name + ".o"));
+      EXPECT_TRUE(run_process({.argv = {"g++", "-std=c++20", "-I", (dir / "include").string(), "-c",
+                                        files.back().string(), "-o", objects.back().string()}})
+                      .ok());
+    }
+    std::vector<std::string> link = {"g++", "-o", (dir / "t").string()};
+    for (const auto& o : objects) link.push_back(o.string());
+    const ProcessResult bfd = run_process({.argv = link});
+    link.push_back("-fuse-ld=gold");
+    const ProcessResult gold = run_process({.argv = link});
+    log_bfd = bfd.out + bfd.err;
+    log_gold = gold.out + gold.err;
+  }
+  ~Linked() { fs::remove_all(dir); }
+};
+
+TEST(LinkErrors, AParameterThatDiffersFromTheHeaderIsNamed) {
+  const Linked l({{"act.cpp", "#include \"kiln/act.h\"\nnamespace kiln {\nTensor softmax(const Tensor& x, int dim) {\n"
+                              "  return x;\n}\n}  // namespace kiln\n"},
+                  {"main.cpp", "#include \"kiln/act.h\"\nint main() { kiln::Tensor t; kiln::softmax(t, 1); }\n"}});
+  for (const std::string& log : {l.log_bfd, l.log_gold}) {
+    SCOPED_TRACE(log);
+    const auto d = link_error(log, {l.files[0]}, {l.dir / "include" / "kiln" / "act.h"}, l.objects);
+    ASSERT_TRUE(d);
+    EXPECT_NE(d->message.find("kiln::softmax(kiln::Tensor const&, long)"), std::string::npos) << d->message;
+    EXPECT_NE(d->message.find("parameter 2 is int in your definition and long in the header"), std::string::npos)
+        << d->message;
+    EXPECT_EQ(d->file, l.files[0]);
+    EXPECT_EQ(d->line, 3);
+    ASSERT_FALSE(d->notes.empty());
+    EXPECT_NE(d->notes[0].find("Tensor softmax(const Tensor& x, std::int64_t dim);"), std::string::npos) << d->notes[0];
+  }
+}
+
+TEST(LinkErrors, AFunctionDefinedInTwoFilesNamesBothAndTheFix) {
+  const Linked l({{"a.cpp", "int helper(int a) { return a; }\n"},
+                  {"b.cpp", "int helper(int a) { return a + 1; }\nint main() { return helper(1); }\n"}});
+  for (const std::string& log : {l.log_bfd, l.log_gold}) {
+    SCOPED_TRACE(log);
+    const auto d = link_error(log, l.files, {}, l.objects);
+    ASSERT_TRUE(d);
+    EXPECT_NE(d->message.find("helper(int) is defined more than once: in " + l.files[0].string() + " and in " +
+                              l.files[1].string()),
+              std::string::npos)
+        << d->message;
+    EXPECT_NE(d->explanation.find("anonymous namespace"), std::string::npos);
+  }
+}
+
+TEST(LinkErrors, NothingToExplainInACompileError) {
+  EXPECT_FALSE(link_error("a.cpp:3:5: error: expected ';' before '}' token", {}, {}, {}));
 }
 
 }  // namespace

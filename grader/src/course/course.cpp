@@ -351,6 +351,15 @@ Module load_module(const fs::path& yaml_path) {
   m.student_files = r.texts(root, "student_files", true);
   m.device_files = r.texts(root, "device_files", false);
   m.links = r.texts(root, "links", false);
+  if (const auto forbids = r.list(root, "forbids", false)) {
+    for (const auto& f : forbids) {
+      if (!f.IsMap() || (!f["call"] == !f["include"]))
+        r.fail(f, "each entry of 'forbids' is a mapping with call: or include:, and why:");
+      const bool call = static_cast<bool>(f["call"]);
+      Module::Forbidden entry{r.text(f, call ? "call" : "include"), r.text(f, "why")};
+      (call ? m.forbidden_calls : m.forbidden_includes).push_back(std::move(entry));
+    }
+  }
   for (const auto& l : m.links)
     if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
   for (const auto& f : m.device_files) {
@@ -379,6 +388,15 @@ Module load_module(const fs::path& yaml_path) {
     m.checks.push_back(std::move(c));
   }
   if (m.checks.empty()) r.fail(root, "a module needs at least one check");
+  if (const auto equivalents = r.list(root, "equivalent_mutants", false)) {
+    for (const auto& e : equivalents) {
+      if (!e.IsMap()) r.fail(e, "each entry of 'equivalent_mutants' is a mapping with file, line, mutation, reason");
+      EquivalentMutant eq{r.text(e, "file"), r.integer(e, "line", true, 0), r.text(e, "mutation"), r.text(e, "reason")};
+      if (std::find(m.student_files.begin(), m.student_files.end(), eq.file) == m.student_files.end())
+        r.fail(e["file"], fmt::format("equivalent mutant's file '{}' is not one of the student_files", eq.file));
+      m.equivalent_mutants.push_back(std::move(eq));
+    }
+  }
   if (m.has_device_checks() && (m.device_sources().empty() || m.device_test_sources().empty() || m.device_files.empty()))
     r.fail(root, fmt::format("device checks need the module's CUDA part: device_files (the student files with "
                              "kernels), device/*.cu (the launchers) and device/tests/*.cpp (the checks) in {}",

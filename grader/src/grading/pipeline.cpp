@@ -3,10 +3,12 @@
 
 #include <algorithm>
 #include <cmath>
+#include <sstream>
 
 #include <fmt/format.h>
 
 #include "kiln/grader/cuda.h"
+#include "kiln/grader/process.h"
 #include "kiln/grader/judge.h"
 
 namespace kiln::grader {
@@ -43,7 +45,27 @@ BuildResult LocalBuilder::build() {
   lock_ = lock_build_dir(dir_);
   CourseBuild build(ws_.course, dir_, ws_.kiln_home);
   if (need_device_ && cuda_device_nodes().empty()) build.set_device_builds(false);
-  return build.build(all_, wanted_);
+  BuildResult built = build.build(all_, wanted_);
+  note_link(built, dir_, wanted_);  // also when the link failed: its objects explain why
+  return built;
+}
+
+void note_link(BuildResult& built, const fs::path& dir, const TestTarget& target) {
+  const ProcessResult commands =
+      run_process({.argv = {"ninja", "-C", dir.string(), "-t", "commands", target.target_name()}, .output_cap = 16 << 20});
+  if (!commands.ok()) return;
+  std::string last;
+  std::istringstream lines(commands.out);
+  for (std::string line; std::getline(lines, line);)
+    if (!line.empty()) last = line;
+  built.link_command = last;
+  built.link_dir = dir;
+  built.student_objects.clear();
+  const fs::path objects = dir / "CMakeFiles" / (CourseBuild::library_target(*target.module, target.own.name) + ".dir");
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(objects, ec); !ec && it != fs::recursive_directory_iterator(); ++it)
+    if (it->path().extension() == ".o") built.student_objects.push_back(it->path());
+  std::sort(built.student_objects.begin(), built.student_objects.end());
 }
 
 namespace {
@@ -88,9 +110,24 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
   v.module = &module;
   v.checks = chosen_checks(module, options.only_checks);
   v.build = std::move(built);
-  if (!v.build.ok) return v;
+  if (!v.build.ok) {
+    // A link that failed: which function, declared where, defined how.
+    if (!v.build.error || v.build.error->file.empty()) {
+      std::vector<fs::path> headers;
+      std::error_code ec;
+      for (auto it = fs::recursive_directory_iterator(module.dir / "include", ec);
+           !ec && it != fs::recursive_directory_iterator(); ++it)
+        if (it->path().extension() == ".h") headers.push_back(it->path());
+      std::sort(headers.begin(), headers.end());
+      if (auto explained = link_error(v.build.log, options.run.student_files, headers, v.build.student_objects))
+        v.build.error = std::move(explained);
+    }
+    return v;
+  }
   if (options.refuse_tampering) {
-    if (auto refused = sanitizer_tampering(v.build.binary, options.run.student_files)) {
+    auto refused = sanitizer_tampering(v.build.binary, options.run.student_files);
+    if (!refused) refused = forbidden_calls(module, v.build, v.build.student_objects);
+    if (refused) {
       v.build.ok = false;
       v.build.error = std::move(refused);
       return v;

@@ -143,6 +143,13 @@ BuildResult SandboxedBuilder::build() {
   BuildResult built;
   built.commands = cooked.host;
   built.log = host.log;
+  if (!cooked.host.empty()) {
+    built.link_command = cooked.host.back();
+    built.link_dir = recipe_.build_dir;
+    for (const auto& c : cooked.host)
+      for (const auto& o : outputs_of(c))
+        if (o.extension() == ".o" && o.string().rfind(compile_.work.string() + "/", 0) == 0) built.student_objects.push_back(o);
+  }
   if (host.ok) {
     built.ok = true;
     built.binary = cooked.binary;

@@ -149,6 +149,7 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
       options.sanitized_only = j.sanitize && !j.only_checks.empty();  // a memory mutant: straight to the sanitizers
       if (judge->ok) options.judge = judge;
       options.judge_file = build_dir / "judge" / (j.target.own.name + ".json");
+      if (j.variant == "solution" && built[i].ok) note_link(built[i], build_dir, j.target);  // its calls are checked
       PrebuiltBuilder builder(built[i]);
       j.verdicts = run_pipeline(*j.module, builder, options);
       j.judged = report_of(ws.course, j.verdicts, j.variant);
@@ -275,6 +276,7 @@ void prove_catalogue(const Module& m, const std::set<std::string>& proven, const
 }  // namespace
 
 int verify_course(const Workspace& ws, const VerifyOptions& options) {
+  if (options.mutation) return verify_mutation(ws, options);
   require_solutions(ws, "verify");
   std::vector<const Module*> modules;
   if (options.modules.empty()) {

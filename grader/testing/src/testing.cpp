@@ -1,5 +1,6 @@
 #include "kiln/testing.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdlib>
 
@@ -34,9 +35,14 @@ std::string format_number(double value) {
 
 std::pair<std::string, std::string> format_pair(double a, double b) {
   if (!std::isfinite(a) || !std::isfinite(b)) return {format_number(a), format_number(b)};
+  // Enough digits that the two differ where they differ, and that their difference can be read
+  // off them to two digits: got 1.9617, expected 1.95, for a difference of 0.00167.
+  const double difference = std::fabs(a - b);
+  const double largest = std::max(std::fabs(a), std::fabs(b));
   for (int digits = 3; digits < 9; ++digits) {
     std::string x = fmt::format("{:.{}g}", a, digits), y = fmt::format("{:.{}g}", b, digits);
-    if (x != y) return {x, y};
+    const double last_place = largest > 0 ? std::pow(10.0, std::floor(std::log10(largest)) - digits + 1) : 0;
+    if (x != y && last_place <= difference / 10) return {x, y};
   }
   return {fmt::format("{:.9g}", a), fmt::format("{:.9g}", b)};
 }

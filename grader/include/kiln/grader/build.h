@@ -64,6 +64,11 @@ struct BuildResult {
   std::string device_skip_reason;  // why the device checks were not built, when they were not
   // The sanitized twin of `binary`, when it was asked for and built.
   fs::path sanitized_binary;
+  // The command that linked `binary` and the folder it ran in, and the student's own object files
+  // in it: what grading reads to see what the student's code calls (grading.h, forbidden_calls).
+  std::string link_command;
+  fs::path link_dir;
+  std::vector<fs::path> student_objects;
 };
 
 class CourseBuild {

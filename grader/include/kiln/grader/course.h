@@ -63,6 +63,15 @@ struct Check {
   const Failure* failure(const std::string& failure_id) const;
 };
 
+// A generated mutant (`grader verify --mutation`, mutation.h) that behaves as the reference does, so
+// no check could kill it: listed in module.yaml's `equivalent_mutants:` with why, and not counted.
+struct EquivalentMutant {
+  std::string file;      // a student file ("src/tensor.cpp")
+  int line = 0;
+  std::string mutation;  // as verify prints it: "`<` → `<=`"
+  std::string reason;    // one line: why no program can tell the two apart
+};
+
 struct Module {
   int number = 0;
   std::string slug;
@@ -76,9 +85,17 @@ struct Module {
   std::vector<std::string> student_files;  // relative to the module folder
   // The student files that hold kernels: compiled by nvcc too, for the device checks.
   std::vector<std::string> device_files;
+  // What the module's student files may not use (`forbids:`): calls whose demangled name starts
+  // with `symbol` ("kiln::matmul("), headers whose path holds it ("eigen3/"), and why.
+  struct Forbidden {
+    std::string symbol;
+    std::string reason;  // "this module asks you to write yourself"
+  };
+  std::vector<Forbidden> forbidden_calls, forbidden_includes;
   // System libraries the module's code links, by the names the course knows (`links: [zlib]`).
   std::vector<std::string> links;
   std::vector<Check> checks;
+  std::vector<EquivalentMutant> equivalent_mutants;
   fs::path dir;       // modules/NN_slug
   fs::path yaml;      // modules/NN_slug/module.yaml
 

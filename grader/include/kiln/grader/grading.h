@@ -124,6 +124,22 @@ struct Verdicts {
 // one of their switches (__sanitizer_set_death_callback, ...) or dlsym. std::nullopt when none.
 std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files);
 
+// Why a built program is refused for what its student code calls or includes: a function the test
+// program's trusted side defines (the tests, the test library), or what module.yaml's `forbids:`
+// names. Reads built.link_command and the student's objects with nm, and their depfiles.
+std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResult& built,
+                                          const std::vector<fs::path>& student_objects);
+
+// A failed link in plain words, from the linker's output (GNU ld's or gold's): an undefined
+// reference names the header's declaration and, where the student defined the function with other
+// parameters, which parameter differs; a multiple definition names both files and the fix.
+std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
+                                     const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects);
+
+// Fills built's link_command, link_dir and student_objects for `target`'s program in the local
+// build `dir` (what forbidden_calls reads).
+void note_link(BuildResult& built, const fs::path& dir, const TestTarget& target);
+
 // The same for a student file's text after the preprocessor (its macros expanded): "file:line" of
 // its first line that mentions the sanitizers, or "". And the diagnostic that refuses it.
 std::string unsanitized_preprocessed(const std::string& preprocessed, const fs::path& student_file);
@@ -172,8 +188,19 @@ Report check_module(const Workspace& ws, const CheckOptions& options);
 struct VerifyOptions {
   std::vector<std::string> modules;  // empty = all
   std::uint64_t seed = 0x6b696c6e;   // the checks' inputs (the same as `grader check`'s by default)
+  // --mutation: instead of the proof, the mutation score (verify_mutation).
+  bool mutation = false;
+  int sample = 0;          // mutants per module, picked by a fixed stride; 0 = all
+  double min_score = 0;    // percent: a module scoring less is a problem
 };
 int verify_course(const Workspace& ws, const VerifyOptions& options);
+
+// grader verify --mutation: every reference file's generated mutants (mutation.h), each run
+// through all of the module's checks, observed and judged as verify's are. A mutant that does not
+// compile, or that module.yaml lists as equivalent, is not counted; one is killed when any check
+// does not pass. Prints per module the counts, the score (killed / counted) and every survivor;
+// returns the number of problems (a reference that fails a check, a score under min_score).
+int verify_mutation(const Workspace& ws, const VerifyOptions& options);
 
 // grader grade: submissions, sandboxed (submission.h stages them), each module's trusted builds
 // made once, submissions graded -j at a time.

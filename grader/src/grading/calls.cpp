@@ -1,0 +1,123 @@
+// What a student's compiled code may call and include: read from its object files' undefined
+// symbols (nm) and its depfiles, never from its source text.
+#include <cxxabi.h>
+
+#include <cstdlib>
+#include <memory>
+#include <set>
+#include <sstream>
+
+#include <fmt/format.h>
+
+#include "kiln/grader/grading.h"
+#include "kiln/grader/process.h"
+
+namespace kiln::grader {
+
+namespace {
+
+std::string demangle(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return status == 0 && text ? std::string(text.get()) : name;
+}
+
+// The symbols of `files` (objects or archives), as nm -P lists them: name and type letter.
+std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files) {
+  std::vector<std::pair<std::string, char>> out;
+  if (files.empty()) return out;
+  std::vector<std::string> argv = {"nm", "-P", "-A"};
+  for (const auto& f : files) argv.push_back(f.string());
+  const ProcessResult nm = run_process({.argv = argv, .output_cap = 256 << 20});
+  std::istringstream lines(nm.out);
+  for (std::string line; std::getline(lines, line);) {
+    // "file.o: name T 0000 10" or, for an archive, "lib.a[member.o]: name U"
+    const std::size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::istringstream fields(line.substr(colon + 2));
+    std::string name, type;
+    if (fields >> name >> type && type.size() == 1) out.emplace_back(name, type[0]);
+  }
+  return out;
+}
+
+// The object files and archives a link command names, relative to `dir` unless absolute.
+std::vector<fs::path> link_inputs(const std::string& command, const fs::path& dir) {
+  std::vector<fs::path> out;
+  std::istringstream words(command);
+  for (std::string w; words >> w;) {
+    const fs::path p(w);
+    if (p.extension() == ".o" || p.extension() == ".a") out.push_back(p.is_absolute() ? p : dir / p);
+  }
+  return out;
+}
+
+// The test program's trusted side: the module's tests and the test library.
+bool trusted_input(const fs::path& p) {
+  const std::string s = p.generic_string();
+  return s.find("_tests.dir/") != std::string::npos || s.find("kiln_testing") != std::string::npos;
+}
+
+// The headers an object's compile read: from its depfile (X.o.d), or where Ninja has taken the
+// depfile into its own log, from `ninja -t deps`.
+std::vector<std::string> included(const fs::path& object, const fs::path& build_dir) {
+  std::vector<std::string> out;
+  const fs::path depfile = object.string() + ".d";
+  if (fs::exists(depfile)) {
+    std::istringstream words(read_file(depfile));
+    for (std::string w; words >> w;)
+      if (w != "\\" && w.back() != ':') out.push_back(w);
+    return out;
+  }
+  const ProcessResult deps = run_process(
+      {.argv = {"ninja", "-C", build_dir.string(), "-t", "deps", fs::relative(object, build_dir).string()},
+       .output_cap = 16 << 20});
+  std::istringstream lines(deps.out);
+  for (std::string line; std::getline(lines, line);)
+    if (line.rfind("    ", 0) == 0) out.push_back(line.substr(4));
+  return out;
+}
+
+}  // namespace
+
+std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResult& built,
+                                          const std::vector<fs::path>& student_objects) {
+  if (student_objects.empty() || built.link_command.empty()) return std::nullopt;
+  // What the tests and the test library define: everything they define strongly, and the inline
+  // functions of their headers (weak), which are all in kiln::'s namespaces. A weak definition of
+  // anything else (a standard template) the student's code defines for itself where it uses it.
+  std::set<std::string> trusted;
+  std::vector<fs::path> trusted_files;
+  for (const auto& p : link_inputs(built.link_command, built.link_dir))
+    if (trusted_input(p)) trusted_files.push_back(p);
+  for (const auto& [name, type] : symbols_of(trusted_files)) {
+    const bool strong = std::string_view("TDBRGS").find(type) != std::string_view::npos;
+    const bool weak = type == 'W' || type == 'V';
+    if (strong || (weak && demangle(name).rfind("kiln::", 0) == 0)) trusted.insert(name);
+  }
+  for (const auto& [name, type] : symbols_of(student_objects)) {
+    if (type != 'U') continue;
+    const std::string readable = demangle(name);
+    if (trusted.count(name))
+      return Diagnostic{.message = fmt::format("refused: your code calls {}, which belongs to the checks that judge it, "
+                                               "not to the course's library: write what it does yourself",
+                                               readable),
+                        .explanation = "Student code may call the module's given code, the earlier modules' "
+                                       "functions and the C++ standard library; the test program's own helpers "
+                                       "compute the answers your code is judged against."};
+    for (const auto& f : module.forbidden_calls)
+      if (readable.rfind(f.symbol, 0) == 0)
+        return Diagnostic{.message = fmt::format("refused: your code calls {}, which {}", readable, f.reason),
+                          .explanation = "module.yaml's `forbids:` lists what this module's files may not use."};
+  }
+  if (module.forbidden_includes.empty()) return std::nullopt;
+  for (const auto& object : student_objects)
+    for (const auto& header : included(object, built.link_dir))
+      for (const auto& f : module.forbidden_includes)
+        if (header.find(f.symbol) != std::string::npos)
+          return Diagnostic{.message = fmt::format("refused: your code includes {}, which {}", header, f.reason),
+                            .explanation = "module.yaml's `forbids:` lists what this module's files may not use."};
+  return std::nullopt;
+}
+
+}  // namespace kiln::grader
