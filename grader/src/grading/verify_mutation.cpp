@@ -116,9 +116,8 @@ std::string first_failure(const Report& r) {
 
 // A survivor whose values were right may still read or write past a buffer: each runs once more,
 // on its sanitized twin (built now, in one more Ninja run), and a memory error kills it.
-void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::vector<BuildResult>& built,
-                               const std::map<const Module*, const BuildResult*>& judges, const fs::path& build_dir,
-                               std::uint64_t seed, unsigned cores) {
+void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::map<const Module*, const BuildResult*>& judges,
+                               const fs::path& build_dir, std::uint64_t seed, unsigned cores) {
   std::vector<std::size_t> survivors;
   for (std::size_t i = 0; i < plan.jobs.size(); ++i)
     if (plan.jobs[i].outcome == Outcome::survived) survivors.push_back(i);
@@ -155,7 +154,6 @@ void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::vecto
   std::vector<std::thread> pool;
   for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
   for (auto& t : pool) t.join();
-  (void)built;
 }
 
 std::string percent(std::size_t part, std::size_t whole) {
@@ -239,7 +237,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
     for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
     for (auto& t : pool) t.join();
   }
-  rerun_survivors_sanitized(ws, plan, built, judges, build_dir, options.seed, cores);
+  rerun_survivors_sanitized(ws, plan, judges, build_dir, options.seed, cores);
 
   // Every mutant's outcome, for whoever wants to read what killed which.
   std::string results;
