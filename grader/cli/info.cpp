@@ -91,13 +91,35 @@ int run_hint(const Workspace& ws, const std::string& module, const std::string& 
       print("  (a hidden check: its failures are not listed)\n\n");
       continue;
     }
+    // After a memory error, a crash or a hang the catalogue is not the news: what happened is.
+    const ProgressEntry::Said* said_last = nullptr;
+    if (known)
+      if (const auto it = last->second.said.find(c->id); it != last->second.said.end()) said_last = &it->second;
+    const bool has_said = said_last != nullptr;
+    static const std::map<std::string, std::string> happened = {
+        {"memory_error", "had a memory error"}, {"crashed", "crashed"},          {"timed_out", "timed out"},
+        {"exited_early", "exited early"},       {"no_result", "gave no result"}};
+    if (has_said && happened.count(said_last->status)) {
+      print("  " + wrap(fmt::format("Last time it {}: {}", happened.at(said_last->status), bold(said_last->summary)),
+                        width, "  ") + "\n");
+      print("  " + wrap("Hint: fix that first, at the place it names; `grader check " + m.number_text() + " --check " +
+                            c->id + " -v` shows the whole output. The usual causes of a wrong value come after.",
+                        width, "    ") + "\n");
+    } else if (has_said && said_last->status != "failed") {
+      print("  " + wrap("Last time: " + bold(said_last->summary), width, "  ") + "\n");
+    }
     std::vector<const Failure*> failures;
     for (const auto& f : c->failures) failures.push_back(&f);
     std::stable_sort(failures.begin(), failures.end(),
                      [&](const Failure* a, const Failure* b) { return reported(*a) > reported(*b); });
     for (const Failure* f : failures) {
-      print("  " + wrap(fmt::format("When it fails: {}{}", bold(f->message), reported(*f) ? " (reported last time)" : ""),
-                        width, "  ") + "\n");
+      // The message as it read last time, its placeholders filled; the catalogue's wording otherwise.
+      const auto filled = has_said ? said_last->messages.find(f->id) : std::map<std::string, std::string>::const_iterator{};
+      if (has_said && filled != said_last->messages.end())
+        print("  " + wrap(fmt::format("Last time: {}", bold(filled->second)), width, "  ") + "\n");
+      else
+        print("  " + wrap(fmt::format("When it fails: {}{}", bold(f->message), reported(*f) ? " (reported last time)" : ""),
+                          width, "  ") + "\n");
       print("  " + wrap("Hint: " + f->hint, width, "    ") + "\n");
     }
     print("\n");

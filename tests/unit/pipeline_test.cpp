@@ -115,6 +115,41 @@ TEST(PipelineChecks, AnUnknownCheckIsNamedWithTheModulesChecks) {
   }
 }
 
+TEST(PipelineNeeds, ACheckWhosePrerequisiteFailsWaitsForItAndTheNextStepNamesThePrerequisite) {
+  Course course;
+  course.root = "/course";
+  Module m;
+  m.number = 10;
+  m.slug = "tokenization";
+  Check stop{.id = "bpe_stop", .test = "T.Stop"}, ties{.id = "bpe_ties", .test = "T.Ties"},
+      train{.id = "bpe_train", .test = "T.Train"}, encode{.id = "bpe_encode", .test = "T.Encode"};
+  ties.needs = {"bpe_stop"};
+  train.needs = {"bpe_stop", "bpe_ties"};
+  encode.needs = {"bpe_train"};
+  for (Check* c : {&stop, &ties, &train, &encode})
+    c->failures = {Failure{.id = c->id + "_wrong", .message = c->id + " is wrong", .hint = "the usual cause"}};
+  m.checks = {stop, ties, train, encode};
+  Verdicts v;
+  v.module = &m;
+  v.checks = {&m.checks[0], &m.checks[1], &m.checks[2], &m.checks[3]};
+  v.build.ok = true;
+  v.run = RunResult{};
+  // A wrong tie rule: the stop check passes, ties and train fail; encode crashes on its own.
+  const std::vector<Status> seen = {Status::passed, Status::failed, Status::failed, Status::crashed};
+  for (std::size_t i = 0; i < 4; ++i) {
+    CheckResult r{.check = v.checks[i], .status = seen[i], .reason = "segmentation fault"};
+    if (seen[i] == Status::failed) r.failures = {ReportedFailure{.id = v.checks[i]->id + "_wrong"}};
+    v.run->checks.push_back(r);
+  }
+  mark_waiting(*v.run, v.checks);
+  const Report r = report_of(course, v, "student");
+  EXPECT_EQ(r.checks[1].summary, "bpe_ties is wrong");
+  EXPECT_EQ(r.checks[2].summary, "skipped: fix bpe_ties first (this check builds on it)");
+  EXPECT_TRUE(r.checks[2].hints.empty()) << "a waiting check gives no hint of its own";
+  EXPECT_EQ(r.checks[3].status, Status::crashed) << "a crash is its own news";
+  EXPECT_EQ(r.next_step, "fix 'bpe_ties' first; `grader hint 10 bpe_ties` explains the usual cause");
+}
+
 // A real link, by g++ and GNU ld (and gold, which the course builds use), of a student file whose
 // definition's parameter differs from the header's and of a helper defined in two files.
 struct Linked {

@@ -108,6 +108,26 @@ TEST(Wrap, FitsEightyColumnsWithoutBreakingWords) {
     EXPECT_NE(wrapped.find(word), std::string::npos) << word << " was broken";
 }
 
+TEST(Wrap, NeverBreaksAGraderCommand) {
+  const std::string next = "Next: write contiguous_strides (modules/01_tensor/src/tensor.cpp:23), then run grader check 01";
+  for (std::size_t width = 60; width <= 100; ++width) {
+    const std::string text = wrap(next, width, "        ");
+    EXPECT_NE(text.find("grader check 01"), std::string::npos) << width << ":\n" << text;
+  }
+  const std::string hint = "Next: fix 'bpe_ties' first; `grader hint 10 bpe_ties` explains the usual cause of it";
+  for (std::size_t width = 60; width <= 100; ++width)
+    EXPECT_NE(wrap(hint, width, "  ").find("`grader hint 10 bpe_ties`"), std::string::npos) << width;
+}
+
+TEST(RenderText, SaysWhereTheStudentsOwnPrintsAre) {
+  Report r = sample_report();
+  r.output = "Note: Google Test filter = Probe.Adds\n[ RUN      ] Probe.Adds\nsum is 5\n[       OK ] Probe.Adds\n";
+  EXPECT_NE(render_text(r, {}).find("Your code printed 1 line while the checks ran: `grader check 01 -v` shows them."),
+            std::string::npos) << render_text(r, {});
+  r.output = "[ RUN      ] Probe.Adds\n[       OK ] Probe.Adds\n";
+  EXPECT_EQ(render_text(r, {}).find("Your code printed"), std::string::npos);
+}
+
 TEST(RenderOptional, AnOpenChallengeIsNamedAndDoesNotStandBetweenAModuleAndDone) {
   Report r = sample_report();
   r.checks = {r.checks[0], CheckReport{.id = "challenge", .status = Status::not_written, .max_points = 0,

@@ -383,6 +383,10 @@ Module load_module(const fs::path& yaml_path) {
   const YAML::Node checks = r.list(root, "checks", true);
   for (const auto& node : checks) {
     Check c = parse_check(r, node, failure_ids);
+    c.needs = r.texts(node, "needs", false);
+    for (const auto& id : c.needs)
+      if (!check_ids.count(id))
+        r.fail(node["needs"], fmt::format("check '{}' needs '{}', which is not a check declared before it", c.id, id));
     if (!check_ids.insert(c.id).second) r.fail(node["id"], fmt::format("check id '{}' is used twice", c.id));
     if (!tests.insert(c.test).second) r.fail(node["test"], fmt::format("test '{}' implements two checks", c.test));
     m.checks.push_back(std::move(c));

@@ -105,6 +105,20 @@ void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>
 
 }  // namespace
 
+void mark_waiting(RunResult& run, const std::vector<const Check*>& checks) {
+  for (std::size_t i = 0; i < checks.size(); ++i) {
+    CheckResult& r = run.checks[i];
+    if (r.status != Status::failed) continue;  // a crash, a hang, a memory error: its own news
+    for (const auto& id : checks[i]->needs) {
+      // Only a check of this run tells: a check run alone is judged on its own.
+      for (std::size_t k = 0; k < i; ++k) {
+        const Status s = run.checks[k].status;
+        if (checks[k]->id == id && s != Status::passed && s != Status::skipped && r.waits_for.empty()) r.waits_for = id;
+      }
+    }
+  }
+}
+
 Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options) {
   Verdicts v;
   v.module = &module;
@@ -154,6 +168,7 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
     run = judge_built_checks(*options.judge, run, v.checks, trusted, options.judge_file);  // judge
   }
   if (options.sanitize && !options.sanitized_only) confirm_sanitized(v.build, v.checks, run, run_options);
+  mark_waiting(run, v.checks);
   v.run = std::move(run);
   return v;
 }

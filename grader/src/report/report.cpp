@@ -164,6 +164,12 @@ Report make_report(const Course& course, const Module& module, const std::vector
     }
     const CheckResult& r = run->checks[i];
     c.status = r.status;
+    if (!r.waits_for.empty()) {  // its failure would only repeat the one of the check it needs
+      c.waits_for = r.waits_for;
+      c.summary = fmt::format("skipped: fix {} first (this check builds on it)", r.waits_for);
+      report.checks.push_back(std::move(c));
+      continue;
+    }
     c.ms = r.ms;
     c.figures = r.figures;
     c.speed_context = r.speed_context;
@@ -190,6 +196,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
           if (const Failure* known = check.failure(f.id)) {
             const std::string message = render_message(known->message, f.params);
             c.messages.push_back(work.empty() ? message : relative(message));
+            c.rendered[f.id] = c.messages.back();
             c.hints.push_back(known->hint);
           } else {
             c.messages.push_back(unknown_failure(f.id, check, module));
@@ -216,7 +223,9 @@ Report make_report(const Course& course, const Module& module, const std::vector
     const CheckReport* first = nullptr;
     for (const bool optional : {false, true}) {
       for (const auto& c : report.checks) {
-        if (c.status == Status::passed || c.status == Status::skipped || c.optional() != optional) continue;
+        if (c.status == Status::passed || c.status == Status::skipped || !c.waits_for.empty() ||
+            c.optional() != optional)
+          continue;
         first = &c;
         break;
       }
@@ -310,7 +319,24 @@ std::string wrap(const std::string& text, std::size_t width, const std::string& 
     }
     return n;
   };
-  while (words >> word) {
+  // A grader command is never broken across lines: "`grader hint 10 bpe_ties`" up to its closing
+  // backtick, a bare "grader check 01" with its two words, so that it can be read and copied whole.
+  std::vector<std::string> units;
+  for (std::string w; words >> w;) {
+    if (!units.empty()) {
+      const std::string& last = units.back();
+      const bool quoted = last.rfind("`grader", 0) == 0 && std::count(last.begin(), last.end(), '`') == 1;
+      const bool bare = last.rfind("grader", 0) == 0 && std::count(last.begin(), last.end(), ' ') < 2 &&
+                        last.back() != ',' && last.back() != '.';
+      if (quoted || (bare && last.find('`') == std::string::npos)) {
+        units.back() += " " + w;
+        continue;
+      }
+    }
+    units.push_back(w);
+  }
+  for (std::string& unit : units) {
+    word = std::move(unit);
     if (!line.empty() && length(line) + 1 + length(word) > room) {
       out += line + "\n" + indent;
       line.clear();
@@ -396,6 +422,21 @@ std::string render_text(const Report& report, const TextStyle& style) {
   if (skipped > 0) tally += fmt::format(" · {} skipped", skipped);
   out += "  " + paint(style, report.all_passed() ? fmt::terminal_color::green : fmt::terminal_color::yellow, tally, true) + "\n";
   if (!report.next_step.empty()) out += "  " + wrap("Next: " + report.next_step, style.width, "        ") + "\n";
+  if (!style.verbose) {
+    // What the student's code printed (not GoogleTest's own lines) is shown with -v: say so.
+    std::istringstream lines(report.output);
+    int printed = 0;
+    bool frames = false;  // between the test program's frame markers: a stack, not the student's
+    for (std::string line; std::getline(lines, line);) {
+      if (line.rfind("[kiln-frames", 0) == 0 || line.rfind("[kiln-stuck", 0) == 0) frames = line != "[kiln-frames-end]";
+      const bool tooling = line.empty() || line[0] == '[' || line.rfind("==", 0) == 0 || line.rfind("    #", 0) == 0 ||
+                           line.rfind("Note: Google Test filter", 0) == 0 || line.find("runtime error:") != std::string::npos;
+      printed += !frames && !tooling;
+    }
+    if (printed > 0)
+      out += dim(style, fmt::format("  Your code printed {} line{} while the checks ran: `grader check {} -v` shows them.",
+                                    printed, printed == 1 ? "" : "s", report.number)) + "\n";
+  }
   if (style.verbose) {
     out += "\n  Commands (run them by hand to reproduce this result):\n";
     for (const auto& cmd : report.commands) out += "    " + cmd + "\n";
@@ -427,6 +468,7 @@ nlohmann::json to_json(const Report& report) {
                       {"visibility", visibility_name(c.visibility)},
                       {"device", c.device},
                       {"summary", c.summary},
+                      {"waits_for", c.waits_for},
                       {"messages", c.messages},
                       {"failure_ids", c.failure_ids},
                       {"hints", c.hints},

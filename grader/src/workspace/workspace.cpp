@@ -171,6 +171,15 @@ std::map<std::string, ProgressEntry> load_progress(const Workspace& ws) {
     };
     entry.not_passing = strings("not_passing");
     entry.failure_ids = strings("failure_ids");
+    if (e.contains("said") && e["said"].is_object())
+      for (const auto& [id, s] : e["said"].items()) {
+        if (!s.is_object()) continue;
+        ProgressEntry::Said said{s.value("status", ""), s.value("summary", ""), {}};
+        if (s.contains("messages") && s["messages"].is_object())
+          for (const auto& [f, text] : s["messages"].items())
+            if (text.is_string()) said.messages[f] = text.get<std::string>();
+        entry.said[id] = std::move(said);
+      }
     out[name] = std::move(entry);
   }
   return out;
@@ -188,6 +197,7 @@ void record_progress(const Workspace& ws, const Module& m, const Report& report)
     if (c.status == Status::passed || c.status == Status::skipped) continue;
     entry.not_passing.push_back(c.id);
     entry.failure_ids.insert(entry.failure_ids.end(), c.failure_ids.begin(), c.failure_ids.end());
+    entry.said[c.id] = {status_name(c.status), c.summary, c.rendered};
   }
   progress[m.name()] = std::move(entry);
   nlohmann::json j = {{"modules", nlohmann::json::object()}};
@@ -196,6 +206,8 @@ void record_progress(const Workspace& ws, const Module& m, const Report& report)
                           {"total", e.total},           {"all_passed", e.all_passed}, {"fingerprint", e.fingerprint},
                           {"checked_at", e.checked_at}, {"not_passing", e.not_passing},
                           {"failure_ids", e.failure_ids}};
+    for (const auto& [id, said] : e.said)
+      j["modules"][name]["said"][id] = {{"status", said.status}, {"summary", said.summary}, {"messages", said.messages}};
   }
   write_if_changed(ws.state_dir() / "progress.json", j.dump(2) + "\n");
 }

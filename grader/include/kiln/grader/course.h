@@ -59,6 +59,10 @@ struct Check {
   bool device = false;
   std::vector<Failure> failures;
   std::optional<Speed> speed;
+  // Checks of the same module that this one builds on (`needs:`, declared before it): when one of
+  // them does not pass, this one's own failure would only repeat it, and it reads "skipped: fix
+  // X first" instead.
+  std::vector<std::string> needs;
 
   const Failure* failure(const std::string& failure_id) const;
 };

@@ -160,6 +160,10 @@ Verdicts run_pipeline(const Module& module, Builder& builder, const PipelineOpti
 Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options);
 void time_speed_checks(Verdicts& verdicts, SpeedTiming* timing);
 
+// A check that failed while a check it needs (Check::needs) also did not pass waits for it: its own
+// failure is not shown. A memory error or a crash is shown all the same.
+void mark_waiting(RunResult& run, const std::vector<const Check*>& checks);
+
 // The speed verdicts of the speed-graded checks that passed, given how each is timed: `timer` is
 // called for each such check; without a timer they are skipped (no reference here) or fail for
 // `unavailable`. Checks that judged different contexts (kiln::testing::note_context) earn no speed

@@ -23,8 +23,10 @@ struct CheckReport {
   std::string summary;              // one line: "not written yet: Tensor::reshape (src/tensor.cpp:42)"
   std::vector<std::string> messages;  // catalogued messages, rendered
   std::vector<std::string> failure_ids;
+  std::map<std::string, std::string> rendered;  // each catalogued failure reported, as its message read
   std::vector<std::string> hints;
   std::vector<std::string> details;   // what was expected and what came back
+  std::string waits_for;  // the check it needs that did not pass ("skipped: fix X first")
   std::string speed;  // a speed-graded check: how its time compared with the reference's, and the points it earned
   double speed_ratio = 0;  // its time over the reference's, when it was measured (a leaderboard's figure)
   std::string speed_context;  // the digest of a speed check's context in the checked run

@@ -59,6 +59,7 @@ struct CheckResult {
   std::vector<Figure> figures;  // what the check measured (kiln::testing::report_figure)
   std::string speed_context;    // a speed check's context, as its digest
   std::optional<SpeedScore> speed;  // a speed-graded check that passed, once timed
+  std::string waits_for;  // a check it needs (Check::needs) that did not pass: its own result is not shown
   // What the test program said of the check: that it ended (rather than crashed, hung or exited),
   // and the observations it made on the way, one JSON object each (kiln/observe.h).
   bool ended = false;

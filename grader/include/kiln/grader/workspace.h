@@ -75,6 +75,13 @@ struct ProgressEntry {
   std::string checked_at;
   std::vector<std::string> not_passing;  // the checks that did not pass, by id
   std::vector<std::string> failure_ids;  // the catalogued failures they reported
+  // What each check that did not pass said: its status, its summary, and each catalogued failure
+  // as its message read (placeholders filled), for `grader hint`.
+  struct Said {
+    std::string status, summary;
+    std::map<std::string, std::string> messages;
+  };
+  std::map<std::string, Said> said;
 };
 std::map<std::string, ProgressEntry> load_progress(const Workspace& ws);
 void record_progress(const Workspace& ws, const Module& m, const Report& report);
