@@ -37,7 +37,7 @@ std::string render_text(const MilestoneResult& r) {
     out += fmt::format("    {} parameter tensors moved; the least: {} by up to {:.3g}\n", r.moved.size(), which, smallest);
   }
   if (!r.problem.empty()) out += "    " + wrap(r.problem, terminal_width(), "    ") + "\n";
-  out += fmt::format("    loss curve: {}\n", r.plot.string());
+  if (!r.plot.empty()) out += fmt::format("    loss curve: {}\n", r.plot.string());
   if (!r.tradeoff.empty()) out += fmt::format("    accuracy against size: {}\n", r.tradeoff.string());
   return out;
 }
@@ -62,7 +62,7 @@ nlohmann::json to_json(const MilestoneResult& r) {
 std::string install(const Workspace& ws, const Milestone& m, const MilestoneResult& r, const MilestoneCommand& cmd) {
   std::string said;
   for (const auto& i : m.installs) {
-    const fs::path made = r.plot.parent_path() / i.file;
+    const fs::path made = ws.state_dir() / "milestones" / m.id / r.run / i.file;  // the run's folder
     const Module* module = ws.course.by_number(i.module);
     if (!module || !fs::exists(made)) continue;
     const fs::path to = module->dir / i.to;

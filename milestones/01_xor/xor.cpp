@@ -17,20 +17,22 @@ using namespace kiln;
 
 namespace {
 
-// Full-batch training: every step sees the four points.
-void train(nn::Module& model, const Tensor& x, const std::vector<std::int64_t>& y, int steps, int epoch_index) {
+// Full-batch training, one epoch of `steps`: every step sees the four points.
+void train(const std::string& name, nn::Module& model, const Tensor& x, const std::vector<std::int64_t>& y,
+           int steps) {
+  milestone::model(name);
   optim::Adam optimizer(model.parameters(), 0.05f);
   const auto started = std::chrono::steady_clock::now();
-  double last = 0;
+  double total = 0;
   for (int step = 1; step <= steps; ++step) {
     optimizer.zero_grad();
     Tensor loss = nn::cross_entropy_loss(model(x), y);
     loss.backward();
     optimizer.step();
-    last = loss.item();
-    milestone::step(epoch_index, step, last);
+    total += loss.item();
+    milestone::step(1, step, loss.item());
   }
-  milestone::epoch_done(epoch_index, last,
+  milestone::epoch_done(1, total / steps,
                         std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
 }
 
@@ -49,15 +51,15 @@ int main(int argc, char** argv) {
       std::make_shared<nn::Linear>(8, 2, generator)});
   nn::Linear linear(2, 2, generator);
 
-  milestone::begin(2, steps);
+  milestone::begin(1, steps);
   milestone::parameters("initial", [&] {
     auto named = mlp->named_parameters();
     for (auto& [name, t] : linear.named_parameters()) named.emplace_back("linear." + name, t.clone());
     for (auto& [name, t] : named) t = t.clone();
     return named;
   }());
-  train(*mlp, x, y, steps, 1);
-  train(linear, x, y, steps, 2);
+  train("mlp", *mlp, x, y, steps);
+  train("linear", linear, x, y, steps);
   auto named = mlp->named_parameters();
   for (auto& [name, t] : linear.named_parameters()) named.emplace_back("linear." + name, t);
   milestone::parameters("final", named);

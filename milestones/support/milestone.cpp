@@ -133,4 +133,8 @@ void size(const std::string& output, std::int64_t bytes) {
 
 void note(const std::string& text) { emit("{\"event\": \"note\", \"text\": " + quoted(text) + "}", text); }
 
+void model(const std::string& name) {
+  emit("{\"event\": \"model\", \"name\": " + quoted(name) + "}", "model " + name);
+}
+
 }  // namespace kiln::milestone

@@ -49,5 +49,9 @@ void logits(const std::string& name, const Tensor& rows);
 void size(const std::string& output, std::int64_t bytes);
 // A line for the person watching, shown under the progress bar (a sample, a note).
 void note(const std::string& text);
+// For a trainer that trains several models one after the other: the steps and epochs reported
+// after this belong to the model named (its own curve in the plot, its name on each epoch's line).
+// Its epochs count from 1 again.
+void model(const std::string& name);
 
 }  // namespace kiln::milestone

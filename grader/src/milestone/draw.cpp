@@ -2,6 +2,8 @@
 #include "kiln/grader/milestone.h"
 
 #include <algorithm>
+#include <array>
+#include <map>
 #include <cmath>
 
 #include <fmt/format.h>
@@ -109,8 +111,9 @@ struct LossFrame {
   double py(double y) const { return h - bottom - std::clamp(y, 0.0, y1) / y1 * (h - top - bottom); }
 };
 
-// Every step's loss, thin; a running mean over about 1% of the steps, thick.
-std::string loss_lines(const std::vector<std::pair<double, double>>& curve, const LossFrame& f) {
+// Every step's loss, thin; a running mean over about 1% of the steps, thick; in one model's colours.
+std::string loss_lines(const std::vector<std::pair<double, double>>& curve, const LossFrame& f,
+                       const char* thin = "#90cdf4", const char* thick = "#2b6cb0") {
   std::string raw, smooth;
   const std::size_t window = std::max<std::size_t>(1, curve.size() / 100);
   double sum = 0;
@@ -123,8 +126,25 @@ std::string loss_lines(const std::vector<std::pair<double, double>>& curve, cons
     raw += fmt::format("{:.1f},{:.1f} ", f.px(curve[i].first), f.py(curve[i].second));
     if (i + 1 >= window) smooth += fmt::format("{:.1f},{:.1f} ", f.px(curve[i].first), f.py(sum / static_cast<double>(window)));
   }
-  return fmt::format("<polyline fill=\"none\" stroke=\"#90cdf4\" stroke-width=\"1\" points=\"{}\"/>\n", raw) +
-         fmt::format("<polyline fill=\"none\" stroke=\"#2b6cb0\" stroke-width=\"2.5\" points=\"{}\"/>\n", smooth);
+  return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1\" points=\"{}\"/>\n", thin, raw) +
+         fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\" points=\"{}\"/>\n", thick, smooth);
+}
+
+// The curve's models: one (name "") for a trainer of one model, else each model's steps.
+struct ModelCurve {
+  std::string name;
+  std::vector<std::pair<double, double>> curve;
+};
+std::vector<ModelCurve> model_curves(const MilestoneResult& r) {
+  if (r.models.empty()) return {{"", r.curve}};
+  std::vector<ModelCurve> out;
+  for (std::size_t k = 0; k < r.models.size(); ++k) {
+    const std::size_t from = std::min(r.models[k].first, r.curve.size());
+    const std::size_t to = k + 1 < r.models.size() ? std::min(r.models[k + 1].first, r.curve.size()) : r.curve.size();
+    out.push_back({r.models[k].second, {r.curve.begin() + static_cast<std::ptrdiff_t>(from),
+                                        r.curve.begin() + static_cast<std::ptrdiff_t>(to)}});
+  }
+  return out;
 }
 
 }  // namespace
@@ -159,19 +179,36 @@ std::string loss_curve_svg(const MilestoneResult& r) {
   }
   s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">epoch</text>\n", (f.left + f.w - f.right) / 2, f.h - 14);
   s += fmt::format("<text x=\"16\" y=\"{0}\" transform=\"rotate(-90 16 {0})\" text-anchor=\"middle\">loss (nats)</text>\n", (f.top + f.h - f.bottom) / 2);
-  s += loss_lines(r.curve, f);
-  // The test loss the grader computed, at the end.
+  // Each model's curve in its own colours; the test loss the grader computed at the end of the
+  // model's curve (of the whole run, for a trainer of one model).
+  static constexpr std::array<std::array<const char*, 2>, 3> kColours = {
+      {{"#90cdf4", "#2b6cb0"}, {"#fbd38d", "#b7791f"}, {"#9ae6b4", "#2f855a"}}};
+  const std::vector<ModelCurve> curves = model_curves(r);
+  std::map<std::string, std::pair<double, const char*>> end_of;  // model -> last x, colour
+  for (std::size_t k = 0; k < curves.size(); ++k) {
+    const auto& colour = kColours[k % kColours.size()];
+    s += loss_lines(curves[k].curve, f, colour[0], colour[1]);
+    if (!curves[k].curve.empty()) end_of[curves[k].name] = {curves[k].curve.back().first, colour[1]};
+  }
   double legend_y = f.top + 14;
   for (const auto& j : r.judged) {
-    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"#c05621\"/>\n", f.px(f.x1), f.py(j.loss));
+    const auto end = end_of.find(j.output);
+    const double x = end == end_of.end() ? f.x1 : end->second.first;
+    s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"5\" fill=\"#c05621\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+                     f.px(x), f.py(j.loss), end == end_of.end() ? "#c05621" : end->second.second);
     // An output named "test" is the test set itself: "test loss", not "test: test loss".
     const std::string of = j.output == "test" ? "" : xml_escape(j.output) + ": ";
     s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#c05621\">{}test loss {:.3f}, accuracy {}</text>\n",
                      f.w - f.right - 4, legend_y, of, j.loss, percent(j.accuracy));
     legend_y += 16;
   }
-  s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"#2b6cb0\">training loss per step, and its running mean</text>\n",
-                   f.w - f.right - 4, legend_y);
+  for (std::size_t k = 0; k < curves.size(); ++k) {
+    const std::string of = curves[k].name.empty() ? "" : xml_escape(curves[k].name) + ": ";
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{}training loss per step, and its "
+                     "running mean</text>\n",
+                     f.w - f.right - 4, legend_y, kColours[k % kColours.size()][1], of);
+    legend_y += 16;
+  }
   return s + "</svg>\n";
 }
 

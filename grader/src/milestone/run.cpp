@@ -116,6 +116,7 @@ struct Events {
   int epochs = 1;
   std::int64_t steps_per_epoch = 1;
   std::vector<std::pair<double, double>> curve;  // (epoch as a fraction, loss) per step
+  std::vector<std::pair<std::size_t, std::string>> models;  // where each model's steps start in curve
   std::vector<double> first_losses;              // the first steps', as many as the golden trajectory has
   std::vector<std::pair<int, double>> epoch_losses;
   std::map<std::string, std::pair<std::int64_t, std::int64_t>> logits;  // name -> rows, classes
@@ -142,8 +143,11 @@ void take_event(std::string_view line, std::size_t golden_steps, Events& events,
     progress.update(epoch, events.epochs, at / events.epochs, loss);
   } else if (event == "epoch") {
     events.epoch_losses.emplace_back(e.value("epoch", 0), e.value("loss", 0.0));
-    progress.line(fmt::format("epoch {}: mean training loss {:.4f} ({:.1f} s)", e.value("epoch", 0),
+    progress.line(fmt::format("{}epoch {}: mean training loss {:.4f} ({:.1f} s)",
+                              events.models.empty() ? "" : events.models.back().second + ", ", e.value("epoch", 0),
                               e.value("loss", 0.0), e.value("seconds", 0.0)));
+  } else if (event == "model") {
+    events.models.emplace_back(events.curve.size(), e.value("name", ""));
   } else if (event == "logits") {
     events.logits[e.value("name", "")] = {e.value("rows", std::int64_t{0}), e.value("classes", std::int64_t{0})};
   } else if (event == "parameters") {
@@ -430,8 +434,11 @@ void judge_positional(const BehaviourCheck& check, Logits& logits, MilestoneResu
 
 // Draws the loss curve, and accuracy against weight bytes when two outputs or more have a size.
 void draw(MilestoneResult& result, const fs::path& out) {
-  result.plot = out / "loss.svg";
-  write_if_changed(result.plot, loss_curve_svg(result));
+  // A run that reported no step has no curve to draw, and shows none.
+  if (!result.curve.empty()) {
+    result.plot = out / "loss.svg";
+    write_if_changed(result.plot, loss_curve_svg(result));
+  }
   if (std::count_if(result.judged.begin(), result.judged.end(), [](const auto& j) { return j.bytes > 0; }) >= 2) {
     result.tradeoff = out / "tradeoff.svg";
     write_if_changed(result.tradeoff, tradeoff_svg(result));
@@ -452,6 +459,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
   const Events& events = trained.events;
   result.seconds = trained.seconds;
   result.curve = events.curve;
+  result.models = events.models;
   result.first_losses = events.first_losses;
   result.epoch_losses = events.epoch_losses;
   result.notes = events.notes;

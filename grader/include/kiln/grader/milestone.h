@@ -130,6 +130,8 @@ struct MilestoneResult {
   std::vector<double> first_losses;                   // the run's first steps
   std::vector<double> golden;
   std::vector<std::pair<double, double>> curve;       // (epoch as a fraction, loss) per step
+  // A trainer of several models: where in `curve` each model's steps start, and its name.
+  std::vector<std::pair<std::size_t, std::string>> models;
   std::vector<std::pair<int, double>> epoch_losses;
   std::vector<std::string> notes;
   fs::path plot;
