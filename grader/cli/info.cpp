@@ -153,7 +153,8 @@ int run_status(const Workspace& ws) {
     const ProgressEntry& e = it->second;
     total += e.score;
     const bool stale = e.fingerprint != fingerprint(m, m.dir);
-    print(fmt::format("{} {}  {:<16} {:>3}/{:<3} points  {:>2}/{:<2} checks{}\n", e.all_passed ? "✓" : " ",
+    // Files changed since the last check: what it found no longer says they pass.
+    print(fmt::format("{} {}  {:<16} {:>3}/{:<3} points  {:>2}/{:<2} checks{}\n", e.all_passed && !stale ? "✓" : " ",
                       m.number_text(), m.title, e.score, e.max_score, e.passed, e.total,
                       stale ? fmt::format("  (files changed since {}: run grader check {})", e.checked_at,
                                           m.number_text())

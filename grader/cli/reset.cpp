@@ -66,6 +66,7 @@ int run_reset(const Workspace& ws, const std::string& module, bool yes, const st
       const fs::path relative = fs::relative(m.dir / f, ws.course.root);
       if (fs::exists(chosen / relative)) write_if_changed(m.dir / f, read_file(chosen / relative));
     }
+    forget_progress(ws, m);  // other files: the last check's findings were about the ones replaced
     std::fputs(fmt::format("Module {} is back as it was in {}. The files you had are in {}\n", m.number_text(),
                            matching.back(), fs::relative(saved, ws.course.root).generic_string())
                    .c_str(),
@@ -91,6 +92,7 @@ int run_reset(const Workspace& ws, const std::string& module, bool yes, const st
   }
   const fs::path backup = back_up(ws, m);
   for (const auto& [relative, content] : originals) write_if_changed(ws.course.root / relative, content);
+  forget_progress(ws, m);  // the stubs are back: nothing of the last check holds
   std::fputs(fmt::format("Module {} is back to its stubs. Your files are in {} (grader reset {} --restore puts them "
                          "back)\n",
                          m.number_text(), fs::relative(backup, ws.course.root).generic_string(), m.number_text())

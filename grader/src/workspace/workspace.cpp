@@ -185,6 +185,17 @@ std::map<std::string, ProgressEntry> load_progress(const Workspace& ws) {
   return out;
 }
 
+namespace {
+
+void write_progress(const Workspace& ws, const std::map<std::string, ProgressEntry>& progress);
+
+}  // namespace
+
+void forget_progress(const Workspace& ws, const Module& m) {
+  auto progress = load_progress(ws);
+  if (progress.erase(m.name())) write_progress(ws, progress);
+}
+
 void record_progress(const Workspace& ws, const Module& m, const Report& report) {
   auto progress = load_progress(ws);
   const std::time_t now = std::time(nullptr);
@@ -200,6 +211,12 @@ void record_progress(const Workspace& ws, const Module& m, const Report& report)
     entry.said[c.id] = {status_name(c.status), c.summary, c.rendered};
   }
   progress[m.name()] = std::move(entry);
+  write_progress(ws, progress);
+}
+
+namespace {
+
+void write_progress(const Workspace& ws, const std::map<std::string, ProgressEntry>& progress) {
   nlohmann::json j = {{"modules", nlohmann::json::object()}};
   for (const auto& [name, e] : progress) {
     j["modules"][name] = {{"score", e.score},           {"max_score", e.max_score},   {"passed", e.passed},
@@ -211,5 +228,7 @@ void record_progress(const Workspace& ws, const Module& m, const Report& report)
   }
   write_if_changed(ws.state_dir() / "progress.json", j.dump(2) + "\n");
 }
+
+}  // namespace
 
 }  // namespace kiln::grader

@@ -85,5 +85,7 @@ struct ProgressEntry {
 };
 std::map<std::string, ProgressEntry> load_progress(const Workspace& ws);
 void record_progress(const Workspace& ws, const Module& m, const Report& report);
+// Forgets what the last check of `m` found (its files were put back: it is not checked yet).
+void forget_progress(const Workspace& ws, const Module& m);
 
 }  // namespace kiln::grader
