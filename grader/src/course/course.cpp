@@ -296,6 +296,61 @@ Check parse_check(const Reader& r, const YAML::Node& node, std::set<std::string>
   return c;
 }
 
+// `forbids:` and `equivalent_mutants:`, which name what the student files may not use and which
+// generated mutants cannot be told from the reference.
+void read_forbids_and_equivalents(const Reader& r, const YAML::Node& root, Module& m) {
+  if (const auto forbids = r.list(root, "forbids", false)) {
+    for (const auto& f : forbids) {
+      if (!f.IsMap() || (!f["call"] == !f["include"]))
+        r.fail(f, "each entry of 'forbids' is a mapping with call: or include:, and why:");
+      const bool call = static_cast<bool>(f["call"]);
+      Module::Forbidden entry{r.text(f, call ? "call" : "include"), r.text(f, "why")};
+      (call ? m.forbidden_calls : m.forbidden_includes).push_back(std::move(entry));
+    }
+  }
+  for (const auto& l : m.links)
+    if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
+  for (const auto& f : m.device_files) {
+    if (std::find(m.student_files.begin(), m.student_files.end(), f) == m.student_files.end())
+      r.fail(root["device_files"], fmt::format("device file '{}' is not one of the student_files", f));
+  }
+
+  const std::string expected_dir = m.name();
+  if (m.dir.filename() != expected_dir) {
+    r.fail(root["slug"], fmt::format("number {} and slug '{}' make '{}', but the folder is '{}'", m.number,
+                                     m.slug, expected_dir, m.dir.filename().string()));
+  }
+  for (const auto& f : m.student_files) {
+    if (f.find("..") != std::string::npos || (!f.empty() && f[0] == '/'))
+      r.fail(root["student_files"], fmt::format("student file '{}' must be a path inside the module folder", f));
+    if (!fs::exists(m.dir / f))
+      r.fail(root["student_files"], fmt::format("student file '{}' does not exist in {}", f, m.dir.string()));
+  }
+
+  std::set<std::string> check_ids, failure_ids, tests;
+  const YAML::Node checks = r.list(root, "checks", true);
+  for (const auto& node : checks) {
+    Check c = parse_check(r, node, failure_ids);
+    c.needs = r.texts(node, "needs", false);
+    for (const auto& id : c.needs)
+      if (!check_ids.count(id))
+        r.fail(node["needs"], fmt::format("check '{}' needs '{}', which is not a check declared before it", c.id, id));
+    if (!check_ids.insert(c.id).second) r.fail(node["id"], fmt::format("check id '{}' is used twice", c.id));
+    if (!tests.insert(c.test).second) r.fail(node["test"], fmt::format("test '{}' implements two checks", c.test));
+    m.checks.push_back(std::move(c));
+  }
+  if (m.checks.empty()) r.fail(root, "a module needs at least one check");
+  if (const auto equivalents = r.list(root, "equivalent_mutants", false)) {
+    for (const auto& e : equivalents) {
+      if (!e.IsMap()) r.fail(e, "each entry of 'equivalent_mutants' is a mapping with file, line, mutation, reason");
+      EquivalentMutant eq{r.text(e, "file"), r.integer(e, "line", true, 0), r.text(e, "mutation"), r.text(e, "reason")};
+      if (std::find(m.student_files.begin(), m.student_files.end(), eq.file) == m.student_files.end())
+        r.fail(e["file"], fmt::format("equivalent mutant's file '{}' is not one of the student_files", eq.file));
+      m.equivalent_mutants.push_back(std::move(eq));
+    }
+  }
+}
+
 }  // namespace
 
 std::string visibility_name(Visibility v) {
@@ -351,56 +406,7 @@ Module load_module(const fs::path& yaml_path) {
   m.student_files = r.texts(root, "student_files", true);
   m.device_files = r.texts(root, "device_files", false);
   m.links = r.texts(root, "links", false);
-  if (const auto forbids = r.list(root, "forbids", false)) {
-    for (const auto& f : forbids) {
-      if (!f.IsMap() || (!f["call"] == !f["include"]))
-        r.fail(f, "each entry of 'forbids' is a mapping with call: or include:, and why:");
-      const bool call = static_cast<bool>(f["call"]);
-      Module::Forbidden entry{r.text(f, call ? "call" : "include"), r.text(f, "why")};
-      (call ? m.forbidden_calls : m.forbidden_includes).push_back(std::move(entry));
-    }
-  }
-  for (const auto& l : m.links)
-    if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
-  for (const auto& f : m.device_files) {
-    if (std::find(m.student_files.begin(), m.student_files.end(), f) == m.student_files.end())
-      r.fail(root["device_files"], fmt::format("device file '{}' is not one of the student_files", f));
-  }
-
-  const std::string expected_dir = m.name();
-  if (m.dir.filename() != expected_dir) {
-    r.fail(root["slug"], fmt::format("number {} and slug '{}' make '{}', but the folder is '{}'", m.number,
-                                     m.slug, expected_dir, m.dir.filename().string()));
-  }
-  for (const auto& f : m.student_files) {
-    if (f.find("..") != std::string::npos || (!f.empty() && f[0] == '/'))
-      r.fail(root["student_files"], fmt::format("student file '{}' must be a path inside the module folder", f));
-    if (!fs::exists(m.dir / f))
-      r.fail(root["student_files"], fmt::format("student file '{}' does not exist in {}", f, m.dir.string()));
-  }
-
-  std::set<std::string> check_ids, failure_ids, tests;
-  const YAML::Node checks = r.list(root, "checks", true);
-  for (const auto& node : checks) {
-    Check c = parse_check(r, node, failure_ids);
-    c.needs = r.texts(node, "needs", false);
-    for (const auto& id : c.needs)
-      if (!check_ids.count(id))
-        r.fail(node["needs"], fmt::format("check '{}' needs '{}', which is not a check declared before it", c.id, id));
-    if (!check_ids.insert(c.id).second) r.fail(node["id"], fmt::format("check id '{}' is used twice", c.id));
-    if (!tests.insert(c.test).second) r.fail(node["test"], fmt::format("test '{}' implements two checks", c.test));
-    m.checks.push_back(std::move(c));
-  }
-  if (m.checks.empty()) r.fail(root, "a module needs at least one check");
-  if (const auto equivalents = r.list(root, "equivalent_mutants", false)) {
-    for (const auto& e : equivalents) {
-      if (!e.IsMap()) r.fail(e, "each entry of 'equivalent_mutants' is a mapping with file, line, mutation, reason");
-      EquivalentMutant eq{r.text(e, "file"), r.integer(e, "line", true, 0), r.text(e, "mutation"), r.text(e, "reason")};
-      if (std::find(m.student_files.begin(), m.student_files.end(), eq.file) == m.student_files.end())
-        r.fail(e["file"], fmt::format("equivalent mutant's file '{}' is not one of the student_files", eq.file));
-      m.equivalent_mutants.push_back(std::move(eq));
-    }
-  }
+  read_forbids_and_equivalents(r, root, m);
   if (m.has_device_checks() && (m.device_sources().empty() || m.device_test_sources().empty() || m.device_files.empty()))
     r.fail(root, fmt::format("device checks need the module's CUDA part: device_files (the student files with "
                              "kernels), device/*.cu (the launchers) and device/tests/*.cpp (the checks) in {}",
