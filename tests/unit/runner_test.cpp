@@ -225,6 +225,16 @@ TEST(SandboxUsers, TwoGradersOnOneMachineNeverShareAUser) {
 namespace kiln::grader {
 namespace {
 
+TEST(ShortFunction, NamesAHelperOfAnAnonymousNamespaceAndALambdasFunction) {
+  EXPECT_EQ(short_function("kiln::Tensor::sum(long, bool) const"), "Tensor::sum");
+  EXPECT_EQ(short_function("kiln::(anonymous namespace)::encode_ordinary(std::string const&)"), "encode_ordinary");
+  EXPECT_EQ(short_function("(anonymous namespace)::helper(int)"), "helper");
+  EXPECT_EQ(short_function("kiln::BpeTokenizer::encode(std::string const&, bool) const::{lambda(std::string const&, "
+                           "std::vector<long, std::allocator<long> >&)#1}::operator()(std::string const&, "
+                           "std::vector<long, std::allocator<long> >&) const"),
+            "a lambda in BpeTokenizer::encode");
+}
+
 TEST(SanitizerReport, NamesTheBufferWithTheRightArticleAndCount) {
   auto report_for = [](int bytes) {
     const std::string err = fmt::format(

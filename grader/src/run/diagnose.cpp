@@ -1,5 +1,6 @@
 #include "kiln/grader/diagnose.h"
 
+#include <cstdlib>
 #include <regex>
 #include <set>
 #include <sstream>
@@ -47,10 +48,19 @@ std::string place(const Frame& f) {
 }  // namespace
 
 std::string short_function(const std::string& name) {
+  // A lambda is named after the function it is written in: "a lambda in BpeTokenizer::encode".
+  if (const auto lambda = name.find("::{lambda("); lambda != std::string::npos)
+    return "a lambda in " + short_function(name.substr(0, lambda));
   std::string n = name;
-  // Drop the parameter list and anything after it (const, ABI tags).
+  // Drop the parameter list and anything after it (const, ABI tags). "(anonymous namespace)" is a
+  // namespace's name, not a parameter list.
+  static const std::string anonymous = "(anonymous namespace)";
   int depth = 0;
   for (std::size_t i = 0; i < n.size(); ++i) {
+    if (n.compare(i, anonymous.size(), anonymous) == 0) {
+      i += anonymous.size() - 1;
+      continue;
+    }
     if (n[i] == '<') ++depth;
     if (n[i] == '>') --depth;
     if (n[i] == '(' && depth == 0 && i > 0 && n.compare(0, 8, "operator") != 0) {
@@ -58,7 +68,7 @@ std::string short_function(const std::string& name) {
       break;
     }
   }
-  for (const std::string prefix : {"kiln::", "(anonymous namespace)::"})
+  for (const std::string prefix : {std::string("kiln::"), anonymous + "::"})
     for (std::size_t at; (at = n.find(prefix)) != std::string::npos;) n.erase(at, prefix.size());
   // Template arguments say little to a reader: apply_binary<...> is apply_binary.
   std::string plain;
@@ -77,40 +87,79 @@ std::string short_function(const std::string& name) {
   return plain;
 }
 
+namespace {
+
+// LLVM's addr2line when it is installed: it names a function inlined into another by its own name,
+// where GNU addr2line (binutils 2.40) often gives the name of the function it was inlined into.
+std::string addr2line_tool() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  for (std::string dir; std::getline(dirs, dir, ':');) {
+    std::error_code ec;
+    if (!dir.empty() && fs::exists(fs::path(dir) / "llvm-addr2line", ec)) return (fs::path(dir) / "llvm-addr2line").string();
+  }
+  return "addr2line";
+}
+
+}  // namespace
+
+std::vector<Frame> frames_at(const std::vector<std::string>& addresses, const fs::path& binary) {
+  if (addresses.empty()) return {};
+  // -i: a function inlined into another is a frame of its own (at -O1 a helper called once is
+  // inlined into its caller). Every address is asked twice and the second answers kept: GNU
+  // addr2line reads a compilation unit's functions on its first question there, and that first
+  // answer can name the function an inlined one sits in instead of the inlined one.
+  static const std::string tool = addr2line_tool();
+  std::vector<std::string> argv = {tool, "-a", "-f", "-C", "-i", "-e", binary.string()};
+  for (int pass = 0; pass < 2; ++pass) argv.insert(argv.end(), addresses.begin(), addresses.end());
+  const ProcessResult r = run_process({.argv = argv, .output_cap = 1 << 20});
+  // Each address: a line "0x00000000000012ab", then a function and a file:line for it and for each
+  // function it is inlined into, innermost first.
+  std::vector<std::vector<Frame>> answers;
+  static const std::regex address_line(R"(^0x[0-9a-fA-F]+$)");
+  const auto out = lines_of(r.out);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    if (std::regex_match(out[i], address_line)) {
+      answers.emplace_back();
+      continue;
+    }
+    if (answers.empty() || i + 1 >= out.size()) continue;
+    Frame f;
+    f.function = short_function(out[i]);
+    const std::string& where = out[++i];
+    const auto colon = where.rfind(':');
+    if (colon != std::string::npos && where.compare(0, 2, "??") != 0) {
+      f.file = where.substr(0, colon);
+      f.line = std::atoi(where.c_str() + colon + 1);
+    }
+    answers.back().push_back(std::move(f));
+  }
+  std::vector<Frame> frames;
+  if (answers.size() != 2 * addresses.size()) return frames;
+  for (std::size_t a = addresses.size(); a < answers.size(); ++a)
+    frames.insert(frames.end(), answers[a].begin(), answers[a].end());
+  return frames;
+}
+
 std::vector<Frame> frames_after(const std::string& err, const std::string& marker, const fs::path& binary) {
   const auto begin = err.rfind(marker);
   if (begin == std::string::npos) return {};
   const auto end = err.find(protocol::kFramesEnd, begin);
   const std::string block = err.substr(begin + marker.size(), end == std::string::npos ? std::string::npos : end - begin - marker.size());
-  // "binary(+0x1a2b)[0x55...]": an offset into the (position-independent) test program. Return
-  // addresses point after the call, so one byte earlier is the call itself.
+  // "binary(+0x1a2b)[0x55...]": an offset into the (position-independent) test program. A return
+  // address points after the call, so one byte earlier is the call itself; the interrupted frame's
+  // address is the instruction itself.
   std::vector<std::string> offsets;
   static const std::regex own(R"(\(\+0x([0-9a-fA-F]+)\))");
   const std::string name = binary.filename().string();
   for (const auto& line : lines_of(block)) {
     std::smatch m;
     if (line.find(name) == std::string::npos || !std::regex_search(line, m, own)) continue;
+    const bool interrupted = line.rfind(protocol::kInterruptedFrame, 0) == 0;
     const unsigned long long offset = std::stoull(m[1].str(), nullptr, 16);
-    offsets.push_back(fmt::format("0x{:x}", offset > 0 ? offset - 1 : 0));
+    offsets.push_back(fmt::format("0x{:x}", interrupted || offset == 0 ? offset : offset - 1));
   }
-  if (offsets.empty()) return {};
-  std::vector<std::string> argv = {"addr2line", "-f", "-C", "-e", binary.string()};
-  argv.insert(argv.end(), offsets.begin(), offsets.end());
-  const ProcessResult r = run_process({.argv = argv, .output_cap = 1 << 20});
-  std::vector<Frame> frames;
-  const auto out = lines_of(r.out);
-  for (std::size_t i = 0; i + 1 < out.size(); i += 2) {
-    Frame f;
-    f.function = short_function(out[i]);
-    const std::string& where = out[i + 1];
-    const auto colon = where.rfind(':');
-    if (colon != std::string::npos && where.compare(0, 2, "??") != 0) {
-      f.file = where.substr(0, colon);
-      f.line = std::atoi(where.c_str() + colon + 1);
-    }
-    frames.push_back(std::move(f));
-  }
-  return frames;
+  return frames_at(offsets, binary);
 }
 
 std::string student_frames(const std::vector<Frame>& frames, const std::vector<fs::path>& student_files) {
@@ -121,6 +170,12 @@ std::string student_frames(const std::vector<Frame>& frames, const std::vector<f
   std::string out = "in " + mine[0];
   for (std::size_t i = 1; i < mine.size(); ++i) out += ", called from " + mine[i];
   return out;
+}
+
+std::optional<Frame> innermost_student_frame(const std::vector<Frame>& frames, const std::vector<fs::path>& student_files) {
+  for (const auto& f : frames)
+    if (is_student_file(f.file, student_files)) return f;
+  return std::nullopt;
 }
 
 std::optional<SanitizerReport> sanitizer_report(const std::string& err, const std::vector<fs::path>& student_files) {

@@ -14,6 +14,7 @@
 #include <execinfo.h>
 #include <signal.h>
 #include <sys/time.h>
+#include <ucontext.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -33,27 +34,54 @@ namespace {
 
 namespace session = kiln::testing::session;
 
-// Where a crash or a hang happened, for the grader: the return addresses of the stack, written
-// to standard error between marker lines (the grader turns them into functions and lines).
-void write_frames(const char* marker) {
+// The address of the instruction the signal interrupted, from the context the kernel saved for the
+// handler; nothing on a machine this file does not know.
+void* interrupted_at(void* context) {
+  const auto* saved = static_cast<const ucontext_t*>(context);
+#if defined(__x86_64__)
+  return reinterpret_cast<void*>(saved->uc_mcontext.gregs[REG_RIP]);
+#elif defined(__aarch64__)
+  return reinterpret_cast<void*>(saved->uc_mcontext.pc);
+#else
+  (void)saved;
+  return nullptr;
+#endif
+}
+
+// Where a crash or a hang happened, for the grader: the interrupted instruction, then the return
+// addresses of the frames that called it, written to standard error between marker lines (the
+// grader turns them into functions and lines). The handler's own frames and the signal trampoline
+// are left out: the interrupted frame is the innermost one that matters.
+void write_frames(const char* marker, void* interrupted) {
   void* frames[64];
   const int n = backtrace(frames, 64);
+  int callers = 0;
+  for (int i = 0; interrupted != nullptr && i < n; ++i)
+    if (frames[i] == interrupted) {
+      callers = i + 1;
+      break;
+    }
   (void)!write(STDERR_FILENO, marker, std::strlen(marker));
   (void)!write(STDERR_FILENO, "\n", 1);
-  backtrace_symbols_fd(frames, n, STDERR_FILENO);
+  if (interrupted != nullptr) {
+    const char* prefix = kiln::protocol::kInterruptedFrame;
+    (void)!write(STDERR_FILENO, prefix, std::strlen(prefix));
+    backtrace_symbols_fd(&interrupted, 1, STDERR_FILENO);
+  }
+  backtrace_symbols_fd(frames + callers, n - callers, STDERR_FILENO);
   (void)!write(STDERR_FILENO, kiln::protocol::kFramesEnd, std::strlen(kiln::protocol::kFramesEnd));
   (void)!write(STDERR_FILENO, "\n", 1);
 }
 
-void on_crash(int signal) {
-  write_frames(kiln::protocol::kFramesMarker);
+void on_crash(int signal, siginfo_t*, void* context) {
+  write_frames(kiln::protocol::kFramesMarker, interrupted_at(context));
   raise(signal);  // the handler was reset: the process ends by the signal itself
 }
 
 // A check that overran its time: say where it was, then end with the code the grader reads as
 // "stopped while running".
-void on_stuck(int) {
-  write_frames(kiln::protocol::kStuckMarker);
+void on_stuck(int, siginfo_t*, void* context) {
+  write_frames(kiln::protocol::kStuckMarker, interrupted_at(context));
   _exit(kiln::protocol::kStuckExit);
 }
 
@@ -66,13 +94,13 @@ void install_handlers(bool crashes) {
   void* warm[1];
   backtrace(warm, 1);  // loads the unwinder now, not inside a signal handler
   struct sigaction action{};
-  action.sa_handler = on_crash;
-  action.sa_flags = SA_ONSTACK | SA_RESETHAND;
+  action.sa_sigaction = on_crash;
+  action.sa_flags = SA_SIGINFO | SA_ONSTACK | SA_RESETHAND;
   if (crashes)
     for (int s : {SIGSEGV, SIGBUS, SIGFPE, SIGILL, SIGABRT}) sigaction(s, &action, nullptr);
   struct sigaction stuck{};
-  stuck.sa_handler = on_stuck;
-  stuck.sa_flags = SA_ONSTACK;
+  stuck.sa_sigaction = on_stuck;
+  stuck.sa_flags = SA_SIGINFO | SA_ONSTACK;
   sigaction(SIGALRM, &stuck, nullptr);
 }
 

@@ -23,9 +23,12 @@ inline constexpr int kEventFd = 3;
 inline constexpr int kStatusFd = 4;
 
 // Written to standard error by the test program: the stack's frames between a marker and the end
-// marker, at a crash and at a check that overran its time.
+// marker, at a crash and at a check that overran its time, innermost first. The frame the signal
+// interrupted comes first, on a line that begins with kInterruptedFrame: its address is the
+// instruction itself. Every other frame's is a return address, one past its call.
 inline constexpr char kFramesMarker[] = "[kiln-frames]";
 inline constexpr char kStuckMarker[] = "[kiln-stuck]";
+inline constexpr char kInterruptedFrame[] = "[kiln-interrupted] ";
 inline constexpr char kFramesEnd[] = "[kiln-frames-end]";
 
 // Exit codes: a check that overran its time (after kStuckMarker), and a sanitizer's report.
