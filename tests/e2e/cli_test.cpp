@@ -90,6 +90,48 @@ TEST_F(Cli, ACrashAHangAndAnExitEachLoseOnlyTheirOwnCheck) {
   EXPECT_NE(hang.find("probe.cpp:6"), std::string::npos) << "a hang names where it was: " << hang;
 }
 
+// A loop in a helper of an anonymous namespace, which -O1 inlines into its one caller: the hang is
+// placed in the helper, at the loop, and a later check stuck in the same helper says so after a
+// short wait, while a check that is only slow elsewhere runs again with its own time.
+const char* kStuckInAHelper = R"(#include <chrono>
+#include "kiln/probe.h"
+namespace kiln {
+namespace {
+int spin_forever(int start) {
+  volatile int x = start;
+  for (;;) ++x;
+}
+int wait_a_while() {
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  while (std::chrono::steady_clock::now() < until) {}
+  return 3;
+}
+}  // namespace
+int add(int a, int b) { return a + b; }
+int crash() { return 1; }
+int spin() { return spin_forever(0); }
+int quit() { return wait_a_while(); }
+int mul(int a, int b) { return a * b + spin_forever(a); }
+}  // namespace kiln
+)";
+
+TEST_F(Cli, AHangIsPlacedInTheInlinedHelperAndLaterChecksStuckThereSaySoSoon) {
+  write_student(kStuckInAHelper);
+  const auto report = check_json();
+  const auto s = statuses(report);
+  EXPECT_EQ(s.at("survives_hang"), "timed_out");
+  EXPECT_EQ(s.at("survives_exit"), "passed") << "slow elsewhere: run again with its own time";
+  EXPECT_EQ(s.at("multiplies"), "timed_out");
+  const std::string hang = report["checks"][2]["summary"];
+  EXPECT_NE(hang.find("it was in spin_forever (probe.cpp:7), called from spin (probe.cpp:17)"), std::string::npos)
+      << hang;
+  const std::string later = report["checks"][4]["summary"];
+  EXPECT_NE(later.find("stopped after 2 s in spin_forever, where survives_hang was stuck for 2 s: fix survives_hang "
+                       "first; it was in spin_forever (probe.cpp:7), called from mul (probe.cpp:19)"),
+            std::string::npos)
+      << later;
+}
+
 TEST_F(Cli, JunitOutputParsesAsXml) {
   write_student(kHostile);
   const fs::path out = root_ / "report.xml";

@@ -4,6 +4,7 @@
 #include "kiln/protocol.h"
 
 #include <cstdio>
+#include <deque>
 #include <optional>
 #include <set>
 #include <type_traits>
@@ -297,17 +298,53 @@ void take_event(Live& live, std::string_view line, const std::map<std::string, c
   }
 }
 
+// A check that overran its time in a function of the student's.
+struct Stuck {
+  std::string check;  // its id
+  double seconds = 0;  // its time limit
+  Frame at;            // the innermost frame in the student's files
+};
+
+// After a check was stuck in a student's function, the checks after it in the run get this long,
+// or their own limit when it is shorter. One still running then in the same function is stuck
+// there too and says so, without waiting its whole limit; one running anywhere else is run again
+// with its own limit, so a slow check is never blamed on another's loop.
+constexpr double kAfterStuck_s = 2.0;
+
+struct Interrupted {
+  CheckResult result;
+  std::optional<Frame> stuck_at;  // it overran its time there
+  bool run_again = false;         // stopped at the shorter limit outside the function stuck before
+};
+
 // The check that was running when the process ended: timed out, a memory error, a crash, or an
-// early exit, placed in the student's code where the program said where it was.
-CheckResult interrupted(const Check* check, const ProcessResult& p, int signal, int exit_code, const fs::path& binary,
-                        const RunOptions& options) {
-  CheckResult r{.check = check};
+// early exit, placed in the student's code where the program said where it was. `limit_s` is the
+// time it was given: its own, or kAfterStuck_s after `earlier`.
+Interrupted interrupted(const Check* check, double limit_s, const std::optional<Stuck>& earlier, const ProcessResult& p,
+                        int signal, int exit_code, const fs::path& binary, const RunOptions& options) {
+  Interrupted out;
+  CheckResult& r = out.result;
+  r.check = check;
   const std::string err = p.err_tail.empty() ? p.err : p.err_tail;
   if (p.stopped ||
       (signal == 0 && exit_code == protocol::kStuckExit && err.find(protocol::kStuckMarker) != std::string::npos)) {
+    const auto frames = frames_after(err, protocol::kStuckMarker, binary);
+    const std::string where = student_frames(frames, options.student_files);
+    out.stuck_at = innermost_student_frame(frames, options.student_files);
     r.status = Status::timed_out;
+    if (limit_s < check->timeout_s) {
+      const bool same = earlier && out.stuck_at && out.stuck_at->function == earlier->at.function &&
+                        out.stuck_at->file == earlier->at.file;
+      if (!same) {
+        out.run_again = true;
+        out.stuck_at.reset();
+        return out;
+      }
+      r.reason = fmt::format("stopped after {:g} s in {}, where {} was stuck for {:g} s: fix {} first; it was {}",
+                             limit_s, out.stuck_at->function, earlier->check, earlier->seconds, earlier->check, where);
+      return out;
+    }
     r.reason = fmt::format("still running after {:g} s: an endless loop, or far too much work", check->timeout_s);
-    const std::string where = student_frames(frames_after(err, protocol::kStuckMarker, binary), options.student_files);
     if (!where.empty()) r.reason += "; it was " + where;
   } else if (const auto report = options.sanitized ? sanitizer_report(err, options.student_files) : std::nullopt) {
     r.status = report->crash ? Status::crashed : Status::memory_error;
@@ -323,7 +360,7 @@ CheckResult interrupted(const Check* check, const ProcessResult& p, int signal, 
                            "(exit(), quick_exit() or _exit() called from the code under test)",
                            exit_code);
   }
-  return r;
+  return out;
 }
 
 }  // namespace
@@ -335,8 +372,24 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
   std::vector<const Check*> remaining = checks;
   std::map<std::string, CheckResult> results;
   std::size_t kept_in_run = 0;
+  std::optional<Stuck> stuck;          // the first check of the run stuck in the student's code
+  std::set<std::string> own_limit;     // run again with their own limit (kAfterStuck_s)
+  auto limit_of = [&](const Check* c) {
+    return stuck && !own_limit.count(c->test) ? std::min(c->timeout_s, kAfterStuck_s) : c->timeout_s;
+  };
   while (!remaining.empty()) {
-    ProcessSpec spec = checks_process(binary, remaining, options, run.commands);
+    std::deque<Check> limited;  // the remaining checks with the limit they get in this process
+    std::vector<const Check*> to_run;
+    for (const Check* c : remaining) {
+      if (limit_of(c) == c->timeout_s) {
+        to_run.push_back(c);
+        continue;
+      }
+      limited.push_back(*c);
+      limited.back().timeout_s = limit_of(c);
+      to_run.push_back(&limited.back());
+    }
+    ProcessSpec spec = checks_process(binary, to_run, options, run.commands);
     Live live;
     live.kept_in_run = &kept_in_run;
     double now = 0;
@@ -356,7 +409,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       if (live.running.empty()) return !live.any_started && elapsed > startup_limit;
       // The test program reports where a check is stuck at its timeout; the grader's own deadline
       // comes a little later, and holds whatever the program does.
-      return elapsed - live.running_since > by_test[live.running]->timeout_s + 2.0;
+      return elapsed - live.running_since > limit_of(by_test[live.running]) + 2.0;
     };
     const ProcessResult p = run_process(spec);
     if (!p.started) {
@@ -382,8 +435,14 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       }
       results[test] = std::move(r);
     }
+    bool run_again = false;
     if (!live.running.empty()) {
-      results[live.running] = interrupted(by_test[live.running], p, signal, exit_code, binary, options);
+      const Check* c = by_test[live.running];
+      Interrupted i = interrupted(c, limit_of(c), stuck, p, signal, exit_code, binary, options);
+      run_again = i.run_again;
+      if (run_again) own_limit.insert(c->test);
+      else results[live.running] = std::move(i.result);
+      if (!stuck && i.stuck_at) stuck = Stuck{.check = c->id, .seconds = c->timeout_s, .at = *i.stuck_at};
     } else if (!live.any_started && live.ended.empty()) {
       // Nothing ran at all: a crash or exit before the first check (static initialisation).
       std::string why = p.stopped ? "the test program hung before its first check"
@@ -396,7 +455,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     std::vector<const Check*> next;
     for (const Check* c : remaining)
       if (!results.count(c->test)) next.push_back(c);
-    if (next.size() == remaining.size()) {
+    if (next.size() == remaining.size() && !run_again) {
       for (const Check* c : next)
         results[c->test] = CheckResult{.check = c, .status = Status::missing,
                                        .reason = fmt::format("the test {} did not run: it is missing from the "
