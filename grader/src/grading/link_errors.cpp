@@ -16,10 +16,19 @@ namespace kiln::grader {
 
 namespace {
 
+// A demangled name as a person writes it: std::vector<long> without its allocator, std::string.
+std::string readable(std::string name) {
+  static const std::regex allocator(R"(, std::allocator<[^<>]*(<[^<>]*>)?[^<>]*> ?>)");
+  static const std::regex string("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> ?>");
+  name = std::regex_replace(name, string, "std::string");
+  for (std::string before; before != name;) before = name, name = std::regex_replace(name, allocator, ">");
+  return name;
+}
+
 std::string demangled(const std::string& name) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && text ? std::string(text.get()) : name;
+  return readable(status == 0 && text ? std::string(text.get()) : name);
 }
 
 // "kiln::softmax(kiln::Tensor const&, long) const" -> {"kiln::softmax", {"kiln::Tensor const&", "long"}}.
@@ -124,6 +133,7 @@ Diagnostic undefined(const std::string& symbol, const std::vector<fs::path>& stu
     if (const auto at = written_at(student_files, name)) {
       d.file = at->first;
       d.line = at->second;
+      d.column = 1;
       d.source_line = line_of(at->first, at->second);
       d.in_student_file = true;
     }
@@ -151,6 +161,7 @@ Diagnostic multiple(const std::string& symbol, const std::vector<fs::path>& stud
   if (!places.empty()) {
     d.file = places[0].first;
     d.line = places[0].second;
+    d.column = 1;
     d.source_line = line_of(places[0].first, places[0].second);
     d.in_student_file = true;
   }
@@ -165,8 +176,9 @@ std::optional<Diagnostic> link_error(const std::string& log, const std::vector<f
   static const std::regex undefined_re(R"(undefined reference to [`']([^']+)')");
   static const std::regex multiple_re(R"(multiple definition of [`']([^']+)')");
   std::smatch m;
-  if (std::regex_search(log, m, undefined_re)) return undefined(m[1].str(), student_files, headers, student_objects);
-  if (std::regex_search(log, m, multiple_re)) return multiple(m[1].str(), student_files);
+  if (std::regex_search(log, m, undefined_re))
+    return undefined(readable(m[1].str()), student_files, headers, student_objects);
+  if (std::regex_search(log, m, multiple_re)) return multiple(readable(m[1].str()), student_files);
   return std::nullopt;
 }
 

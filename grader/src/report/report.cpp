@@ -137,6 +137,7 @@ Report make_report(const Course& course, const Module& module, const std::vector
     if (report.build_error) {
       report.build_error->file = relative(report.build_error->file.string());
       report.build_error->message = relative(report.build_error->message);
+      for (auto& note : report.build_error->notes) note = relative(note);
     }
     report.build_log = relative(build.log);
   }
