@@ -147,6 +147,9 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
       options.only_checks = j.only_checks;
       options.sanitize = j.sanitize && j.only_checks.empty();
       options.sanitized_only = j.sanitize && !j.only_checks.empty();  // a memory mutant: straight to the sanitizers
+      // The rules on what student code may do hold for the reference and the stubs; a mutant is the
+      // reference with one planted change, which the rules need not read again.
+      options.refuse_tampering = j.variant == "solution" || j.variant == "stub";
       if (judge->ok) options.judge = judge;
       options.judge_file = build_dir / "judge" / (j.target.own.name + ".json");
       if (j.variant == "solution" && built[i].ok) note_link(built[i], build_dir, j.target);  // its calls are checked
