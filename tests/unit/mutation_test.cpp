@@ -159,13 +159,14 @@ TEST(Mutator, SamplesByAFixedStride) {
 
 TEST(Mutator, FindsAnEquivalentMutantListedInModuleYaml) {
   Module m;
-  m.equivalent_mutants = {{"src/a.cpp", 1, "`<` -> `<=`", "the two agree on every input"}};
+  m.equivalent_mutants = {{"src/a.cpp", 1, 0, "`<` -> `<=`", "the two agree on every input"},
+                          {"src/a.cpp", 1, 99, "`3` -> `4`", "a column no mutant has"}};
   const auto mutants = generate_mutants("src/a.cpp", "bool f(int a) { return a < 3; }");
   ASSERT_FALSE(mutants.empty());
   const EquivalentMutant* e = declared_equivalent(m, mutants[0]);
   ASSERT_NE(e, nullptr);
   EXPECT_EQ(e->reason, "the two agree on every input");
-  EXPECT_EQ(declared_equivalent(m, mutants[1]), nullptr);
+  EXPECT_EQ(declared_equivalent(m, mutants[1]), nullptr) << "the entry's column must match where it gives one";
 }
 
 }  // namespace

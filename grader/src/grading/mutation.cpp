@@ -494,7 +494,9 @@ std::vector<std::size_t> sample_by_stride(std::size_t count, std::size_t k) {
 const EquivalentMutant* declared_equivalent(const Module& module, const GeneratedMutant& mutant) {
   const std::string mutation = normalized(mutant.mutation);
   for (const auto& e : module.equivalent_mutants)
-    if (e.file == mutant.file && e.line == mutant.line && normalized(e.mutation) == mutation) return &e;
+    if (e.file == mutant.file && e.line == mutant.line && (e.column == 0 || e.column == mutant.column) &&
+        normalized(e.mutation) == mutation)
+      return &e;
   return nullptr;
 }
 

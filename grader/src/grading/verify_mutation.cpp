@@ -287,10 +287,11 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
                    .c_str(),
                stdout);
     for (const MutantJob* j : survivors)
-      std::fputs(fmt::format("  survived: {}:{}: {}\n", j->mutant.file, j->mutant.line, j->mutant.mutation).c_str(), stdout);
+      std::fputs(fmt::format("  survived: {}:{}:{}: {}\n", j->mutant.file, j->mutant.line, j->mutant.column,
+                             j->mutant.mutation).c_str(), stdout);
     for (const MutantJob* j : equivalents)
-      std::fputs(fmt::format("  equivalent: {}:{}: {} ({})\n", j->mutant.file, j->mutant.line, j->mutant.mutation,
-                             j->equivalent->reason)
+      std::fputs(fmt::format("  equivalent: {}:{}:{}: {} ({})\n", j->mutant.file, j->mutant.line, j->mutant.column,
+                             j->mutant.mutation, j->equivalent->reason)
                      .c_str(),
                  stdout);
     for (const EquivalentMutant* e : mp.unmatched)

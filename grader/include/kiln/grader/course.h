@@ -72,6 +72,7 @@ struct Check {
 struct EquivalentMutant {
   std::string file;      // a student file ("src/tensor.cpp")
   int line = 0;
+  int column = 0;        // 0: any; else picks one of several mutants with the same line and mutation
   std::string mutation;  // as verify prints it: "`<` → `<=`"
   std::string reason;    // one line: why no program can tell the two apart
 };

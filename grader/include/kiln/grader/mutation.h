@@ -55,7 +55,8 @@ std::string mutated_source(const GeneratedMutant& mutant, const std::string& sou
 std::vector<std::size_t> sample_by_stride(std::size_t count, std::size_t k);
 
 // The module.yaml entry (`equivalent_mutants:`) that declares this mutant equivalent to the
-// reference, or nullptr. Matched by file, line and mutation text (spaces and `->` for `→` aside).
+// reference, or nullptr. Matched by file, line, column where the entry gives one, and mutation text
+// (spaces and `->` for `→` aside).
 const EquivalentMutant* declared_equivalent(const Module& module, const GeneratedMutant& mutant);
 
 }  // namespace kiln::grader
