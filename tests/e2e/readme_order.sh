@@ -39,4 +39,12 @@ bin/grader release "$work/release" >"$work/release.out" 2>&1 || { cat "$work/rel
 grep -q "committed" "$work/release.out" || { cat "$work/release.out"; echo "FAIL: release should say it used the committed stubs"; exit 1; }
 cmp -s "$work/release/modules/01_tensor/src/tensor.cpp" <(git show HEAD:modules/01_tensor/src/tensor.cpp) ||
   { echo "FAIL: the release holds the edited file, not the committed stub"; exit 1; }
+echo "== an instructor adds a module: grader new-module, then grader verify proves the template sound"
+bin/grader new-module 21 demo >"$work/new.out" 2>&1 || { cat "$work/new.out"; echo "FAIL: new-module 21 demo"; exit 1; }
+bin/grader verify 21 >"$work/verify21.out" 2>&1 || { cat "$work/verify21.out"; echo "FAIL: verify 21 of the template"; exit 1; }
+grep -q "The course is sound" "$work/verify21.out"
+tail -4 "$work/verify21.out"
+rm -rf modules/21_demo solutions/21_demo docs/21_demo.md
+[[ -z $(git status --porcelain --untracked-files=all -- modules solutions docs | grep 21_demo) ]] ||
+  { echo "FAIL: the template left files behind"; exit 1; }
 echo "README order: passed"
