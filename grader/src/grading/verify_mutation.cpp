@@ -218,7 +218,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
         const TestTarget& t = plan.targets[j.target];
         PrebuiltBuilder builder(b);
         const Verdicts v = run_pipeline(*j.module, builder,
-                                        options_for(ws, t, judges[j.module],
+                                        options_for(ws, t, judges.at(j.module),
                                                     build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"),
                                                     options.seed));
         j.killed_by = first_failure(report_of(ws.course, v, "mutant"));
