@@ -2,6 +2,11 @@
 #include "kiln/grader/grading.h"
 
 #include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <mutex>
+#include <thread>
 #include <cmath>
 #include <sstream>
 
@@ -45,7 +50,24 @@ BuildResult LocalBuilder::build() {
   lock_ = lock_build_dir(dir_);
   CourseBuild build(ws_.course, dir_, ws_.kiln_home);
   if (need_device_ && cuda_device_nodes().empty()) build.set_device_builds(false);
+  // A build that takes more than a second says what it is doing, on standard error.
+  std::mutex m;
+  std::condition_variable done_cv;
+  bool done = false;
+  std::thread notice([&] {
+    std::unique_lock lock(m);
+    if (done_cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) return;
+    std::fprintf(stderr, "Building module %s's checks (%s)... the first build of a module takes a minute or two; "
+                         "after that only what you changed is compiled.\n",
+                 wanted_.module->number_text().c_str(), wanted_.own.name.c_str());
+  });
   BuildResult built = build.build(all_, wanted_);
+  {
+    std::lock_guard lock(m);
+    done = true;
+  }
+  done_cv.notify_all();
+  notice.join();
   note_link(built, dir_, wanted_);  // also when the link failed: its objects explain why
   return built;
 }
