@@ -160,43 +160,25 @@ std::string percent(std::size_t part, std::size_t whole) {
   return whole == 0 ? "-" : fmt::format("{:.0f}%", 100.0 * static_cast<double>(part) / static_cast<double>(whole));
 }
 
-}  // namespace
+// Builds the references, the stubs and every mutant in one Ninja run.
+std::vector<BuildResult> build_plan(const Workspace& ws, const Plan& plan, const fs::path& build_dir,
+                                    std::size_t modules) {
+  const auto lock = lock_build_dir(build_dir);
+  CourseBuild build(ws.course, build_dir, ws.kiln_home);
+  build.set_device_builds(false);
+  std::fputs(fmt::format("Building {} mutants of {} module{} and their references in one Ninja run...\n",
+                         plan.targets.size() - 2 * plan.modules.size(), modules, modules == 1 ? "" : "s")
+                 .c_str(),
+             stdout);
+  std::fflush(stdout);
+  return build.build_many(plan.targets, plan.targets);
+}
 
-int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
-  require_solutions(ws, "verify --mutation");
-  std::vector<const Module*> modules;
-  if (options.modules.empty()) {
-    for (const auto& m : ws.course.modules) modules.push_back(&m);
-  } else {
-    for (const auto& name : options.modules) modules.push_back(&ws.course.find(name));
-  }
-  const fs::path build_dir = ws.build_dir("mutation");
-  Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)));
-
-  std::vector<BuildResult> built;
-  {
-    const auto lock = lock_build_dir(build_dir);
-    CourseBuild build(ws.course, build_dir, ws.kiln_home);
-    build.set_device_builds(false);
-    std::fputs(fmt::format("Building {} mutants of {} module{} and their references in one Ninja run...\n",
-                           plan.targets.size() - 2 * plan.modules.size(), modules.size(), modules.size() == 1 ? "" : "s")
-                   .c_str(),
-               stdout);
-    std::fflush(stdout);
-    built = build.build_many(plan.targets, plan.targets);
-  }
-
-  // The references first: a module whose reference fails a check has no score.
-  std::map<const Module*, Report> references;
-  for (const auto& mp : plan.modules) {
-    const TestTarget& t = plan.targets[mp.solution];
-    PrebuiltBuilder builder(built[mp.solution]);
-    const Verdicts v = run_pipeline(*mp.module, builder,
-                                    options_for(ws, t, &built[mp.stub], build_dir / "judge" / (mp.module->name() + "_solution.json"),
-                                                options.seed));
-    references[mp.module] = report_of(ws.course, v, "solution");
-  }
-
+// Runs every mutant that is not listed as equivalent through its module's checks, on every core,
+// and says how far it has got.
+void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>& built,
+                 const std::map<const Module*, const BuildResult*>& judges, const fs::path& build_dir,
+                 std::uint64_t seed) {
   std::size_t to_run = 0;
   for (const auto& j : plan.jobs) to_run += j.outcome != Outcome::equivalent;
   std::fputs(fmt::format("Running {} mutants through their modules' checks...\n", to_run).c_str(), stdout);
@@ -205,8 +187,6 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   std::size_t done = 0;
   std::mutex progress;
   const std::size_t every = std::max<std::size_t>(1, to_run / 20);
-  std::map<const Module*, const BuildResult*> judges;
-  for (const auto& mp : plan.modules) judges[mp.module] = &built[mp.stub];
   auto worker = [&] {
     for (std::size_t i; (i = next++) < plan.jobs.size();) {
       MutantJob& j = plan.jobs[i];
@@ -220,7 +200,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
         const Verdicts v = run_pipeline(*j.module, builder,
                                         options_for(ws, t, judges.at(j.module),
                                                     build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"),
-                                                    options.seed));
+                                                    seed));
         j.killed_by = first_failure(report_of(ws.course, v, "mutant"));
         j.outcome = j.killed_by.empty() ? Outcome::survived : Outcome::killed;
       }
@@ -231,15 +211,13 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
       }
     }
   };
-  const unsigned cores = std::max(1u, std::thread::hardware_concurrency());
-  {
-    std::vector<std::thread> pool;
-    for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
-    for (auto& t : pool) t.join();
-  }
-  rerun_survivors_sanitized(ws, plan, judges, build_dir, options.seed, cores);
+  std::vector<std::thread> pool;
+  for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) pool.emplace_back(worker);
+  for (auto& t : pool) t.join();
+}
 
-  // Every mutant's outcome, for whoever wants to read what killed which.
+// Every mutant's outcome, for whoever wants to read what killed which.
+void write_results(const Plan& plan, const fs::path& file) {
   std::string results;
   for (const auto& j : plan.jobs) {
     static const char* names[] = {"did not compile", "killed", "survived", "equivalent"};
@@ -247,66 +225,105 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
                            j.mutant.column, j.mutant.mutation, names[static_cast<int>(j.outcome)],
                            j.killed_by.empty() ? "" : " by " + j.killed_by);
   }
-  write_if_changed(build_dir / "results.txt", results);
+  write_if_changed(file, results);
+}
 
-  int problems = 0;
-  std::string table = fmt::format("{:<20} {:>9} {:>4} {:>8} {:>6} {:>8} {:>10} {:>6}\n", "module", "generated", "run",
-                                  "compiled", "killed", "survived", "equivalent", "score");
-  std::fputs("\n", stdout);
-  for (const auto& mp : plan.modules) {
-    const Module& m = *mp.module;
-    std::fputs(fmt::format("Module {} · {}\n", m.number_text(), m.title).c_str(), stdout);
-    const Report& ref = references[mp.module];
-    if (!ref.every_check_passed()) {
-      ++problems;
-      std::fputs(fmt::format("  ✗ the reference solution does not pass every check ({}): no score\n",
-                             ref.build_error ? "it does not compile" : first_failure(ref))
-                     .c_str(),
-                 stdout);
-      table += fmt::format("{:<20} {:>9} {:>4} {:>8} {:>6} {:>8} {:>10} {:>6}\n", m.name(), mp.generated, "-", "-", "-",
-                           "-", "-", "-");
-      continue;
-    }
-    if (!built[mp.stub].ok) std::fputs("  - the pristine stubs do not compile: judged in the test programs themselves\n", stdout);
-    std::size_t compiled = 0, killed = 0, survived = 0, equivalent = 0;
-    std::vector<const MutantJob*> survivors, equivalents;
-    for (const std::size_t i : mp.jobs) {
-      const MutantJob& j = plan.jobs[i];
-      compiled += j.outcome != Outcome::not_compiled;
-      killed += j.outcome == Outcome::killed;
-      if (j.outcome == Outcome::survived) survivors.push_back(&j);
-      if (j.outcome == Outcome::equivalent) equivalents.push_back(&j);
-    }
-    survived = survivors.size();
-    equivalent = equivalents.size();
-    const std::size_t counted = compiled - equivalent;
-    const std::string score = percent(killed, counted);
-    std::fputs(fmt::format("  {} generated, {} run, {} compiled, {} killed, {} survived, {} equivalent: score {} "
-                           "({} of {})\n",
-                           mp.generated, mp.jobs.size(), compiled, killed, survived, equivalent, score, killed, counted)
+std::string table_row(const std::string& name, const std::string& generated, const std::string& run,
+                      const std::string& compiled, const std::string& killed, const std::string& survived,
+                      const std::string& equivalent, const std::string& score) {
+  return fmt::format("{:<20} {:>9} {:>4} {:>8} {:>6} {:>8} {:>10} {:>6}\n", name, generated, run, compiled, killed,
+                     survived, equivalent, score);
+}
+
+// One module's score, its survivors and its equivalent mutants; its row of the table. Returns the
+// number of problems (a reference that fails, a score under the minimum).
+int report_module(const ModulePlan& mp, const Plan& plan, const Report& reference, bool stubs_built,
+                  double min_score, std::string& table) {
+  const Module& m = *mp.module;
+  std::fputs(fmt::format("Module {} · {}\n", m.number_text(), m.title).c_str(), stdout);
+  if (!reference.every_check_passed()) {
+    std::fputs(fmt::format("  ✗ the reference solution does not pass every check ({}): no score\n",
+                           reference.build_error ? "it does not compile" : first_failure(reference))
                    .c_str(),
                stdout);
-    for (const MutantJob* j : survivors)
-      std::fputs(fmt::format("  survived: {}:{}:{}: {}\n", j->mutant.file, j->mutant.line, j->mutant.column,
-                             j->mutant.mutation).c_str(), stdout);
-    for (const MutantJob* j : equivalents)
-      std::fputs(fmt::format("  equivalent: {}:{}:{}: {} ({})\n", j->mutant.file, j->mutant.line, j->mutant.column,
-                             j->mutant.mutation, j->equivalent->reason)
-                     .c_str(),
-                 stdout);
-    for (const EquivalentMutant* e : mp.unmatched)
-      std::fputs(fmt::format("  - module.yaml lists {}:{}: {} as equivalent, but no rule generates it (the reference "
-                             "changed?)\n",
-                             e->file, e->line, e->mutation)
-                     .c_str(),
-                 stdout);
-    if (counted > 0 && 100.0 * static_cast<double>(killed) < options.min_score * static_cast<double>(counted)) {
-      ++problems;
-      std::fputs(fmt::format("  ✗ score {} is under the {:g}% asked for\n", score, options.min_score).c_str(), stdout);
-    }
-    table += fmt::format("{:<20} {:>9} {:>4} {:>8} {:>6} {:>8} {:>10} {:>6}\n", m.name(), mp.generated, mp.jobs.size(),
-                         compiled, killed, survived, equivalent, score);
+    table += table_row(m.name(), std::to_string(mp.generated), "-", "-", "-", "-", "-", "-");
+    return 1;
   }
+  if (!stubs_built) std::fputs("  - the pristine stubs do not compile: judged in the test programs themselves\n", stdout);
+  std::size_t compiled = 0, killed = 0;
+  std::vector<const MutantJob*> survivors, equivalents;
+  for (const std::size_t i : mp.jobs) {
+    const MutantJob& j = plan.jobs[i];
+    compiled += j.outcome != Outcome::not_compiled;
+    killed += j.outcome == Outcome::killed;
+    if (j.outcome == Outcome::survived) survivors.push_back(&j);
+    if (j.outcome == Outcome::equivalent) equivalents.push_back(&j);
+  }
+  const std::size_t counted = compiled - equivalents.size();
+  const std::string score = percent(killed, counted);
+  std::fputs(fmt::format("  {} generated, {} run, {} compiled, {} killed, {} survived, {} equivalent: score {} "
+                         "({} of {})\n",
+                         mp.generated, mp.jobs.size(), compiled, killed, survivors.size(), equivalents.size(), score,
+                         killed, counted)
+                 .c_str(),
+             stdout);
+  for (const MutantJob* j : survivors)
+    std::fputs(fmt::format("  survived: {}:{}:{}: {}\n", j->mutant.file, j->mutant.line, j->mutant.column,
+                           j->mutant.mutation).c_str(), stdout);
+  for (const MutantJob* j : equivalents)
+    std::fputs(fmt::format("  equivalent: {}:{}:{}: {} ({})\n", j->mutant.file, j->mutant.line, j->mutant.column,
+                           j->mutant.mutation, j->equivalent->reason)
+                   .c_str(),
+               stdout);
+  for (const EquivalentMutant* e : mp.unmatched)
+    std::fputs(fmt::format("  - module.yaml lists {}:{}: {} as equivalent, but no rule generates it (the reference "
+                           "changed?)\n",
+                           e->file, e->line, e->mutation)
+                   .c_str(),
+               stdout);
+  table += table_row(m.name(), std::to_string(mp.generated), std::to_string(mp.jobs.size()), std::to_string(compiled),
+                     std::to_string(killed), std::to_string(survivors.size()), std::to_string(equivalents.size()), score);
+  if (counted > 0 && 100.0 * static_cast<double>(killed) < min_score * static_cast<double>(counted)) {
+    std::fputs(fmt::format("  ✗ score {} is under the {:g}% asked for\n", score, min_score).c_str(), stdout);
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
+int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
+  require_solutions(ws, "verify --mutation");
+  std::vector<const Module*> modules;
+  if (options.modules.empty()) {
+    for (const auto& m : ws.course.modules) modules.push_back(&m);
+  } else {
+    for (const auto& name : options.modules) modules.push_back(&ws.course.find(name));
+  }
+  const fs::path build_dir = ws.build_dir("mutation");
+  Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)));
+  const std::vector<BuildResult> built = build_plan(ws, plan, build_dir, modules.size());
+
+  // The references first: a module whose reference fails a check has no score.
+  std::map<const Module*, Report> references;
+  std::map<const Module*, const BuildResult*> judges;
+  for (const auto& mp : plan.modules) {
+    PrebuiltBuilder builder(built[mp.solution]);
+    const Verdicts v = run_pipeline(*mp.module, builder,
+                                    options_for(ws, plan.targets[mp.solution], &built[mp.stub],
+                                                build_dir / "judge" / (mp.module->name() + "_solution.json"), options.seed));
+    references[mp.module] = report_of(ws.course, v, "solution");
+    judges[mp.module] = &built[mp.stub];
+  }
+  run_mutants(ws, plan, built, judges, build_dir, options.seed);
+  rerun_survivors_sanitized(ws, plan, judges, build_dir, options.seed, std::max(1u, std::thread::hardware_concurrency()));
+  write_results(plan, build_dir / "results.txt");
+
+  int problems = 0;
+  std::string table = table_row("module", "generated", "run", "compiled", "killed", "survived", "equivalent", "score");
+  std::fputs("\n", stdout);
+  for (const auto& mp : plan.modules)
+    problems += report_module(mp, plan, references[mp.module], built[mp.stub].ok, options.min_score, table);
   std::fputs(("\n" + table).c_str(), stdout);
   std::fputs(fmt::format("Every mutant's outcome: {}\n", (build_dir / "results.txt").string()).c_str(), stdout);
   if (problems > 0) std::fputs(fmt::format("{} problem{} found.\n", problems, problems == 1 ? "" : "s").c_str(), stdout);
