@@ -47,7 +47,7 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
                                 "for all of them", options.observation_cap >> 20, options.observations_in_run_cap >> 20)});
       continue;
     }
-    if (!seen.ended || seen.status == Status::memory_error) {  // what the grader saw stands
+    if (!seen.ended) {
       out.checks.push_back(seen);
       continue;
     }

@@ -33,9 +33,6 @@ struct Stream {
   std::string pending;  // a partial event line
   bool events = false;
   std::string* tail = nullptr;  // the last bytes, however much came before
-  const std::vector<std::string>* watch = nullptr;  // texts to look for as the stream goes by
-  bool* seen = nullptr;
-  std::string carry;  // the last bytes of the previous read: a watched text may straddle two
 };
 
 }  // namespace
@@ -160,16 +157,6 @@ void plan_child(const ProcessSpec& spec, ChildPlan& plan) {
 // kept up to the cap.
 void take(Stream& s, const char* bytes, std::size_t n, const ProcessSpec& spec) {
   *s.total += n;
-  if (s.watch && !*s.seen) {
-    const std::string window = s.carry + std::string(bytes, n);
-    std::size_t longest = 0;
-    for (const auto& text : *s.watch) {
-      *s.seen = *s.seen || window.find(text) != std::string::npos;
-      longest = std::max(longest, text.size());
-    }
-    if (*s.seen && spec.on_err_watch) spec.on_err_watch();
-    s.carry = window.substr(window.size() > longest ? window.size() - longest : 0);
-  }
   if (s.tail) {
     constexpr std::size_t kTail = 64 * 1024;
     s.tail->append(bytes, n);
@@ -221,8 +208,7 @@ ProcessResult run_process(const ProcessSpec& spec) {
 
   std::vector<Stream> streams;
   streams.push_back({p.out[0], &result.out, &result.out_bytes, spec.output_cap, {}, false});
-  streams.push_back({p.err[0], &result.err, &result.err_bytes, spec.output_cap, {}, false, &result.err_tail,
-                     spec.err_watch.empty() ? nullptr : &spec.err_watch, &result.err_watch_seen});
+  streams.push_back({p.err[0], &result.err, &result.err_bytes, spec.output_cap, {}, false, &result.err_tail});
   std::size_t event_total = 0, status_total = 0;
   std::string event_keep;
   if (spec.status_fd >= 0) streams.push_back({p.status[0], &result.status_report, &status_total, 4096, {}, false});

@@ -84,7 +84,6 @@ struct Live {
   bool overflow = false;
   // Every check's observations kept in this run so far: what the grader holds for one program.
   std::size_t* kept_in_run = nullptr;
-  bool sanitizer_reported = false;  // a sanitizer's report was written to standard error
 };
 
 // From "not written yet: Tensor::reshape (/path/tensor.cpp:42)" the function and its location.
@@ -237,8 +236,6 @@ ProcessSpec checks_process(const fs::path& binary, const std::vector<const Check
                                      {"UBSAN_OPTIONS", "halt_on_error=1:exitcode=" + std::to_string(protocol::kSanitizerExit) + ":print_stacktrace=1:symbolize=1"}});
   }
   spec.output_cap = 64 * 1024;
-  // A sanitizer's report in a run that goes on: the program kept the report from ending it.
-  if (options.sanitized) spec.err_watch = {"ERROR: AddressSanitizer", ": runtime error: ", "ERROR: LeakSanitizer"};
   spec.event_fd = kEventFd;
   spec.event_line_cap = options.observation_cap + (1 << 20);
   if (!options.launcher.empty()) {
@@ -289,7 +286,6 @@ void take_event(Live& live, std::string_view line, const std::map<std::string, c
     live.overflow = false;
   } else if (*kind == "end" && test == live.running) {
     CheckResult r = result_from_end(event, check->second);
-    if (live.sanitizer_reported && r.status == Status::passed) r.status = Status::memory_error;
     r.observations = std::move(live.observations);
     r.observations_overflow = live.overflow;
     live.observations.clear();
@@ -393,9 +389,6 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
     Live live;
     live.kept_in_run = &kept_in_run;
     double now = 0;
-    // A report of the sanitizers ends the program where it happens (halt_on_error): a check that
-    // ends after one was written caught it, and does not count as clean.
-    spec.on_err_watch = [&] { live.sanitizer_reported = true; };
     spec.on_event = [&](std::string_view line) {
       try {
         take_event(live, line, by_test, now, options);
@@ -427,14 +420,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       if (std::sscanf(p.status_report.c_str(), "signal %d", &n) == 1) signal = n;
       else if (std::sscanf(p.status_report.c_str(), "exit %d", &n) == 1) exit_code = n;
     }
-    for (auto& [test, r] : live.ended) {
-      if (r.status == Status::memory_error && r.reason.empty()) {
-        const auto report = sanitizer_report(p.err_tail.empty() ? p.err : p.err_tail, options.student_files);
-        r.reason = "the values are right, but the program wrote a sanitizer's report and went on running (it "
-                   "caught the report itself)" + (report ? ": " + report->text : std::string());
-      }
-      results[test] = std::move(r);
-    }
+    for (auto& [test, r] : live.ended) results[test] = std::move(r);
     bool run_again = false;
     if (!live.running.empty()) {
       const Check* c = by_test[live.running];

@@ -42,11 +42,6 @@ struct ProcessSpec {
   std::filesystem::path join_cgroup;
   // More cgroups to join the same way (one of another hierarchy: cgroup v1's cpuacct, say).
   std::vector<std::filesystem::path> also_join;
-  // Texts watched for in standard error as it streams, however much of it is kept: the first time
-  // one is written, on_err_watch is called (in order with on_event, as the streams are read), and
-  // ProcessResult::err_watch_seen says so afterwards.
-  std::vector<std::string> err_watch;
-  std::function<void()> on_err_watch;
   // Polled about every 20 ms with the seconds since start; returning true kills the process group.
   std::function<bool(double elapsed_s)> should_stop;
 };
@@ -61,7 +56,6 @@ struct ProcessResult {
   std::size_t out_bytes = 0, err_bytes = 0;  // total written, kept or not
   std::string status_report;
   std::string err_tail;  // the last 64 KiB of stderr, where a crash report ends up
-  bool err_watch_seen = false;  // one of ProcessSpec::err_watch was written to stderr
   double wall_s = 0;
   // The CPU time (user and system) of the child and of the descendants it waited for, as the
   // kernel accounted it: nothing the child says about itself.
