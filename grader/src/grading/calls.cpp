@@ -1,7 +1,5 @@
 // What a student's compiled code may call and include: read from its object files' undefined
 // symbols (nm) and its depfiles, never from its source text.
-#include <cxxabi.h>
-
 #include <cstdlib>
 #include <memory>
 #include <set>
@@ -15,12 +13,6 @@
 namespace kiln::grader {
 
 namespace {
-
-std::string demangle(const std::string& name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return status == 0 && text ? std::string(text.get()) : name;
-}
 
 // The symbols of `files` (objects or archives), as nm -P lists them: name and type letter.
 std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files) {
@@ -93,11 +85,11 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
   for (const auto& [name, type] : symbols_of(trusted_files)) {
     const bool strong = std::string_view("TDBRGS").find(type) != std::string_view::npos;
     const bool weak = type == 'W' || type == 'V';
-    if (strong || (weak && demangle(name).rfind("kiln::", 0) == 0)) trusted.insert(name);
+    if (strong || (weak && demangled_symbol(name).rfind("kiln::", 0) == 0)) trusted.insert(name);
   }
   for (const auto& [name, type] : symbols_of(student_objects)) {
     if (type != 'U') continue;
-    const std::string readable = demangle(name);
+    const std::string readable = demangled_symbol(name);
     if (trusted.count(name))
       return Diagnostic{.message = fmt::format("refused: your code calls {}, which belongs to the checks that judge it, "
                                                "not to the course's library: write what it does yourself",

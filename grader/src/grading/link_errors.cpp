@@ -16,6 +16,8 @@ namespace kiln::grader {
 
 namespace {
 
+std::string readable(std::string name);
+
 // A demangled name as a person writes it: std::vector<long> without its allocator, std::string.
 std::string readable(std::string name) {
   static const std::regex allocator(R"(, std::allocator<[^<>]*(<[^<>]*>)?[^<>]*> ?>)");
@@ -25,11 +27,7 @@ std::string readable(std::string name) {
   return name;
 }
 
-std::string demangled(const std::string& name) {
-  int status = 0;
-  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return readable(status == 0 && text ? std::string(text.get()) : name);
-}
+
 
 // "kiln::softmax(kiln::Tensor const&, long) const" -> {"kiln::softmax", {"kiln::Tensor const&", "long"}}.
 std::pair<std::string, std::vector<std::string>> split_signature(const std::string& signature) {
@@ -64,7 +62,7 @@ std::vector<std::string> defined_by(const std::vector<fs::path>& objects) {
   for (std::string line; std::getline(lines, line);) {
     std::istringstream fields(line);
     std::string name, type;
-    if (fields >> name >> type && (type == "T" || type == "W")) out.push_back(demangled(name));
+    if (fields >> name >> type && (type == "T" || type == "W")) out.push_back(demangled_symbol(name));
   }
   return out;
 }
@@ -169,6 +167,12 @@ Diagnostic multiple(const std::string& symbol, const std::vector<fs::path>& stud
 }
 
 }  // namespace
+
+std::string demangled_symbol(const std::string& name) {
+  int status = 0;
+  std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
+  return readable(status == 0 && text ? std::string(text.get()) : name);
+}
 
 std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
                                      const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects) {

@@ -136,6 +136,10 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
 std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
                                      const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects);
 
+// A symbol's name as a person writes it: demangled, std::vector<long> without its allocator,
+// std::string for the long form.
+std::string demangled_symbol(const std::string& mangled);
+
 // Fills built's link_command, link_dir and student_objects for `target`'s program in the local
 // build `dir` (what forbidden_calls reads).
 void note_link(BuildResult& built, const fs::path& dir, const TestTarget& target);
