@@ -161,7 +161,7 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
     return v;
   }
   if (options.refuse_tampering) {
-    auto refused = sanitizer_tampering(v.build.binary, options.run.student_files);
+    auto refused = sanitizer_tampering(v.build.binary, options.run.student_files, v.build.student_objects);
     if (!refused) refused = forbidden_calls(module, v.build, v.build.student_objects);
     if (refused) {
       v.build.ok = false;

@@ -36,12 +36,20 @@ bool switching_call(const std::string& name) {
 }
 
 // "defines __asan_default_options" or "calls __sanitizer_set_death_callback", for the first such
-// symbol of the linked program; "" when there is none.
-std::string tampering_symbol(const fs::path& binary) {
-  const ProcessResult nm = run_process({.argv = {"nm", "-P", binary.string()}, .output_cap = 64 << 20});
+// symbol of `files` (the student's objects, or the linked program); "" when there is none.
+std::string tampering_symbol(const std::vector<fs::path>& files) {
+  std::vector<std::string> argv = {"nm", "-P", "-A"};
+  for (const auto& f : files) argv.push_back(f.string());
+  const ProcessResult nm = run_process({.argv = argv, .output_cap = 64 << 20});
   if (!nm.ok()) return "";
-  std::istringstream lines(nm.out);
-  for (std::string name, type, rest; lines >> name >> type && std::getline(lines, rest);) {
+  std::istringstream all(nm.out);
+  for (std::string line; std::getline(all, line);) {
+    // "file.o: name T 0000 10"
+    const std::size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::istringstream fields(line.substr(colon + 2));
+    std::string name, type;
+    if (!(fields >> name >> type)) continue;
     const bool undefined = type == "U" || type == "w" || type == "v";
     // A hook is a function the runtime looks up by name. The instrumentation's own data (a type
     // cache, the stack options) is defined in every sanitized program.
@@ -100,6 +108,12 @@ std::string unsanitized_line(const fs::path& file) {
 
 }  // namespace
 
+bool makes_tokens(const fs::path& file) {
+  const std::string text = without_comments(read_file(file));
+  return text.find("define") != std::string::npos || text.find("##") != std::string::npos ||
+         text.find("_Pragma") != std::string::npos;
+}
+
 std::string unsanitized_preprocessed(const std::string& preprocessed, const fs::path& student_file) {
   // Line markers (# 12 "path" flags) say which file the lines after them come from.
   std::istringstream lines(preprocessed);
@@ -131,11 +145,14 @@ Diagnostic refusal(const std::string& where) {
                                    "attributes, optimize pragmas) or name them at all."};
 }
 
-std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files) {
+std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files,
+                                              const std::vector<fs::path>& student_objects) {
   for (const auto& file : student_files) {
     if (const std::string where = unsanitized_line(file); !where.empty()) return refusal(where);
   }
-  if (const std::string symbol = tampering_symbol(binary); !symbol.empty())
+  // The student's own objects say what their code defines and calls; the program holds far more.
+  if (const std::string symbol = tampering_symbol(student_objects.empty() ? std::vector<fs::path>{binary} : student_objects);
+      !symbol.empty())
     return Diagnostic{.message = fmt::format("refused: your code {}, which changes what the sanitizers check or "
                                              "report; remove it",
                                              symbol),

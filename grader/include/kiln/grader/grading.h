@@ -122,7 +122,8 @@ struct Verdicts {
 // instrument code (no_sanitize attributes, optimize pragmas: any mention of the sanitizers outside a
 // comment), or a program that defines a sanitizer's hook (__asan_default_options, ...) or calls
 // one of their switches (__sanitizer_set_death_callback, ...) or dlsym. std::nullopt when none.
-std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files);
+std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files,
+                                              const std::vector<fs::path>& student_objects = {});
 
 // Why a built program is refused for what its student code calls or includes: a function the test
 // program's trusted side defines (the tests, the test library), or what module.yaml's `forbids:`
@@ -147,6 +148,9 @@ void note_link(BuildResult& built, const fs::path& dir, const TestTarget& target
 // The same for a student file's text after the preprocessor (its macros expanded): "file:line" of
 // its first line that mentions the sanitizers, or "". And the diagnostic that refuses it.
 std::string unsanitized_preprocessed(const std::string& preprocessed, const fs::path& student_file);
+// Whether a student file could make a token its text does not hold: it defines a macro, pastes
+// tokens or uses _Pragma (outside its comments). Only such a file needs the preprocessed scan.
+bool makes_tokens(const fs::path& file);
 Diagnostic refusal(const std::string& where);
 
 // The module's checks to run (all, or the ones named), in module.yaml's order. Throws CourseError
