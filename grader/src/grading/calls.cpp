@@ -72,6 +72,8 @@ std::vector<std::string> included(const fs::path& object, const fs::path& build_
   return out;
 }
 
+constexpr const char* kForbids = "module.yaml's `forbids:` lists what this module's files may not use.";
+
 // What `files` define that student code may not call, read once per set of files as they are (a
 // batch's submissions share one trusted build).
 const std::set<std::string>& trusted_symbols(const std::vector<fs::path>& files) {
@@ -120,7 +122,7 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
     for (const auto& f : module.forbidden_calls)
       if (readable.rfind(f.symbol, 0) == 0)
         return Diagnostic{.message = fmt::format("refused: your code calls {}, which {}", readable, f.reason),
-                          .explanation = "module.yaml's `forbids:` lists what this module's files may not use."};
+                          .explanation = kForbids};
   }
   if (module.forbidden_includes.empty()) return std::nullopt;
   for (const auto& object : student_objects)
@@ -128,7 +130,7 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
       for (const auto& f : module.forbidden_includes)
         if (header.find(f.symbol) != std::string::npos)
           return Diagnostic{.message = fmt::format("refused: your code includes {}, which {}", header, f.reason),
-                            .explanation = "module.yaml's `forbids:` lists what this module's files may not use."};
+                            .explanation = kForbids};
   return std::nullopt;
 }
 

@@ -60,6 +60,18 @@ std::string tampering_symbol(const std::vector<fs::path>& files) {
   return "";
 }
 
+// Whether a line of code names the sanitizers, in any case: an attribute (no_sanitize,
+// no_sanitize_address, no_address_safety_analysis) or a pragma that turns one off.
+bool names_sanitizers(std::string line) {
+  std::transform(line.begin(), line.end(), line.begin(), [](unsigned char c) { return std::tolower(c); });
+  return line.find("sanitiz") != std::string::npos || line.find("no_address_safety_analysis") != std::string::npos;
+}
+
+constexpr const char* kCleanRuns = "A check passes only when its run is clean under AddressSanitizer and "
+                                   "UndefinedBehaviorSanitizer, so student code may not switch them off: no "
+                                   "no_sanitize attributes or optimize pragmas, none of their hooks or switches, and "
+                                   "no looking functions up by name (dlsym).";
+
 // C++ text without its comments (each replaced by a space, newlines kept), so that a comment
 // that mentions the sanitizers is no offence. String and character literals are kept.
 std::string without_comments(const std::string& text) {
@@ -98,9 +110,7 @@ std::string unsanitized_line(const fs::path& file) {
   int n = 0;
   for (std::string line; std::getline(lines, line);) {
     ++n;
-    std::string lower = line;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (lower.find("sanitiz") != std::string::npos || lower.find("no_address_safety_analysis") != std::string::npos)
+    if (names_sanitizers(line))
       return fmt::format("{}:{}", file.string(), n);
   }
   return "";
@@ -128,9 +138,7 @@ std::string unsanitized_preprocessed(const std::string& preprocessed, const fs::
     }
     ++n;
     if (!own) continue;
-    std::string lower = line;
-    std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-    if (lower.find("sanitiz") != std::string::npos || lower.find("no_address_safety_analysis") != std::string::npos)
+    if (names_sanitizers(line))
       return fmt::format("{}:{}", student_file.string(), n);
   }
   return "";
@@ -140,9 +148,7 @@ Diagnostic refusal(const std::string& where) {
   return Diagnostic{.message = fmt::format("refused: {} mentions the sanitizers, which check your code's memory and "
                                            "arithmetic; remove what switches them off",
                                            where),
-                    .explanation = "A check passes only when its run is clean under AddressSanitizer and "
-                                   "UndefinedBehaviorSanitizer, so code may not switch them off (no_sanitize "
-                                   "attributes, optimize pragmas) or name them at all."};
+                    .explanation = kCleanRuns};
 }
 
 std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files,
@@ -156,9 +162,7 @@ std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std:
     return Diagnostic{.message = fmt::format("refused: your code {}, which changes what the sanitizers check or "
                                              "report; remove it",
                                              symbol),
-                      .explanation = "A check passes only when its run is clean under AddressSanitizer and "
-                                     "UndefinedBehaviorSanitizer: their hooks and switches are not for student code, "
-                                     "and neither is looking functions up by name (dlsym)."};
+                      .explanation = kCleanRuns};
   return std::nullopt;
 }
 
