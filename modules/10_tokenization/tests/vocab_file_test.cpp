@@ -196,6 +196,9 @@ TEST(Tokenization, VocabFileErrors) {
       {"undefined-256.bpe", replace_line(3, "97 256"), 3, "merge 0 naming id 256, not yet defined",
        "bad_merge_not_reported"},
       {"undefined-300.bpe", replace_line(4, "97 300"), 4, "merge 1 naming id 300", "bad_merge_not_reported"},
+      // The first id at its bound: merge 1 may name ids below 257, and 257 is its own.
+      {"first-undefined-257.bpe", replace_line(4, "257 97"), 4, "merge 1 naming id 257, its own, first",
+       "bad_merge_not_reported"},
       {"not-a-number.bpe", replace_line(3, "9x 97"), 3, "the id \"9x\"", "bad_merge_not_reported"},
       {"negative.bpe", replace_line(4, "-1 97"), 4, "the id \"-1\"", "bad_merge_not_reported"},
       {"one-id.bpe", replace_line(5, "256"), 5, "a merge line of one id", "bad_merge_not_reported"},
