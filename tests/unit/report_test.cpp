@@ -126,6 +126,11 @@ TEST(RenderText, SaysWhereTheStudentsOwnPrintsAre) {
             std::string::npos) << render_text(r, {});
   r.output = "[ RUN      ] Probe.Adds\n[       OK ] Probe.Adds\n";
   EXPECT_EQ(render_text(r, {}).find("Your code printed"), std::string::npos);
+  // GoogleTest's own failure reports are not the student's prints.
+  r.output = "[ RUN      ] Tensor.Strides\nunknown file: Failure\nC++ exception with description \"not written yet: "
+             "contiguous_strides (tensor.cpp:23)\" thrown in the test body.\n[  FAILED  ] Tensor.Strides (0 ms)\n\n"
+             " 1 FAILED TEST\n";
+  EXPECT_EQ(render_text(r, {}).find("Your code printed"), std::string::npos) << render_text(r, {});
 }
 
 TEST(RenderOptional, AnOpenChallengeIsNamedAndDoesNotStandBetweenAModuleAndDone) {

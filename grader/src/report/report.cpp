@@ -427,12 +427,16 @@ std::string render_text(const Report& report, const TextStyle& style) {
     // What the student's code printed (not GoogleTest's own lines) is shown with -v: say so.
     std::istringstream lines(report.output);
     int printed = 0;
-    bool frames = false;  // between the test program's frame markers: a stack, not the student's
+    bool frames = false;   // between the test program's frame markers: a stack, not the student's
+    bool failure = false;  // a GoogleTest failure report ("file:line: Failure" up to the next [ line)
     for (std::string line; std::getline(lines, line);) {
       if (line.rfind("[kiln-frames", 0) == 0 || line.rfind("[kiln-stuck", 0) == 0) frames = line != "[kiln-frames-end]";
+      if (!line.empty() && line[0] == '[') failure = false;
+      if (line.size() >= 9 && line.compare(line.size() - 9, 9, ": Failure") == 0) failure = true;
       const bool tooling = line.empty() || line[0] == '[' || line.rfind("==", 0) == 0 || line.rfind("    #", 0) == 0 ||
-                           line.rfind("Note: Google Test filter", 0) == 0 || line.find("runtime error:") != std::string::npos;
-      printed += !frames && !tooling;
+                           line.rfind("Note: Google Test filter", 0) == 0 || line.find("runtime error:") != std::string::npos ||
+                           line.find(" FAILED TEST") != std::string::npos;
+      printed += !frames && !failure && !tooling;
     }
     if (printed > 0)
       out += dim(style, fmt::format("  Your code printed {} line{} while the checks ran: `grader check {} -v` shows them.",
