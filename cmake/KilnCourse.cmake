@@ -75,6 +75,13 @@ function(kiln_module name)
     add_library(${name}_tests OBJECT ${M_TESTS})
     target_link_libraries(${name}_tests PRIVATE ${name}_headers kiln_testing)
     kiln_use_testing_pch(${name}_tests)
+    # The observed program's build of the same checks: every judging step compiled out
+    # (kiln/testing.h), linked with the observer library alone, so that a judging call left outside
+    # KILN_JUDGE cannot link. Built only for `grader grade` and `grader verify`.
+    add_library(${name}_observer_tests OBJECT EXCLUDE_FROM_ALL ${M_TESTS})
+    target_link_libraries(${name}_observer_tests PRIVATE ${name}_headers kiln_observer)
+    target_compile_definitions(${name}_observer_tests PRIVATE KILN_OBSERVER)
+    kiln_use_testing_pch(${name}_observer_tests)
   endif()
   set_property(GLOBAL PROPERTY KILN_${name}_REQUIRES "${M_REQUIRES}")
   set_property(GLOBAL PROPERTY KILN_${name}_HAS_GIVEN "${M_GIVEN}")
@@ -106,12 +113,20 @@ function(kiln_library target)
   target_precompile_headers(${target}_san REUSE_FROM kiln_student_pch_san)
 endfunction()
 
-# kiln_test_binary(TARGET MODULE name LIBRARIES lib...): the module's tests linked against
-# one library per module it requires (the variant chooses which).
+# kiln_test_binary(TARGET MODULE name LIBRARIES lib... [OBSERVER]): the module's tests linked
+# against one library per module it requires (the variant chooses which). OBSERVER: the observed
+# program, with the judging compiled out and no judging library to link.
 function(kiln_test_binary target)
-  cmake_parse_arguments(T "" "MODULE" "LIBRARIES" ${ARGN})
-  add_executable(${target} $<TARGET_OBJECTS:${T_MODULE}_tests> $<TARGET_OBJECTS:kiln_testing_main>)
-  target_link_libraries(${target} PRIVATE ${T_LIBRARIES} kiln_testing)
+  cmake_parse_arguments(T "OBSERVER" "MODULE" "LIBRARIES" ${ARGN})
+  set(tests ${T_MODULE}_tests)
+  set(testing kiln_testing)
+  if(T_OBSERVER)
+    set(tests ${T_MODULE}_observer_tests)
+    set(testing kiln_observer)
+  endif()
+  add_executable(${target} $<TARGET_OBJECTS:${tests}> $<TARGET_OBJECTS:kiln_testing_main>)
+  # The test library first: it uses module 01's Tensor, which the variant's libraries bring after it.
+  target_link_libraries(${target} PRIVATE ${testing} ${T_LIBRARIES})
   # gold links a test binary in less than half of ld's time: every edit, mutant and submission links.
   target_link_options(${target} PRIVATE -fuse-ld=gold)
   # s_...: the same checks on the sanitized student files.
@@ -120,8 +135,8 @@ function(kiln_test_binary target)
   foreach(lib IN LISTS T_LIBRARIES)
     list(APPEND san_libraries ${lib}_san)
   endforeach()
-  add_executable(${sanitized} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${T_MODULE}_tests> $<TARGET_OBJECTS:kiln_testing_main>)
-  target_link_libraries(${sanitized} PRIVATE ${san_libraries} kiln_testing)
+  add_executable(${sanitized} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${tests}> $<TARGET_OBJECTS:kiln_testing_main>)
+  target_link_libraries(${sanitized} PRIVATE ${testing} ${san_libraries})
   target_link_options(${sanitized} PRIVATE ${KILN_SANITIZE} -fuse-ld=gold)
 endfunction()
 

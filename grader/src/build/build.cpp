@@ -20,8 +20,12 @@
 
 namespace kiln::grader {
 
-std::string TestTarget::target_name() const { return fmt::format("t_{}__{}", module->name(), own.name); }
-std::string TestTarget::sanitized_name() const { return fmt::format("s_{}__{}", module->name(), own.name); }
+std::string TestTarget::target_name() const {
+  return fmt::format("t_{}__{}{}", module->name(), own.name, observer ? "__observed" : "");
+}
+std::string TestTarget::sanitized_name() const {
+  return fmt::format("s_{}__{}{}", module->name(), own.name, observer ? "__observed" : "");
+}
 std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", module->name(), own.name); }
 std::string TestTarget::device_name() const { return fmt::format("d_{}__{}", module->name(), own.name); }
 std::string TestTarget::gpu_bench_name() const { return fmt::format("g_{}__{}", module->name(), own.name); }
@@ -54,7 +58,7 @@ std::string CourseBuild::library_target(const Module& m, const std::string& sour
 std::string CourseBuild::cmake_description(const std::vector<TestTarget>& targets) const {
   std::string out = "# Written by the grader from the modules' module.yaml files. Do not edit.\n";
   if (!nvcc_.empty()) out += fmt::format("kiln_cuda({})\n", cmake_path(nvcc_));
-  std::set<std::string> modules_done, libraries_done;
+  std::set<std::string> modules_done, libraries_done, variants_done;
   auto list = [&](const char* keyword, const std::vector<fs::path>& files) {
     if (files.empty()) return;
     out += fmt::format("\n  {}", keyword);
@@ -114,8 +118,10 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
       library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
     library_block(*t.module, t.own.name, t.own.root, t.base_name);
     if (t.module->test_sources().empty()) continue;
-    out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {})\n", t.target_name(), t.module->name(),
-                       library_target(*t.module, t.own.name));
+    out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {}{})\n", t.target_name(), t.module->name(),
+                       library_target(*t.module, t.own.name), t.observer ? " OBSERVER" : "");
+    // A variant built both ways (verify) gets its device and bench binaries once.
+    if (!variants_done.insert(t.module->name() + "/" + t.own.name).second) continue;
     if (!nvcc_.empty() && t.module->has_device_checks()) {
       // The device binaries link the prerequisites, not the module's own (emulator) library.
       std::string kernels, libraries;
@@ -203,8 +209,8 @@ bool CourseBuild::build_testing(BuildResult& result) {
       return false;
     }
   }
-  const std::vector<std::string> ninja = {"ninja", "-C", dir.string(), "kiln_testing", "kiln_testing_main",
-                                          "kiln_testing_pch"};
+  const std::vector<std::string> ninja = {"ninja", "-C", dir.string(), "kiln_testing", "kiln_observer",
+                                          "kiln_testing_main", "kiln_testing_pch"};
   result.commands.push_back(shell_quote(ninja));
   const ProcessResult r = run_process({.argv = ninja, .output_cap = 4 << 20});
   if (r.ok()) return true;

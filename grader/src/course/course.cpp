@@ -308,6 +308,12 @@ void read_forbids_and_equivalents(const Reader& r, const YAML::Node& root, Modul
       (call ? m.forbidden_calls : m.forbidden_includes).push_back(std::move(entry));
     }
   }
+  if (const auto inputs = r.list(root, "observed_inputs", false)) {
+    for (const auto& f : inputs) {
+      if (!f.IsMap() || !f["function"]) r.fail(f, "each entry of 'observed_inputs' is a mapping with function: and why:");
+      m.observed_inputs.push_back({r.text(f, "function"), r.text(f, "why")});
+    }
+  }
   for (const auto& l : m.links)
     if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
   for (const auto& f : m.device_files) {

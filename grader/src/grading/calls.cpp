@@ -49,7 +49,8 @@ std::vector<fs::path> link_inputs(const std::string& command, const fs::path& di
 // The test program's trusted side: the module's tests and the test library.
 bool trusted_input(const fs::path& p) {
   const std::string s = p.generic_string();
-  return s.find("_tests.dir/") != std::string::npos || s.find("kiln_testing") != std::string::npos;
+  return s.find("_tests.dir/") != std::string::npos || s.find("kiln_testing") != std::string::npos ||
+         s.find("kiln_observer") != std::string::npos;
 }
 
 // The headers an object's compile read: from its depfile (X.o.d), or where Ninja has taken the
@@ -98,6 +99,28 @@ const std::set<std::string>& trusted_symbols(const std::vector<fs::path>& files)
 
 }  // namespace
 
+Diagnostic calls_the_checks(const std::string& function) {
+  return Diagnostic{.message = fmt::format("refused: your code calls {}, which belongs to the checks that judge it, "
+                                           "not to the course's library: write what it does yourself",
+                                           function),
+                    .explanation = "Student code may call the module's given code, the earlier modules' "
+                                   "functions and the C++ standard library; the test program's own helpers "
+                                   "compute the answers your code is judged against."};
+}
+
+std::optional<Diagnostic> calls_the_checks_in_link(const std::string& log) {
+  // GNU ld quotes with `...', gold with '...'.
+  for (const char* quote : {"undefined reference to `kiln::testing::", "undefined reference to 'kiln::testing::"}) {
+    const std::size_t at = log.find(quote);
+    if (at == std::string::npos) continue;
+    const std::size_t from = at + std::string_view(quote).size() - std::string_view("kiln::testing::").size();
+    const std::size_t to = log.find('\'', from);
+    if (to == std::string::npos) continue;
+    return calls_the_checks(log.substr(from, to - from));
+  }
+  return std::nullopt;
+}
+
 std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResult& built,
                                           const std::vector<fs::path>& student_objects) {
   if (student_objects.empty() || built.link_command.empty()) return std::nullopt;
@@ -110,13 +133,7 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
   const std::set<std::string>& trusted = trusted_symbols(trusted_files);
   for (const auto& [name, type] : symbols_of(student_objects)) {
     if (type != 'U') continue;
-    if (trusted.count(name))
-      return Diagnostic{.message = fmt::format("refused: your code calls {}, which belongs to the checks that judge it, "
-                                               "not to the course's library: write what it does yourself",
-                                               demangled_symbol(name)),
-                        .explanation = "Student code may call the module's given code, the earlier modules' "
-                                       "functions and the C++ standard library; the test program's own helpers "
-                                       "compute the answers your code is judged against."};
+    if (trusted.count(name)) return calls_the_checks(demangled_symbol(name));
     if (module.forbidden_calls.empty()) continue;  // a name is read only where a module forbids some
     const std::string readable = demangled_symbol(name);
     for (const auto& f : module.forbidden_calls)

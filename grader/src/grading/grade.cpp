@@ -93,12 +93,19 @@ ModuleGrader::ModuleGrader(const Workspace& ws, const Module& m, const GradeOpti
   const auto lock = lock_build_dir(reference_dir);
   CourseBuild reference(ws.course, reference_dir, ws.kiln_home);
   if (cuda_device_nodes().empty()) reference.set_device_builds(false);
-  judge_ = reference.build({judge_target}, judge_target);
+  // A submission's program is the observed one: the same checks with their judging compiled out
+  // (kiln/testing.h), so that nothing in its process computes an expected value.
+  TestTarget observed_target = judge_target;
+  observed_target.observer = true;
+  judge_ = reference.build({judge_target, observed_target}, judge_target);
   if (!judge_.ok) throw CourseError("the course's own tests for module " + m.number_text() + " do not build:\n" + judge_.log);
+  const BuildResult observed = reference.build({judge_target, observed_target}, observed_target);
+  if (!observed.ok)
+    throw CourseError("the observed program of module " + m.number_text() + " does not build:\n" + observed.log);
   device_ = !judge_.device_binary.empty();
   // The submission's checks run once, on the sanitized build: a check passes only when its run is
   // also clean under AddressSanitizer and UndefinedBehaviorSanitizer.
-  recipe_ = make_recipe(reference, judge_target, device_, /*sanitized=*/true);
+  recipe_ = make_recipe(reference, observed_target, device_, /*sanitized=*/true);
   for (const Module* dep : ws.course.prerequisites(m)) headers_.push_back(dep->dir / "include");
   headers_.push_back(m.dir / "include");
   if (std::any_of(m.checks.begin(), m.checks.end(), [](const Check& c) { return c.speed.has_value(); }))
@@ -113,6 +120,7 @@ void ModuleGrader::build_speed_references() {
   const fs::path speed_dir = ws_.build_dir("grade-speed") / m_.name();
   TestTarget optimised = pristine_target(ws_, m_, stubs_);
   optimised.with_device = false;
+  optimised.observer = true;  // the submission's timed program observes; the reference's below judges
   {
     const auto lock = lock_build_dir(speed_dir);
     CourseBuild build(ws_.course, speed_dir, ws_.kiln_home, flags);

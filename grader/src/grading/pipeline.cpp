@@ -148,7 +148,9 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
   v.build = std::move(built);
   if (!v.build.ok) {
     // A link that failed: which function, declared where, defined how.
-    if (!v.build.error || v.build.error->file.empty()) {
+    if (auto refused = calls_the_checks_in_link(v.build.log)) {
+      v.build.error = std::move(refused);
+    } else if (!v.build.error || v.build.error->file.empty()) {
       std::vector<fs::path> headers;
       std::error_code ec;
       for (auto it = fs::recursive_directory_iterator(module.dir / "include", ec);

@@ -2,13 +2,19 @@
 // solution passes every check; no check passes on the untouched stubs; every planted mutant makes
 // its check fail with exactly its catalogued failure; every catalogued failure has such a mutant.
 #include <atomic>
+#include <cctype>
 #include <cstdio>
+#include <limits>
+#include <functional>
+#include <cstring>
 #include <set>
 #include <thread>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "kiln/grader/grading.h"
+#include "kiln/grader/judge.h"
 #include "kiln/grader/mutants.h"
 #include "kiln/protocol.h"
 
@@ -57,13 +63,171 @@ std::string describe(const CheckReport& c) {
 // One run of verify: a variant's checks, observed, then judged.
 struct Job {
   const Module* module = nullptr;
-  TestTarget target;
+  TestTarget target;    // the checks whole: run in one process, as `grader check` runs them
+  TestTarget observed;  // the observed program (kiln/testing.h), as `grader grade` runs it, then judged
   std::vector<std::string> only_checks;
   std::string variant;
   bool sanitize = false;
   Verdicts verdicts;
   Report judged, in_process;
+  fs::path observed_binary;  // the observed program, as built
+  std::string judge_error;   // when the module's judge (the untouched stubs, whole) did not build
+  std::vector<std::string> judge_fuzz;  // the reference's: what the judge did wrong on hostile observations
+  int judge_fuzz_runs = 0;
 };
+
+// ---------------------------------------------------------------------------------------------
+// The judge on hostile observations: the reference's own streams, damaged in every way a
+// submission could damage them, must never make the judge crash or hang, and a stream that lost
+// or spoiled a result the check needed must never pass.
+
+using nlohmann::json;
+
+std::string f32_of(std::size_t count, float value) {
+  static constexpr char kBase64[] = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/";
+  std::vector<unsigned char> bytes(count * sizeof(float));
+  for (std::size_t i = 0; i < count; ++i) std::memcpy(&bytes[i * sizeof(float)], &value, sizeof(float));
+  std::string out;
+  for (std::size_t i = 0; i < bytes.size(); i += 3) {
+    const unsigned v = bytes[i] << 16 | (i + 1 < bytes.size() ? bytes[i + 1] << 8 : 0) |
+                       (i + 2 < bytes.size() ? bytes[i + 2] : 0);
+    out += kBase64[v >> 18 & 63];
+    out += kBase64[v >> 12 & 63];
+    out += i + 1 < bytes.size() ? kBase64[v >> 6 & 63] : '=';
+    out += i + 2 < bytes.size() ? kBase64[v & 63] : '=';
+  }
+  return out;
+}
+
+bool is_tensor(const json& v) { return v.is_object() && v.contains("shape") && v.contains("f32"); }
+
+// Applies `change` to every value inside v (tensors and numbers in lists and tuples too).
+void each_value(json& v, const std::function<void(json&)>& change) {
+  if (v.is_array() && !v.empty()) {
+    for (auto& item : v) each_value(item, change);
+  } else {
+    change(v);
+  }
+}
+
+struct Damage {
+  const char* name;
+  bool spoils;  // a check whose stream it changed must not pass
+  std::function<std::vector<json>(const std::vector<json>&)> apply;
+};
+
+std::vector<Damage> damages() {
+  auto per_value = [](std::function<void(json&)> change) {
+    return [change](const std::vector<json>& records) {
+      std::vector<json> out = records;
+      for (auto& r : out)
+        if (r.is_object() && r.contains("value")) each_value(r["value"], change);
+      return out;
+    };
+  };
+  return {
+      {"a number for every call's name", true,
+       [](const std::vector<json>& records) {
+         std::vector<json> out = records;
+         for (auto& r : out) r["call"] = 7;
+         return out;
+       }},
+      {"every value of another type", true, per_value([](json& v) {
+         if (is_tensor(v)) v = 3;
+         else if (v.is_number() || v.is_boolean()) v = json{{"shape", {2}}, {"strides", {1}}, {"offset", 0}, {"f32", f32_of(2, 1.0f)}};
+         else if (v.is_string()) v = json::array({1, 2});
+         else if (v.is_null()) v = true;
+         else v = "text";
+       })},
+      {"tensors of an impossible size", true, per_value([](json& v) {
+         if (is_tensor(v)) v["shape"] = json::array({std::int64_t(1) << 40, std::int64_t(1) << 40});
+         if (is_tensor(v)) v["strides"] = json::array({1, 1});
+       })},
+      {"NaN for every number", false, per_value([](json& v) {
+         if (is_tensor(v)) {
+           std::size_t count = 1;
+           for (const auto& d : v["shape"]) count *= d.get<std::size_t>();
+           v["f32"] = f32_of(count, std::numeric_limits<float>::quiet_NaN());
+         } else if (v.is_number_float()) {
+           v = json{{"real", "nan"}};
+         }
+       })},
+      {"infinity for every number", false, per_value([](json& v) {
+         if (is_tensor(v)) {
+           std::size_t count = 1;
+           for (const auto& d : v["shape"]) count *= d.get<std::size_t>();
+           v["f32"] = f32_of(count, std::numeric_limits<float>::infinity());
+         } else if (v.is_number()) {
+           v = json{{"real", "-inf"}};
+         }
+       })},
+      {"every tensor's shape reversed", false, per_value([](json& v) {
+         if (!is_tensor(v)) return;
+         json shape = json::array(), strides = json::array();
+         for (auto it = v["shape"].rbegin(); it != v["shape"].rend(); ++it) shape.push_back(*it);
+         for (auto it = v["strides"].rbegin(); it != v["strides"].rend(); ++it) strides.push_back(*it);
+         v["shape"] = shape;
+         v["strides"] = strides;
+         v["offset"] = -5;
+       })},
+      {"the last result of every check missing", true,
+       [](const std::vector<json>& records) {
+         std::vector<json> out = records;
+         if (!out.empty()) out.pop_back();
+         return out;
+       }},
+      {"every result twice", false,
+       [](const std::vector<json>& records) {
+         std::vector<json> out;
+         for (const auto& r : records) out.insert(out.end(), {r, r});
+         return out;
+       }},
+      {"values nested sixty deep", true, per_value([](json& v) {
+         json deep = v;
+         for (int k = 0; k < 60; ++k) deep = json::array({deep});
+         v = deep;
+       })},
+      {"an error of no known form for every result", true,
+       [](const std::vector<json>& records) {
+         std::vector<json> out = records;
+         for (auto& r : out) {
+           r.erase("value");
+           r["error"] = json{{"kinds", {1, json::object()}}, {"message", json::array()}};
+         }
+         return out;
+       }},
+  };
+}
+
+// Runs the judge on each damage of the reference's observed run; returns what went wrong.
+std::vector<std::string> fuzz_judge(const BuildResult& judge, const RunResult& observed,
+                                    const std::vector<const Check*>& checks, const RunOptions& options,
+                                    const fs::path& file, int& runs) {
+  std::vector<std::string> problems;
+  for (const Damage& d : damages()) {
+    RunResult damaged = observed;
+    std::vector<bool> changed(checks.size(), false);
+    for (std::size_t i = 0; i < damaged.checks.size(); ++i) {
+      std::vector<json> records;
+      for (const auto& text : damaged.checks[i].observations) records.push_back(json::parse(text, nullptr, false));
+      if (records.empty() || checks[i]->device) continue;
+      const std::vector<json> after = d.apply(records);
+      changed[i] = after != records;
+      damaged.checks[i].observations.clear();
+      for (const auto& r : after) damaged.checks[i].observations.push_back(r.dump());
+    }
+    ++runs;
+    const RunResult judged = judge_built_checks(judge, damaged, checks, options, file);
+    for (std::size_t i = 0; i < checks.size() && i < judged.checks.size(); ++i) {
+      const CheckResult& c = judged.checks[i];
+      if (c.reason.rfind("the judge could not judge", 0) == 0)
+        problems.push_back(fmt::format("{}: check {}: {}", d.name, checks[i]->id, c.reason));
+      else if (d.spoils && changed[i] && c.status == Status::passed)
+        problems.push_back(fmt::format("{}: check {} passed", d.name, checks[i]->id));
+    }
+  }
+  return problems;
+}
 
 // "check x: the judge says passed, the run itself failed with y": both paths must agree, or the
 // check reads student code outside observe(), or depends on something it did not observe.
@@ -89,6 +253,10 @@ struct Plan {
 
 Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, const fs::path& build_dir) {
   Plan plan;
+  auto observed = [](TestTarget t) {
+    t.observer = true;
+    return t;
+  };
   for (const Module* m : modules) {
     const PristineStubs stubs = pristine_stubs(ws, *m);
     plan.stub_notes[m] = edited_stubs_note(*m, stubs, "verify");
@@ -97,8 +265,11 @@ Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, c
     solution.with_sanitized = true;  // the reference must also be clean under the sanitizers
     plan.targets.push_back(solution);
     plan.targets.push_back(stub);
-    plan.jobs.push_back({.module = m, .target = solution, .variant = "solution", .sanitize = true});
-    plan.jobs.push_back({.module = m, .target = stub, .variant = "stub"});
+    plan.targets.push_back(observed(solution));
+    plan.targets.push_back(observed(stub));
+    plan.jobs.push_back({.module = m, .target = solution, .observed = observed(solution), .variant = "solution",
+                         .sanitize = true});
+    plan.jobs.push_back({.module = m, .target = stub, .observed = observed(stub), .variant = "stub"});
     for (auto& mu : load_mutants(ws.course, *m)) {
       const fs::path staged = build_dir / "mutants" / m->name() / mu.id;
       for (const auto& f : m->student_files) {
@@ -110,8 +281,9 @@ Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, c
       t.with_device = m->check(mu.check)->device;
       t.with_sanitized = mu.failure == kMemoryError;
       plan.targets.push_back(t);
-      plan.jobs.push_back({.module = m, .target = t, .only_checks = {mu.check}, .variant = "mutant " + mu.id,
-                           .sanitize = t.with_sanitized});
+      plan.targets.push_back(observed(t));
+      plan.jobs.push_back({.module = m, .target = t, .observed = observed(t), .only_checks = {mu.check},
+                           .variant = "mutant " + mu.id, .sanitize = t.with_sanitized});
       plan.mutants[m].push_back(std::move(mu));
     }
   }
@@ -121,12 +293,13 @@ Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, c
 // Builds everything in one Ninja run (both cores busy), then runs every job through the pipeline
 // (observe, judge, sanitizers) on every core.
 void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::uint64_t seed, std::size_t modules) {
-  std::vector<BuildResult> built;
+  std::vector<BuildResult> built;  // each job's whole build, then each job's observed program
   {
     const auto lock = lock_build_dir(build_dir);
     CourseBuild build(ws.course, build_dir, ws.kiln_home);
     std::vector<TestTarget> wanted;
     for (const auto& j : plan.jobs) wanted.push_back(j.target);
+    for (const auto& j : plan.jobs) wanted.push_back(j.observed);
     std::fputs(fmt::format("Building {} variant{} of {} module{}...\n", wanted.size(), wanted.size() == 1 ? "" : "s",
                            modules, modules == 1 ? "" : "s").c_str(), stdout);
     std::fflush(stdout);
@@ -151,14 +324,38 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
       // reference with one planted change, which the rules need not read again.
       options.refuse_tampering = j.variant == "solution" || j.variant == "stub";
       if (judge->ok) options.judge = judge;
-      options.judge_file = build_dir / "judge" / (j.target.own.name + ".json");
-      if (j.variant == "solution" && built[i].ok) note_link(built[i], build_dir, j.target);  // its calls are checked
-      PrebuiltBuilder builder(built[i]);
-      j.verdicts = run_pipeline(*j.module, builder, options);
+      // Per module: every module's reference is named "solution".
+      options.judge_file = build_dir / "judge" / j.module->name() / (j.target.own.name + ".json");
+      const BuildResult& whole = built[i];
+      if (!judge->ok) {
+        // Without a judge nothing observed can be judged: the module's proof stops here.
+        j.judge_error = judge->error ? judge->error->message : "the build failed";
+        continue;
+      }
+      BuildResult& observed = built[plan.jobs.size() + i];
+      j.observed_binary = observed.binary;
+      if (j.variant == "solution" && observed.ok) note_link(observed, build_dir, j.observed);  // its calls are checked
+      PrebuiltBuilder observed_builder(observed);
+      j.verdicts = run_pipeline(*j.module, observed_builder, options);
       j.judged = report_of(ws.course, j.verdicts, j.variant);
-      Verdicts own = j.verdicts;
-      if (own.in_process) own.run = own.in_process;
-      j.in_process = report_of(ws.course, own, j.variant);
+      if (j.variant == "solution" && judge->ok && j.verdicts.in_process && j.judged.every_check_passed()) {
+        RunOptions trusted;
+        trusted.limits = default_limits();
+        trusted.env = options.run.env;
+        j.judge_fuzz = fuzz_judge(*judge, *j.verdicts.in_process, j.verdicts.checks, trusted,
+                                  build_dir / "judge" / j.module->name() / (j.target.own.name + ".fuzz.json"), j.judge_fuzz_runs);
+      }
+      // The same checks whole, in one process, as `grader check` runs them: both must agree. A
+      // memory mutant's proof is its sanitizers' report, judged.
+      if (options.sanitized_only) {
+        j.in_process = j.judged;
+        continue;
+      }
+      PipelineOptions own = options;
+      own.judge = nullptr;
+      own.sanitize = false;
+      PrebuiltBuilder whole_builder(whole);
+      j.in_process = report_of(ws.course, run_pipeline(*j.module, whole_builder, own), j.variant);
     }
   };
   std::vector<std::thread> pool;
@@ -251,6 +448,79 @@ void prove_mutant(const Module& m, const Mutant& mu, const Job& job, Proof& v, s
   }
 }
 
+// The judge held on every damaged stream of the reference's observations.
+void prove_judge_holds(const Job& solution, Proof& v) {
+  if (solution.judge_fuzz_runs == 0) return;  // the reference did not pass: said above
+  if (solution.judge_fuzz.empty()) {
+    v.pass(fmt::format("the judge holds on {} damaged streams of the reference's results (types swapped, numbers "
+                       "for names, impossible sizes, NaN, wrong shapes, results missing or twice, deep nesting)",
+                       solution.judge_fuzz_runs));
+    return;
+  }
+  for (std::size_t k = 0; k < solution.judge_fuzz.size() && k < 5; ++k)
+    v.fail("the judge on a damaged stream: " + solution.judge_fuzz[k]);
+}
+
+// The demangled names of the functions and objects `file` (a program or an archive) defines;
+// strong: only those it defines outright (nm's T, t, D, d, B, b, R, r), not the inline and
+// template code every object that uses it holds a copy of.
+std::vector<std::string> defined_symbols(const fs::path& file, bool strong = false) {
+  const ProcessResult nm = run_process({.argv = {"nm", "-C", "--defined-only", file.string()}, .output_cap = 256 << 20});
+  std::vector<std::string> out;
+  if (!nm.ok()) return out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = nm.out.find('\n', start)) != std::string::npos; start = nl + 1) {
+    const std::string line = nm.out.substr(start, nl - start);
+    // "0000000000001234 T kiln::testing::compare(...)": address, kind, name.
+    const std::size_t kind = line.find(' ');
+    if (kind == std::string::npos || kind + 3 > line.size()) continue;
+    if (strong && std::string_view("TtDdBbRr").find(line[kind + 1]) == std::string_view::npos) continue;
+    out.push_back(line.substr(kind + 3));
+  }
+  return out;
+}
+
+// The observed program of the untouched stubs (what every submission's program is built from)
+// holds no trusted code: no function of the judging library, and nothing of the checks' own
+// references (whose names say trusted, reference or expected). Its link proves the first half by
+// itself: the judging library is not on it.
+void prove_observer(const Module& m, const Job& stub, const fs::path& testing_archive, Proof& v) {
+  if (stub.observed_binary.empty() || !fs::exists(stub.observed_binary)) {
+    v.fail("the observed program of the untouched stubs did not build");
+    return;
+  }
+  std::set<std::string> judging;
+  for (const auto& name : defined_symbols(testing_archive, /*strong=*/true))
+    if (name.rfind("kiln::", 0) == 0) judging.insert(name);
+  const std::vector<std::string> symbols = defined_symbols(stub.observed_binary);
+  std::vector<std::string> found;
+  for (const auto& name : symbols) {
+    if (name.rfind("std::", 0) == 0 || name.rfind("void std::", 0) == 0) continue;
+    std::string lower = name;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    const bool trusted_name = lower.find("trusted") != std::string::npos ||
+                              lower.find("reference") != std::string::npos ||
+                              lower.find("expected") != std::string::npos;
+    const bool an_input = std::any_of(m.observed_inputs.begin(), m.observed_inputs.end(),
+                                      [&](const Module::Forbidden& f) { return name.find(f.symbol) != std::string::npos; });
+    if (judging.count(name) || (trusted_name && !an_input && lower.find("kiln") != std::string::npos))
+      found.push_back(name);
+  }
+  if (symbols.empty()) {
+    v.fail("the observed program's symbols could not be read (nm)");
+  } else if (found.empty()) {
+    v.pass(fmt::format("the observed program holds no trusted code ({} symbols read{})", symbols.size(),
+                       m.observed_inputs.empty() ? "" : fmt::format("; {} listed in module.yaml as only making inputs",
+                                                                    m.observed_inputs.size() == 1 ? "one function"
+                                                                    : fmt::format("{} functions", m.observed_inputs.size()))));
+  } else {
+    std::string shown;
+    for (std::size_t k = 0; k < found.size() && k < 5; ++k) shown += "\n      " + found[k];
+    v.fail(fmt::format("the observed program holds {} trusted symbol{}: move what computes them into KILN_JUDGE "
+                       "(kiln/testing.h){}", found.size(), found.size() == 1 ? "" : "s", shown));
+  }
+}
+
 // Every catalogued failure is proven by a mutant and named by a test.
 void prove_catalogue(const Module& m, const std::set<std::string>& proven, const std::set<std::string>& needs_device,
                      Proof& v) {
@@ -296,7 +566,16 @@ int verify_course(const Workspace& ws, const VerifyOptions& options) {
   for (const Module* m : modules) {
     std::fputs(fmt::format("Module {} · {}\n", m->number_text(), m->title).c_str(), stdout);
     if (!plan.stub_notes[m].empty()) v.not_here(plan.stub_notes[m]);
+    if (!plan.jobs[at].judge_error.empty()) {
+      v.fail("the judge (the module's tests with its untouched stubs, whole) does not build, so nothing can be "
+             "judged: " + plan.jobs[at].judge_error);
+      at += 2 + plan.mutants[m].size();
+      std::fputs("\n", stdout);
+      continue;
+    }
     prove_solution(ws, *m, plan.jobs[at++], v);
+    prove_judge_holds(plan.jobs[at - 1], v);
+    prove_observer(*m, plan.jobs[at], build_dir / "grader" / "testing" / "libkiln_testing.a", v);
     prove_stubs(plan.jobs[at++], v);
     std::set<std::string> proven, needs_device;
     for (const auto& mu : plan.mutants[m]) prove_mutant(*m, mu, plan.jobs[at++], v, proven, needs_device);

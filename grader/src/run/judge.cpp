@@ -16,7 +16,10 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
   std::string text = "{\"tests\":{";
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const CheckResult& r = observed.checks[i];
-    if (!r.ended || r.observations_overflow) continue;
+    // A check that crashed, hung or stopped at a memory error is judged on what it observed before:
+    // the observed program does not stop at a wrong result (it cannot tell), so a failure the
+    // judge finds there is the check's first.
+    if (r.observations_overflow || (!r.ended && r.observations.empty())) continue;
     to_judge.push_back(checks[i]);
     text += (to_judge.size() > 1 ? "," : "") + nlohmann::json(checks[i]->test).dump() + ":[";
     for (std::size_t k = 0; k < r.observations.size(); ++k) text += (k ? "," : "") + r.observations[k];
@@ -47,11 +50,21 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
                                 "for all of them", options.observation_cap >> 20, options.observations_in_run_cap >> 20)});
       continue;
     }
-    if (!seen.ended) {
+    if (!seen.ended && seen.observations.empty()) {
       out.checks.push_back(seen);
       continue;
     }
     CheckResult verdict = judged.checks[next++];
+    if (!seen.ended) {
+      // What stopped the program counts unless the judge found a catalogued failure before it.
+      if (verdict.status == Status::failed && !verdict.failures.empty()) {
+        verdict.ms = seen.ms;
+        out.checks.push_back(std::move(verdict));
+      } else {
+        out.checks.push_back(seen);
+      }
+      continue;
+    }
     verdict.ms = seen.ms;
     if (verdict.status == Status::crashed || verdict.status == Status::timed_out ||
         verdict.status == Status::exited_early || verdict.status == Status::missing) {

@@ -426,8 +426,14 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       const Check* c = by_test[live.running];
       Interrupted i = interrupted(c, limit_of(c), stuck, p, signal, exit_code, binary, options);
       run_again = i.run_again;
-      if (run_again) own_limit.insert(c->test);
-      else results[live.running] = std::move(i.result);
+      if (run_again) {
+        own_limit.insert(c->test);
+      } else {
+        // What it observed before it stopped: the judge decides whether a failure came first.
+        i.result.observations = std::move(live.observations);
+        i.result.observations_overflow = live.overflow;
+        results[live.running] = std::move(i.result);
+      }
       if (!stuck && i.stuck_at) stuck = Stuck{.check = c->id, .seconds = c->timeout_s, .at = *i.stuck_at};
     } else if (!live.any_started && live.ended.empty()) {
       // Nothing ran at all: a crash or exit before the first check (static initialisation).

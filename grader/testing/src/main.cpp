@@ -152,7 +152,7 @@ class ResultStream : public ::testing::EmptyTestEventListener {
     arm(0);
     const auto elapsed = std::chrono::steady_clock::now() - started_;
     const auto* result = info.result();
-    const session::CheckEnd end = session::end_check();
+    const session::CheckEnd end = session::end_check(result->Failed());
     nlohmann::json event = {{"event", "end"},
                             {"test", name(info)},
                             {"passed", result->Passed()},

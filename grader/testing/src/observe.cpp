@@ -518,9 +518,12 @@ void begin_check(const std::string& test) {
 void add_figure(nlohmann::json figure) { state().end.figures.push_back(std::move(figure)); }
 void set_speed_context(std::string digest) { state().end.speed_context = std::move(digest); }
 
-CheckEnd end_check() {
+CheckEnd end_check(bool failed) {
   Session& s = state();
-  if (s.judging && s.end.unobserved.empty() && s.end.stub.empty() && s.current && s.next < s.current->size()) {
+  // Results left over after a failure are the observed program going on past it (it cannot tell
+  // a wrong result); after a pass they are results the check never asked for.
+  if (s.judging && !failed && s.end.unobserved.empty() && s.end.stub.empty() && s.current &&
+      s.next < s.current->size()) {
     s.end.unobserved = fmt::format("the program under test produced {} more result{} than the check asked for",
                                    s.current->size() - s.next, s.current->size() - s.next == 1 ? "" : "s");
   }

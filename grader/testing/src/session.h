@@ -32,7 +32,8 @@ struct CheckEnd {
 void add_figure(nlohmann::json figure);
 void set_speed_context(std::string digest);
 void begin_check(const std::string& test);
-CheckEnd end_check();
+// failed: the check reported a failure (results left over after one are not held against it).
+CheckEnd end_check(bool failed);
 
 // Where a speed check's timed run writes its results (kiln/testing.h): standard output as the
 // program started, which the test main keeps for them alone.

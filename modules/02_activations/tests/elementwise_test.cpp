@@ -124,7 +124,9 @@ bool check_forward(const char* file, int line, const std::string& name, const Fo
                    const std::vector<Case>& inputs, const std::string& failure_id) {
   for (const Case& c : inputs) {
     const auto y = observe(name + "(x) for " + c.what, [&] { return forward(c.x); });
-    if (!testing::expect_close(file, line, y, applied(exact, c.x), 1e-6, failure_id, 1e-5)) return false;
+    KILN_JUDGE {
+      if (!testing::expect_close(file, line, y, applied(exact, c.x), 1e-6, failure_id, 1e-5)) return false;
+    }
   }
   return true;
 }
@@ -140,9 +142,11 @@ bool check_backward(const char* file, int line, const std::string& name, const B
     const Tensor grad_output = grad_output_for(c, stream++);
     const auto grad = observe(fmt::format("{}({}, g) for {}", name, takes_output ? "y" : "x", c.what),
                               [&] { return backward(first, grad_output); });
-    if (!testing::expect_close(file, line, grad, finite_difference_gradient(exact, c.x, grad_output), 1e-5,
-                               failure_id, 1e-4))
-      return false;
+    KILN_JUDGE {
+      if (!testing::expect_close(file, line, grad, finite_difference_gradient(exact, c.x, grad_output), 1e-5,
+                                 failure_id, 1e-4))
+        return false;
+    }
   }
   return true;
 }
@@ -162,8 +166,7 @@ TEST(Activations, Relu) {
   // At the kink the gradient is 0 by convention: relu_backward(x, ones) = [0, 0, 0, 1, 1].
   const Tensor x({5}, hand);
   const Tensor ones({5}, {1, 1, 1, 1, 1});
-  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(relu_backward(x, ones)),
-                             data_of({5}, {0, 0, 0, 1, 1}), 0.0, "relu_grad_wrong"))
+  if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(relu_backward(x, ones)), data_of({5}, {0, 0, 0, 1, 1}), 0.0, "relu_grad_wrong"))
     return;
   CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong");
 }
@@ -215,7 +218,8 @@ TEST(Activations, GeluForms) {
     const testing::Params params = {{"inputs", c.what}};
     const auto both = observe("gelu(x) and gelu_tanh(x) for x = " + c.what,
                               [&] { return std::pair(gelu(c.x), gelu_tanh(c.x)); });
-    if (!testing::expect_ok(__FILE__, __LINE__, both, "gelu_forms_wrong", params)) return;
+    if (!KILN_EXPECT_OK(both, "gelu_forms_wrong", params)) return;
+    KILN_JUDGE {
     const TensorData& exact = both->first;
     const TensorData& tanh_form = both->second;
     if (exact.shape != c.x.shape() || tanh_form.shape != c.x.shape()) {
@@ -241,6 +245,7 @@ TEST(Activations, GeluForms) {
                             both.call(), testing::format_number(observed), testing::format_number(expected),
                             expected_at));
       return;
+    }
     }
   }
 }

@@ -101,14 +101,19 @@ bool check_gradients(const char* file, int line, const std::vector<Tensor>& valu
                                const LinearGradients g = linear_backward(x, w, grad_output, has_bias);
                                return std::tuple(g.input, g.weight, g.bias);
                              });
-  if (!testing::expect_ok(file, line, grads, first_id)) return false;
-  const TensorData* actual[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
-  const char* names[] = {"the input gradient", "the weight gradient", "the bias gradient"};
+  KILN_JUDGE {
+    if (!testing::expect_ok(file, line, grads, first_id)) return false;
+  }
+  if (!grads.ok()) return false;
   bool all_close = true;
-  for (std::size_t i = 0; i < values.size(); ++i) {
-    if (failure_ids[i].empty()) continue;
-    all_close &= expect_gradient(file, line, grads.call(), names[i], *actual[i],
-                                 numeric_gradient(values, i, grad_output), 1e-3, failure_ids[i]);
+  KILN_JUDGE {
+    const TensorData* actual[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
+    const char* names[] = {"the input gradient", "the weight gradient", "the bias gradient"};
+    for (std::size_t i = 0; i < values.size(); ++i) {
+      if (failure_ids[i].empty()) continue;
+      all_close &= expect_gradient(file, line, grads.call(), names[i], *actual[i],
+                                   numeric_gradient(values, i, grad_output), 1e-3, failure_ids[i]);
+    }
   }
   return all_close;
 }
@@ -173,24 +178,27 @@ TEST(Layers, LinearInit) {
   const auto layer = observe("Linear(784, 10, true, 457428938475)",
                              [] { return state_of(Linear(784, 10, true, 457428938475ULL)); });
   if (!KILN_EXPECT_OK(layer, "linear_init_wrong")) return;
-  const TensorData& weight = std::get<2>(*layer);
-  if (weight.shape != Shape({784, 10})) {
-    KILN_FAIL("linear_init_wrong", {}, layer.call() + " has weight shape " + to_string(weight.shape) + ", expected (784, 10)");
-    return;
-  }
-  const std::vector<float> golden = {0.0462822528f, 0.0511049257f, -0.0753867441f};
-  for (std::size_t i = 0; i < golden.size(); ++i) {
-    if (std::fabs(weight.values[i] - golden[i]) > 1e-6) {
-      const auto [got, expected] = testing::format_pair(weight.values[i], golden[i]);
+  KILN_JUDGE {
+    const TensorData& weight = std::get<2>(*layer);
+    if (weight.shape != Shape({784, 10})) {
       KILN_FAIL("linear_init_wrong", {},
-                fmt::format("{}: weight[0, {}] is {}, expected {}", layer.call(), i, got, expected));
+                layer.call() + " has weight shape " + to_string(weight.shape) + ", expected (784, 10)");
       return;
     }
+    const std::vector<float> golden = {0.0462822528f, 0.0511049257f, -0.0753867441f};
+    for (std::size_t i = 0; i < golden.size(); ++i) {
+      if (std::fabs(weight.values[i] - golden[i]) > 1e-6) {
+        const auto [got, expected] = testing::format_pair(weight.values[i], golden[i]);
+        KILN_FAIL("linear_init_wrong", {},
+                  fmt::format("{}: weight[0, {}] is {}, expected {}", layer.call(), i, got, expected));
+        return;
+      }
+    }
+    // Every weight, drawn here in row-major order; the bias is zeros and draws nothing.
+    TrustedWichmannHill fast_ai(457428938475ULL);
+    if (!expect_new_layer(__FILE__, __LINE__, layer.call(), *layer, 784, 10, true, kaiming_weights(784, 10, fast_ai)))
+      return;
   }
-  // Every weight, drawn here in row-major order; the bias is zeros and draws nothing.
-  TrustedWichmannHill fast_ai(457428938475ULL);
-  if (!expect_new_layer(__FILE__, __LINE__, layer.call(), *layer, 784, 10, true, kaiming_weights(784, 10, fast_ai)))
-    return;
 
   // Two layers sharing one generator: the second continues where the first stopped (12 draws,
   // none for the first layer's bias).
@@ -201,15 +209,17 @@ TEST(Layers, LinearInit) {
     return std::pair(state_of(first), state_of(second));
   });
   if (!KILN_EXPECT_OK(shared, "linear_init_wrong")) return;
-  TrustedWichmannHill replay(11);
-  const TensorData first_weights = kaiming_weights(4, 3, replay);
-  const TensorData second_weights = kaiming_weights(3, 2, replay);
-  if (!expect_new_layer(__FILE__, __LINE__, "the first layer of " + shared.call(), shared->first, 4, 3, true,
-                        first_weights))
-    return;
-  if (!expect_new_layer(__FILE__, __LINE__, "the second layer of " + shared.call(), shared->second, 3, 2, false,
-                        second_weights))
-    return;
+  KILN_JUDGE {
+    TrustedWichmannHill replay(11);
+    const TensorData first_weights = kaiming_weights(4, 3, replay);
+    const TensorData second_weights = kaiming_weights(3, 2, replay);
+    if (!expect_new_layer(__FILE__, __LINE__, "the first layer of " + shared.call(), shared->first, 4, 3, true,
+                          first_weights))
+      return;
+    if (!expect_new_layer(__FILE__, __LINE__, "the second layer of " + shared.call(), shared->second, 3, 2, false,
+                          second_weights))
+      return;
+  }
 
   // A layer of the run's own: a seed and sizes (in from 2 to 9, out = in + 1 to in + 4) drawn
   // from the run.
@@ -220,8 +230,10 @@ TEST(Layers, LinearInit) {
   const auto own = observe(fmt::format("Linear({}, {}, true, {})", in, out, seed),
                            [&] { return state_of(Linear(in, out, true, seed)); });
   if (!KILN_EXPECT_OK(own, "linear_init_wrong")) return;
-  TrustedWichmannHill own_generator(seed);
-  expect_new_layer(__FILE__, __LINE__, own.call(), *own, in, out, true, kaiming_weights(in, out, own_generator));
+  KILN_JUDGE {
+    TrustedWichmannHill own_generator(seed);
+    expect_new_layer(__FILE__, __LINE__, own.call(), *own, in, out, true, kaiming_weights(in, out, own_generator));
+  }
 }
 
 TEST(Layers, LinearForward) {
@@ -230,8 +242,8 @@ TEST(Layers, LinearForward) {
   const Tensor x({2, 3}, {1, 2, 3, 4, 5, 6});
   const Tensor w({3, 2}, {7, 8, 9, 10, 11, 12});
   const Tensor b({2}, {0.5f, -1.0f});
-  if (!testing::expect_close(__FILE__, __LINE__, KILN_OBSERVE(linear_forward(x, w, b)),
-                             data_of({2, 2}, {58.5f, 63, 139.5f, 153}), 1e-4, "linear_forward_wrong"))
+  if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(linear_forward(x, w, b)), data_of({2, 2}, {58.5f, 63, 139.5f, 153}), 1e-4,
+                         "linear_forward_wrong"))
     return;
   // The course's sizes: five 784-pixel inputs through a Linear(784, 10) whose weight and bias are
   // set to random values of the run.
@@ -244,9 +256,7 @@ TEST(Layers, LinearForward) {
     layer.bias = bias;
     return layer.forward(images);
   });
-  if (!testing::expect_close(__FILE__, __LINE__, y, reference_linear(images, weight, bias), 1e-3,
-                             "linear_forward_wrong", 1e-5))
-    return;
+  if (!KILN_EXPECT_CLOSE_REL(y, reference_linear(images, weight, bias), 1e-3, 1e-5, "linear_forward_wrong")) return;
 
   // Without bias: the layer's bias is empty, and the output is x·W with nothing added.
   const auto plain = observe("Linear(3, 2, false): its bias and has_bias()", [] {
@@ -254,26 +264,25 @@ TEST(Layers, LinearForward) {
     return std::pair(layer.bias, layer.has_bias());
   });
   if (!KILN_EXPECT_OK(plain, "linear_no_bias_wrong")) return;
-  if (plain->first.shape != Shape({0}) || plain->second) {
-    KILN_FAIL("linear_no_bias_wrong", {},
-              fmt::format("Linear(3, 2, false) has a bias of shape {} and has_bias() {}, expected (0) and false",
-                          to_string(plain->first.shape), plain->second));
-    return;
+  KILN_JUDGE {
+    if (plain->first.shape != Shape({0}) || plain->second) {
+      KILN_FAIL("linear_no_bias_wrong", {},
+                fmt::format("Linear(3, 2, false) has a bias of shape {} and has_bias() {}, expected (0) and false",
+                            to_string(plain->first.shape), plain->second));
+      return;
+    }
   }
   const auto plain_y = observe("layer.forward(x) of Linear(3, 2, false) with W = [[7, 8], [9, 10], [11, 12]]", [&] {
     Linear layer(3, 2, false);
     layer.weight = w;
     return layer.forward(x);
   });
-  if (!testing::expect_close(__FILE__, __LINE__, plain_y, data_of({2, 2}, {58, 64, 139, 154}), 1e-4,
-                             "linear_no_bias_wrong"))
-    return;
+  if (!KILN_EXPECT_CLOSE(plain_y, data_of({2, 2}, {58, 64, 139, 154}), 1e-4, "linear_no_bias_wrong")) return;
   // And linear_forward itself without bias, on a (4, 5)·(5, 3) of the run.
   const Tensor x_run = random_tensor({4, 5}, 6), w_run = random_tensor({5, 3}, 7);
-  testing::expect_close(__FILE__, __LINE__,
-                        observe("linear_forward(x, W, std::nullopt) with x (4, 5), W (5, 3)",
-                                [&] { return linear_forward(x_run, w_run, std::nullopt); }),
-                        reference_linear(x_run, w_run, std::nullopt), 1e-5, "linear_no_bias_wrong", 1e-5);
+  const auto y_run = observe("linear_forward(x, W, std::nullopt) with x (4, 5), W (5, 3)",
+                             [&] { return linear_forward(x_run, w_run, std::nullopt); });
+  KILN_EXPECT_CLOSE_REL(y_run, reference_linear(x_run, w_run, std::nullopt), 1e-5, 1e-5, "linear_no_bias_wrong");
 }
 
 TEST(Layers, LinearGradients) {
@@ -309,11 +318,13 @@ TEST(Layers, LinearGradients) {
         return std::pair(input_grad, layer.weight_grad);
       });
   if (!KILN_EXPECT_OK(through, "linear_input_grad_wrong")) return;
-  const std::vector<Tensor> values{x, weight, bias};
-  expect_gradient(__FILE__, __LINE__, through.call(), "the input gradient", through->first,
-                  numeric_gradient(values, 0, grad_output), 1e-2, "linear_input_grad_wrong");
-  expect_gradient(__FILE__, __LINE__, through.call(), "weight_grad", through->second,
-                  scaled(numeric_gradient(values, 1, grad_output), 2.0f), 1e-2, "linear_weight_grad_wrong");
+  KILN_JUDGE {
+    const std::vector<Tensor> values{x, weight, bias};
+    expect_gradient(__FILE__, __LINE__, through.call(), "the input gradient", through->first,
+                    numeric_gradient(values, 0, grad_output), 1e-2, "linear_input_grad_wrong");
+    expect_gradient(__FILE__, __LINE__, through.call(), "weight_grad", through->second,
+                    scaled(numeric_gradient(values, 1, grad_output), 2.0f), 1e-2, "linear_weight_grad_wrong");
+  }
 }
 
 TEST(Layers, LinearBiasGradient) {
@@ -327,9 +338,11 @@ TEST(Layers, LinearBiasGradient) {
   const auto empty = observe("linear_backward(x, W, G, false).bias with x (5, 4), W (4, 3)",
                              [&] { return linear_backward(x, weight, grad_output, false).bias; });
   if (!KILN_EXPECT_OK(empty, "linear_bias_grad_wrong")) return;
-  if (empty->shape != Shape({0})) {
-    KILN_FAIL("linear_bias_grad_wrong", {}, empty.call() + " has shape " + to_string(empty->shape) + ", expected (0)");
-    return;
+  KILN_JUDGE {
+    if (empty->shape != Shape({0})) {
+      KILN_FAIL("linear_bias_grad_wrong", {}, empty.call() + " has shape " + to_string(empty->shape) + ", expected (0)");
+      return;
+    }
   }
   // Through the layer, with G all ones: every bias was added to 5 rows, so it gets 5.
   const auto through = observe("bias_grad after forward(x) and backward(ones (5, 3)) of a Linear(4, 3)", [&] {
@@ -340,7 +353,7 @@ TEST(Layers, LinearBiasGradient) {
     layer.backward(Tensor::ones({5, 3}));
     return layer.bias_grad;
   });
-  testing::expect_close(__FILE__, __LINE__, through, data_of({3}, {5, 5, 5}), 1e-5, "linear_bias_grad_wrong");
+  KILN_EXPECT_CLOSE(through, data_of({3}, {5, 5, 5}), 1e-5, "linear_bias_grad_wrong");
 }
 
 }  // namespace kiln

@@ -43,7 +43,8 @@ std::vector<std::int64_t> as_ints(const Bytes& bytes) { return std::vector<std::
 
 using ObservedArray = testing::Observed<std::pair<Shape, std::vector<std::int64_t>>>;
 
-// Reports failure_id unless the observed array has the dimensions and bytes expected.
+// Reports failure_id unless the observed array has the dimensions and bytes expected. Judging
+// only: called inside KILN_JUDGE.
 bool expect_array(const char* file, int line, const ObservedArray& got, const Shape& dims, const Bytes& data,
                   const std::string& failure_id, const testing::Params& params = {}) {
   if (!testing::expect_ok(file, line, got, failure_id, params)) return false;
@@ -63,6 +64,7 @@ bool expect_array(const char* file, int line, const ObservedArray& got, const Sh
 }
 
 // Reports read_idx_error_unnamed unless the observed call threw `kind` with `path` in its message.
+// Judging only: called inside KILN_JUDGE.
 bool expect_error_naming(const char* file, int line, const ObservedArray& got, const std::string& kind,
                          const std::string& path, const testing::Params& params) {
   std::string problem;
@@ -87,26 +89,29 @@ TEST(Data, IdxHeader) {
   struct Word {
     Bytes bytes;
     std::size_t offset;
-    std::uint32_t expected;
   };
-  std::vector<Word> words = {{{0x00, 0x00, 0x08, 0x03}, 0, 2051u},
-                             {{0x00, 0x00, 0xea, 0x60}, 0, 60000u},
-                             {{0xab, 0x12, 0x34, 0x56, 0x78}, 1, 0x12345678u},
-                             {{0xff, 0xff, 0xff, 0xfe}, 0, 4294967294u}};
+  std::vector<Word> words = {{{0x00, 0x00, 0x08, 0x03}, 0},
+                             {{0x00, 0x00, 0xea, 0x60}, 0},
+                             {{0xab, 0x12, 0x34, 0x56, 0x78}, 1},
+                             {{0xff, 0xff, 0xff, 0xfe}, 0}};
   const Bytes run = random_bytes(12, 501);
-  for (std::size_t k = 0; k < 3; ++k) {
-    const Bytes w(run.begin() + 4 * k, run.begin() + 4 * k + 4);
-    words.push_back({w, 0,
-                     static_cast<std::uint32_t>(w[0]) << 24 | static_cast<std::uint32_t>(w[1]) << 16 |
-                         static_cast<std::uint32_t>(w[2]) << 8 | w[3]});
-  }
-  for (const Word& w : words) {
+  for (std::size_t k = 0; k < 3; ++k) words.push_back({Bytes(run.begin() + 4 * k, run.begin() + 4 * k + 4), 0});
+  for (std::size_t k = 0; k < words.size(); ++k) {
+    const Word& w = words[k];
     const auto got = observe(fmt::format("big_endian_u32({{{}}}, {})", data_testing::hex_prefix(w.bytes, 5), w.offset),
                              [&] { return big_endian_u32(w.bytes, w.offset); });
     if (!KILN_EXPECT_OK(got, "idx_header_wrong")) return;
-    if (*got != static_cast<std::int64_t>(w.expected)) {
-      KILN_FAIL("idx_header_wrong", {}, fmt::format("{} gave {}, expected {}", got.call(), *got, w.expected));
-      return;
+    KILN_JUDGE {
+      // The words by hand, then those of the run's bytes.
+      const std::vector<std::uint32_t> by_hand = {2051u, 60000u, 0x12345678u, 4294967294u};
+      const std::uint32_t expected = k < by_hand.size() ? by_hand[k]
+                                                         : static_cast<std::uint32_t>(w.bytes[0]) << 24 |
+                                                               static_cast<std::uint32_t>(w.bytes[1]) << 16 |
+                                                               static_cast<std::uint32_t>(w.bytes[2]) << 8 | w.bytes[3];
+      if (*got != static_cast<std::int64_t>(expected)) {
+        KILN_FAIL("idx_header_wrong", {}, fmt::format("{} gave {}, expected {}", got.call(), *got, expected));
+        return;
+      }
     }
   }
 
@@ -114,31 +119,35 @@ TEST(Data, IdxHeader) {
   // of the Fashion-MNIST test images (10000, 28, 28) without its data; sizes of the run above
   // 65535, which need all four bytes.
   const std::vector<std::int64_t> big = testing::random_ints(2, 65536, 4294967296LL, 502);
+  // Each file is written from its dimensions and its data.
   struct Header {
     std::string what;
-    Bytes bytes;
     Shape dims;
+    Bytes data;
   };
   const std::vector<Header> headers = {
-      {"the hand-made 2×3×3 file", hand_file(), {2, 3, 3}},
-      {"a label file of 7 bytes", idx_bytes({7}, {9, 2, 1, 1, 6, 1, 4}), {7}},
-      {"a (1, 2, 1, 3) file", idx_bytes({1, 2, 1, 3}, random_bytes(6, 503)), {1, 2, 1, 3}},
-      {"the header of the Fashion-MNIST test images", idx_bytes({10000, 28, 28}, {}), {10000, 28, 28}},
-      {fmt::format("a header of sizes ({}, {})", big[0], big[1]), idx_bytes({big[0], big[1]}, {}), {big[0], big[1]}},
+      {"the hand-made 2×3×3 file", data_testing::kHandDims, data_testing::kHandPixels},
+      {"a label file of 7 bytes", {7}, {9, 2, 1, 1, 6, 1, 4}},
+      {"a (1, 2, 1, 3) file", {1, 2, 1, 3}, random_bytes(6, 503)},
+      {"the header of the Fashion-MNIST test images", {10000, 28, 28}, {}},
+      {fmt::format("a header of sizes ({}, {})", big[0], big[1]), {big[0], big[1]}, {}},
   };
   for (const Header& h : headers) {
+    const Bytes bytes = idx_bytes(h.dims, h.data);
     const auto got = observe(fmt::format("parse_idx_header(<{}>, \"h.idx\")", h.what), [&] {
-      const IdxHeader header = parse_idx_header(h.bytes, "h.idx");
+      const IdxHeader header = parse_idx_header(bytes, "h.idx");
       return std::tuple(header.type, header.dims, header.data_offset);
     });
     if (!KILN_EXPECT_OK(got, "idx_header_wrong")) return;
-    const auto& [type, dims, data_offset] = *got;
-    const std::int64_t expected_offset = 4 + 4 * static_cast<std::int64_t>(h.dims.size());
-    if (type != 0x08 || dims != h.dims || data_offset != expected_offset) {
-      KILN_FAIL("idx_header_wrong", {},
-                fmt::format("{} gave type {}, dims {} and data_offset {}; expected 8, {} and {}", got.call(), type,
-                            to_string(dims), data_offset, to_string(h.dims), expected_offset));
-      return;
+    KILN_JUDGE {
+      const auto& [type, dims, data_offset] = *got;
+      const std::int64_t expected_offset = 4 + 4 * static_cast<std::int64_t>(h.dims.size());
+      if (type != 0x08 || dims != h.dims || data_offset != expected_offset) {
+        KILN_FAIL("idx_header_wrong", {},
+                  fmt::format("{} gave type {}, dims {} and data_offset {}; expected 8, {} and {}", got.call(), type,
+                              to_string(dims), data_offset, to_string(h.dims), expected_offset));
+        return;
+      }
     }
   }
 }
@@ -158,7 +167,10 @@ TEST(Data, IdxData) {
     const Bytes bytes = idx_bytes(dims, data);
     const auto got =
         observe(fmt::format("parse_idx(<{}>, \"d.idx\")", what), [&] { return plain(parse_idx(bytes, "d.idx")); });
-    if (!expect_array(__FILE__, __LINE__, got, dims, data, "idx_data_wrong")) return;
+    KILN_JUDGE {
+      if (!expect_array(__FILE__, __LINE__, got, dims, data, "idx_data_wrong")) return;
+    }
+    if (!got.ok()) return;
   }
 }
 
@@ -175,19 +187,24 @@ TEST(Data, IdxErrors) {
   run_wrong[1] = static_cast<std::uint8_t>(1 + testing::random_ints(1, 255, 521)[0]);
   Bytes floats = hand;
   floats[2] = 0x0d;
-  const std::vector<std::tuple<std::string, Bytes, std::int64_t>> bad = {
-      {"a file starting 12 34 08 03", wrong, 0},
-      {"a file starting " + data_testing::hex_prefix(run_wrong), run_wrong, 0},
-      {"a gzip file (1f 8b 08 00)", data_testing::kHandGzip, 0},
-      {"a file of floats (type 0x0d)", floats, 2},
-      {"a file of no dimensions (00 00 08 00)", Bytes{0x00, 0x00, 0x08, 0x00}, 3},
+  const std::vector<std::pair<std::string, Bytes>> bad = {
+      {"a file starting 12 34 08 03", wrong},
+      {"a file starting " + data_testing::hex_prefix(run_wrong), run_wrong},
+      {"a gzip file (1f 8b 08 00)", data_testing::kHandGzip},
+      {"a file of floats (type 0x0d)", floats},
+      {"a file of no dimensions (00 00 08 00)", Bytes{0x00, 0x00, 0x08, 0x00}},
   };
-  for (const auto& [what, bytes, offset] : bad) {
+  for (std::size_t k = 0; k < bad.size(); ++k) {
+    const auto& [what, bytes] = bad[k];
     const auto got =
         observe(fmt::format("parse_idx(<{}>, \"bad.idx\")", what), [&] { return plain(parse_idx(bytes, "bad.idx")); });
-    if (!expect_format_error(__FILE__, __LINE__, got, "bad.idx", offset, "idx_bad_magic",
-                             {{"what", what}, {"offset", std::to_string(offset)}}))
-      return;
+    KILN_JUDGE {
+      // The byte each error must name: the magic's first bytes (0), its type (2), its dimensions (3).
+      const std::int64_t offset = std::vector<std::int64_t>{0, 0, 0, 2, 3}[k];
+      if (!expect_format_error(__FILE__, __LINE__, got, "bad.idx", offset, "idx_bad_magic",
+                               {{"what", what}, {"offset", std::to_string(offset)}}))
+        return;
+    }
   }
 
   // Files that end too early: inside the magic (byte 3), inside the sizes (byte 10), inside the
@@ -197,9 +214,11 @@ TEST(Data, IdxErrors) {
     const Bytes bytes = prefix(hand, static_cast<std::size_t>(cut));
     const auto got = observe(fmt::format("parse_idx(<the hand-made file cut at byte {}>, \"cut.idx\")", cut),
                              [&] { return plain(parse_idx(bytes, "cut.idx")); });
-    if (!expect_format_error(__FILE__, __LINE__, got, "cut.idx", cut, "idx_truncated",
-                             {{"offset", std::to_string(cut)}}))
-      return;
+    KILN_JUDGE {
+      if (!expect_format_error(__FILE__, __LINE__, got, "cut.idx", cut, "idx_truncated",
+                               {{"offset", std::to_string(cut)}}))
+        return;
+    }
   }
 
   // Bytes after the data: 2 of them, and a number of the run; the data ends at byte 34.
@@ -210,7 +229,9 @@ TEST(Data, IdxErrors) {
     bytes.insert(bytes.end(), more.begin(), more.end());
     const auto got = observe(fmt::format("parse_idx(<the hand-made file and {} more bytes>, \"long.idx\")", extra),
                              [&] { return plain(parse_idx(bytes, "long.idx")); });
-    if (!expect_format_error(__FILE__, __LINE__, got, "long.idx", 34, "idx_extra_bytes", {{"offset", "34"}})) return;
+    KILN_JUDGE {
+      if (!expect_format_error(__FILE__, __LINE__, got, "long.idx", 34, "idx_extra_bytes", {{"offset", "34"}})) return;
+    }
   }
 }
 
@@ -245,7 +266,10 @@ TEST(Data, Gzip) {
         std::tuple(std::string("run-images.idx"), run_dims, run_data)}) {
     const std::string path = path_of(name);
     const auto got = observe("read_idx(\"" + path + "\")", [&] { return plain(read_idx(path)); });
-    if (!expect_array(__FILE__, __LINE__, got, dims, data, "read_idx_wrong", {{"file", name}})) return;
+    KILN_JUDGE {
+      if (!expect_array(__FILE__, __LINE__, got, dims, data, "read_idx_wrong", {{"file", name}})) return;
+    }
+    if (!got.ok()) return;
   }
 
   // Compressed: Python's gzip of the hand-made file, the run's file in stored blocks, and the
@@ -256,7 +280,10 @@ TEST(Data, Gzip) {
         std::tuple(std::string("images-idx3-ubyte"), run_dims, run_data)}) {
     const std::string path = path_of(name);
     const auto got = observe("read_idx(\"" + path + "\")", [&] { return plain(read_idx(path)); });
-    if (!expect_array(__FILE__, __LINE__, got, dims, data, "gzip_not_read", {{"file", name}})) return;
+    KILN_JUDGE {
+      if (!expect_array(__FILE__, __LINE__, got, dims, data, "gzip_not_read", {{"file", name}})) return;
+    }
+    if (!got.ok()) return;
   }
 
   // Errors name the path: a file cut at byte 10, a gzip file whose CRC-32 is wrong, and a file
@@ -265,18 +292,22 @@ TEST(Data, Gzip) {
     const std::string path = path_of(name);
     const testing::Params params = {{"file", name}, {"kind", "kiln::FormatError"}};
     const auto got = observe("read_idx(\"" + path + "\")", [&] { return plain(read_idx(path)); });
-    if (!expect_error_naming(__FILE__, __LINE__, got, "kiln::FormatError", path, params)) return;
+    KILN_JUDGE {
+      if (!expect_error_naming(__FILE__, __LINE__, got, "kiln::FormatError", path, params)) return;
+    }
   }
   const std::string missing = path_of("missing.idx");
   const testing::Params params = {{"file", "missing.idx (a file that does not exist)"}, {"kind", "std::runtime_error"}};
   const auto got = observe("read_idx(\"" + missing + "\")", [&] { return plain(read_idx(missing)); });
-  if (!got.ok() && got.error().is("kiln::FormatError")) {
-    KILN_FAIL("read_idx_error_unnamed", params,
-              fmt::format("{} threw kiln::FormatError ({}): the file was never opened, so it has no bytes to be wrong",
-                          got.call(), got.error().message));
-    return;
+  KILN_JUDGE {
+    if (!got.ok() && got.error().is("kiln::FormatError")) {
+      KILN_FAIL("read_idx_error_unnamed", params,
+                fmt::format("{} threw kiln::FormatError ({}): the file was never opened, so it has no bytes to be wrong",
+                            got.call(), got.error().message));
+      return;
+    }
+    expect_error_naming(__FILE__, __LINE__, got, "std::runtime_error", missing, params);
   }
-  expect_error_naming(__FILE__, __LINE__, got, "std::runtime_error", missing, params);
 }
 
 TEST(Data, FashionMnist) {
@@ -288,26 +319,24 @@ TEST(Data, FashionMnist) {
   if (!std::filesystem::exists(images_path) || !std::filesystem::exists(labels_path)) {
     GTEST_SKIP() << "Fashion-MNIST is not installed here (apt-get install dataset-fashion-mnist)";
   }
+  // The numbers the judge holds (compile-time constants, which only the judge's code uses).
   constexpr std::int64_t kPixelSum = 573469082;          // Σ of all 7,840,000 bytes
   constexpr std::int64_t kWeightedSum = 18731464165863;  // Σ byte[i]·(i mod 65521 + 1)
-  const std::vector<std::int64_t> first_labels = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7, 4, 5, 7, 3, 4, 1, 2, 4, 8, 0};
   constexpr double kMean = 0.28684928071228494, kStd = 0.35244415324744;
 
-  // The trusted reading: the given gunzip and the layout of the format, checked against the
-  // numbers above; it gives the pixels at the places drawn by the run.
-  auto trusted_bytes = [](const std::string& path) {
-    std::ifstream in(path, std::ios::binary);
-    return gunzip(Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), path);
-  };
-  const Bytes trusted = trusted_bytes(images_path);
-  std::int64_t trusted_sum = 0;
-  for (std::size_t i = 16; i < trusted.size(); ++i) trusted_sum += trusted[i];
-  if (trusted.size() != 7840016 || trusted_sum != kPixelSum) {
-    GTEST_SKIP() << "the installed " << images_path << " is not the file this check knows";
+  // The trusted reading (the judge's alone): the given gunzip and the layout of the format,
+  // checked against the numbers above; it gives the pixels at the places drawn by the run.
+  Bytes trusted;
+  KILN_JUDGE {
+    std::ifstream in(images_path, std::ios::binary);
+    trusted = gunzip(Bytes(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()), images_path);
+    std::int64_t trusted_sum = 0;
+    for (std::size_t i = 16; i < trusted.size(); ++i) trusted_sum += trusted[i];
+    if (trusted.size() != 7840016 || trusted_sum != kPixelSum) {
+      GTEST_SKIP() << "the installed " << images_path << " is not the file this check knows";
+    }
   }
   const std::vector<std::int64_t> places = testing::random_ints(16, 7840000, 541);
-  std::vector<std::int64_t> expected_samples;
-  for (const std::int64_t p : places) expected_samples.push_back(trusted[16 + static_cast<std::size_t>(p)]);
 
   const auto images = observe("read_idx(\"" + images_path + "\"): its dims, size, sums and 16 pixels of the run", [&] {
     const IdxArray a = read_idx(images_path);
@@ -324,15 +353,19 @@ TEST(Data, FashionMnist) {
   });
   const testing::Params images_file = {{"file", images_path}};
   if (!KILN_EXPECT_OK(images, "fashion_mnist_wrong", images_file)) return;
-  const auto& [dims, size, sum, weighted, samples] = *images;
-  if (dims != Shape{10000, 28, 28} || size != 7840000 || sum != kPixelSum || weighted != kWeightedSum ||
-      samples != expected_samples) {
-    KILN_FAIL("fashion_mnist_wrong", images_file,
-              fmt::format("{} gave dims {}, {} bytes, sum {}, weighted sum {}, pixels {} at {}; expected (10000, 28, "
-                          "28), 7840000, {}, {}, {}",
-                          images.call(), to_string(dims), size, sum, weighted, list_of(samples), list_of(places),
-                          kPixelSum, kWeightedSum, list_of(expected_samples)));
-    return;
+  KILN_JUDGE {
+    std::vector<std::int64_t> expected_samples;
+    for (const std::int64_t p : places) expected_samples.push_back(trusted[16 + static_cast<std::size_t>(p)]);
+    const auto& [dims, size, sum, weighted, samples] = *images;
+    if (dims != Shape{10000, 28, 28} || size != 7840000 || sum != kPixelSum || weighted != kWeightedSum ||
+        samples != expected_samples) {
+      KILN_FAIL("fashion_mnist_wrong", images_file,
+                fmt::format("{} gave dims {}, {} bytes, sum {}, weighted sum {}, pixels {} at {}; expected (10000, 28, "
+                            "28), 7840000, {}, {}, {}",
+                            images.call(), to_string(dims), size, sum, weighted, list_of(samples), list_of(places),
+                            kPixelSum, kWeightedSum, list_of(expected_samples)));
+      return;
+    }
   }
 
   const auto labels = observe("read_idx(\"" + labels_path + "\"): its dims, first 20 labels and class counts", [&] {
@@ -346,23 +379,28 @@ TEST(Data, FashionMnist) {
   });
   const testing::Params labels_file = {{"file", labels_path}};
   if (!KILN_EXPECT_OK(labels, "fashion_mnist_wrong", labels_file)) return;
-  const auto& [label_dims, first, counts] = *labels;
-  if (label_dims != Shape{10000} || first != first_labels || counts != std::vector<std::int64_t>(10, 1000)) {
-    KILN_FAIL(
-        "fashion_mnist_wrong", labels_file,
-        fmt::format("{} gave dims {}, first labels {}, class counts {}; expected (10000), {}, 1000 each", labels.call(),
-                    to_string(label_dims), list_of(first, 20), list_of(counts), list_of(first_labels, 20)));
-    return;
+  KILN_JUDGE {
+    const std::vector<std::int64_t> first_labels = {9, 2, 1, 1, 6, 1, 4, 6, 5, 7, 4, 5, 7, 3, 4, 1, 2, 4, 8, 0};
+    const auto& [label_dims, first, counts] = *labels;
+    if (label_dims != Shape{10000} || first != first_labels || counts != std::vector<std::int64_t>(10, 1000)) {
+      KILN_FAIL("fashion_mnist_wrong", labels_file,
+                fmt::format("{} gave dims {}, first labels {}, class counts {}; expected (10000), {}, 1000 each",
+                            labels.call(), to_string(label_dims), list_of(first, 20), list_of(counts),
+                            list_of(first_labels, 20)));
+      return;
+    }
   }
 
   const auto statistics = observe("mean_and_std(load_dataset(images, labels).images) of the Fashion-MNIST test set",
                                   [&] { return mean_and_std(load_dataset(images_path, labels_path).images); });
   if (!KILN_EXPECT_OK(statistics, "fashion_mnist_statistics_wrong", {{"mean", "?"}, {"std", "?"}})) return;
-  const auto [mean, std] = *statistics;
-  if (std::fabs(mean - kMean) > 1e-5 || std::fabs(std - kStd) > 1e-5) {
-    KILN_FAIL("fashion_mnist_statistics_wrong",
-              {{"mean", fmt::format("{:.6f}", mean)}, {"std", fmt::format("{:.6f}", std)}},
-              fmt::format("{} gave ({}, {})", statistics.call(), mean, std));
+  KILN_JUDGE {
+    const auto [mean, std] = *statistics;
+    if (std::fabs(mean - kMean) > 1e-5 || std::fabs(std - kStd) > 1e-5) {
+      KILN_FAIL("fashion_mnist_statistics_wrong",
+                {{"mean", fmt::format("{:.6f}", mean)}, {"std", fmt::format("{:.6f}", std)}},
+                fmt::format("{} gave ({}, {})", statistics.call(), mean, std));
+    }
   }
 }
 

@@ -17,6 +17,7 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -104,17 +105,19 @@ TensorData zip(const TensorData& a, const TensorData& b, float (*op)(float, floa
 // Reports reduce_shape_wrong or reduce_values_wrong for reduce_to_shape(grad, shape).
 void expect_reduced(const char* file, int line, const Tensor& grad, const std::string& grad_text, const Shape& shape) {
   const TensorData grad_values = data_of(grad);
-  const TensorData expected = reduced(grad_values, shape);
   const auto got = observe("reduce_to_shape(" + grad_text + ", " + to_string(shape) + ")",
                            [&] { return ag::reduce_to_shape(grad_values.tensor(), shape); });
-  if (!testing::expect_ok(file, line, got, "reduce_shape_wrong", {{"got", "an error"}, {"expected", to_string(shape)}}))
-    return;
-  if (got->shape != shape) {
-    report_failure(file, line, "reduce_shape_wrong", {{"got", to_string(got->shape)}, {"expected", to_string(shape)}},
-                   got.call() + " has shape " + to_string(got->shape));
-    return;
+  KILN_JUDGE {
+    const TensorData expected = reduced(grad_values, shape);
+    if (!testing::expect_ok(file, line, got, "reduce_shape_wrong", {{"got", "an error"}, {"expected", to_string(shape)}}))
+      return;
+    if (got->shape != shape) {
+      report_failure(file, line, "reduce_shape_wrong", {{"got", to_string(got->shape)}, {"expected", to_string(shape)}},
+                     got.call() + " has shape " + to_string(got->shape));
+      return;
+    }
+    testing::expect_close(file, line, got, expected, 1e-4, "reduce_values_wrong", 1e-5);
   }
-  testing::expect_close(file, line, got, expected, 1e-4, "reduce_values_wrong", 1e-5);
 }
 #define EXPECT_REDUCED(grad, grad_text, shape) expect_reduced(__FILE__, __LINE__, grad, grad_text, shape)
 
@@ -122,37 +125,51 @@ using StudentForward = std::function<Tensor(const std::vector<Tensor>&)>;
 using TrustedForward = std::function<TensorData(const std::vector<TensorData>&)>;
 
 // Builds y = forward(inputs) with the given autograd operation (which records one node), calls
-// that node's backward(w) with random weights w, and compares every returned gradient with central
-// differences of `trusted` (the same operation written with module 01's plain operations). Any
-// error on the way is reported under failure_id, naming the call. Returns whether all matched.
+// that node's backward(w) with random weights w of y's shape `out` (given by the check, so that the
+// observed program runs no trusted forward), and compares every returned gradient with central
+// differences of `trusted` (the same operation written with module 01's plain operations; empty in
+// the observed program: KILN_JUDGE_ONLY). Any error on the way is reported under failure_id,
+// naming the call. Returns whether all matched (in the observed program: whether the call returned).
 bool check_gradients(const char* file, int line, const std::string& node, const StudentForward& forward,
-                     const TrustedForward& trusted, const std::vector<Tensor>& values, std::uint64_t weight_stream,
-                     std::string_view failure_id, const std::string& what) {
+                     const TrustedForward& trusted, const std::vector<Tensor>& values, const Shape& out,
+                     std::uint64_t weight_stream, std::string_view failure_id, const std::string& what) {
   std::vector<TensorData> inputs;
   for (const Tensor& v : values) inputs.push_back(data_of(v));
-  const TensorData weights = data_of(random_tensor(trusted(inputs).shape, weight_stream, 0.5f, 1.5f));
+  KILN_JUDGE {
+    if (trusted(inputs).shape != out)
+      throw std::logic_error("the check of " + what + " gives y the shape " + to_string(out) + ", but it is " +
+                             to_string(trusted(inputs).shape));
+  }
+  const TensorData weights = data_of(random_tensor(out, weight_stream, 0.5f, 1.5f));
   const auto grads = observe(node + "::backward(w) for " + what, [&] {
     std::vector<Tensor> leaves;
     for (const TensorData& v : inputs) leaves.push_back(v.tensor().set_requires_grad(true));
     const Tensor y = forward(leaves);
     return y.autograd()->grad_fn->backward(weights.tensor());
   });
-  if (!testing::expect_ok(file, line, grads, failure_id)) return false;
-  if (grads->size() != inputs.size()) {
-    report_failure(file, line, failure_id, {},
-                   grads.call() + " returned " + std::to_string(grads->size()) + " gradients for " +
-                       std::to_string(inputs.size()) + " inputs");
-    return false;
+  KILN_JUDGE {
+    if (!testing::expect_ok(file, line, grads, failure_id)) return false;
   }
-  for (std::size_t i = 0; i < inputs.size(); ++i) {
-    const TensorData numeric = testing::numeric_gradient(trusted, inputs, i, weights);
-    const Observed<TensorData> grad(grads.call() + ", the gradient of input " + std::to_string(i), (*grads)[i]);
-    if (!testing::expect_close(file, line, grad, numeric, 1e-3, failure_id, 1e-3)) return false;
+  if (!grads.ok()) return false;
+  KILN_JUDGE {
+    if (grads->size() != inputs.size()) {
+      report_failure(file, line, failure_id, {},
+                     grads.call() + " returned " + std::to_string(grads->size()) + " gradients for " +
+                         std::to_string(inputs.size()) + " inputs");
+      return false;
+    }
+    for (std::size_t i = 0; i < inputs.size(); ++i) {
+      const TensorData numeric = testing::numeric_gradient(trusted, inputs, i, weights);
+      const Observed<TensorData> grad(grads.call() + ", the gradient of input " + std::to_string(i), (*grads)[i]);
+      if (!testing::expect_close(file, line, grad, numeric, 1e-3, failure_id, 1e-3)) return false;
+    }
   }
   return true;
 }
-#define CHECK_GRADIENTS(node, forward, trusted, values, stream, id, what) \
-  check_gradients(__FILE__, __LINE__, node, forward, trusted, values, stream, id, what)
+// CHECK_GRADIENTS(node, forward, trusted, values, out, stream, id, what): `trusted` is judging
+// code, handed on only in the judge.
+#define CHECK_GRADIENTS(node, forward, trusted, values, out, stream, id, what) \
+  check_gradients(__FILE__, __LINE__, node, forward, KILN_JUDGE_ONLY(trusted), values, out, stream, id, what)
 
 TensorData trusted_plus(const std::vector<TensorData>& in) { return data_of(in[0].tensor() + in[1].tensor()); }
 TensorData trusted_minus(const std::vector<TensorData>& in) { return data_of(in[0].tensor() - in[1].tensor()); }
@@ -187,13 +204,13 @@ TEST(Autograd, BroadcastGradients) {
   const auto add = [](const std::vector<Tensor>& in) { return ag::add(in[0], in[1]); };
   const char* node = "AddFunction";
   CHECK_GRADIENTS(node, add, trusted_plus, (std::vector<Tensor>{random_tensor({3, 1}, 1), random_tensor({1, 4}, 2)}),
-                  101, "broadcast_grad_not_reduced", "add of (3, 1) and (1, 4)");
-  CHECK_GRADIENTS(node, add, trusted_plus, (std::vector<Tensor>{random_tensor({4}, 3), random_tensor({3, 4}, 4)}), 102,
-                  "broadcast_grad_not_reduced", "add of (4) and (3, 4)");
-  CHECK_GRADIENTS(node, add, trusted_plus, (std::vector<Tensor>{random_tensor({2, 3}, 5), Tensor::scalar(0.5f)}), 103,
-                  "broadcast_grad_not_reduced", "add of (2, 3) and a scalar");
+                  (Shape{3, 4}), 101, "broadcast_grad_not_reduced", "add of (3, 1) and (1, 4)");
+  CHECK_GRADIENTS(node, add, trusted_plus, (std::vector<Tensor>{random_tensor({4}, 3), random_tensor({3, 4}, 4)}),
+                  (Shape{3, 4}), 102, "broadcast_grad_not_reduced", "add of (4) and (3, 4)");
+  CHECK_GRADIENTS(node, add, trusted_plus, (std::vector<Tensor>{random_tensor({2, 3}, 5), Tensor::scalar(0.5f)}),
+                  (Shape{2, 3}), 103, "broadcast_grad_not_reduced", "add of (2, 3) and a scalar");
   CHECK_GRADIENTS(node, add, trusted_plus,
-                  (std::vector<Tensor>{random_tensor({2, 1, 5}, 6), random_tensor({3, 1}, 7)}), 104,
+                  (std::vector<Tensor>{random_tensor({2, 1, 5}, 6), random_tensor({3, 1}, 7)}), (Shape{2, 3, 5}), 104,
                   "broadcast_grad_not_reduced", "add of (2, 1, 5) and (3, 1)");
 }
 
@@ -201,61 +218,62 @@ TEST(Autograd, AddSubGradients) {
   const auto add = [](const std::vector<Tensor>& in) { return ag::add(in[0], in[1]); };
   const auto sub = [](const std::vector<Tensor>& in) { return ag::sub(in[0], in[1]); };
   CHECK_GRADIENTS("AddFunction", add, trusted_plus,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 11), random_tensor({2, 3}, 12)}), 111,
+                  (std::vector<Tensor>{random_tensor({2, 3}, 11), random_tensor({2, 3}, 12)}), (Shape{2, 3}), 111,
                   "add_sub_grad_wrong", "add of (2, 3) and (2, 3)");
   CHECK_GRADIENTS("SubFunction", sub, trusted_minus,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 13), random_tensor({2, 3}, 14)}), 112,
+                  (std::vector<Tensor>{random_tensor({2, 3}, 13), random_tensor({2, 3}, 14)}), (Shape{2, 3}), 112,
                   "add_sub_grad_wrong", "sub of (2, 3) and (2, 3)");
   CHECK_GRADIENTS("SubFunction", sub, trusted_minus,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 15), random_tensor({3}, 16)}), 113, "add_sub_grad_wrong",
-                  "sub of (2, 3) and (3)");
+                  (std::vector<Tensor>{random_tensor({2, 3}, 15), random_tensor({3}, 16)}), (Shape{2, 3}), 113,
+                  "add_sub_grad_wrong", "sub of (2, 3) and (3)");
 }
 
 TEST(Autograd, MulGradients) {
   const auto mul = [](const std::vector<Tensor>& in) { return ag::mul(in[0], in[1]); };
   CHECK_GRADIENTS("MulFunction", mul, trusted_times,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 21), random_tensor({2, 3}, 22)}), 121, "mul_grad_wrong",
-                  "mul of (2, 3) and (2, 3)");
+                  (std::vector<Tensor>{random_tensor({2, 3}, 21), random_tensor({2, 3}, 22)}), (Shape{2, 3}), 121,
+                  "mul_grad_wrong", "mul of (2, 3) and (2, 3)");
   CHECK_GRADIENTS("MulFunction", mul, trusted_times,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 23), random_tensor({2, 1}, 24)}), 122, "mul_grad_wrong",
-                  "mul of (2, 3) and (2, 1)");
+                  (std::vector<Tensor>{random_tensor({2, 3}, 23), random_tensor({2, 1}, 24)}), (Shape{2, 3}), 122,
+                  "mul_grad_wrong", "mul of (2, 3) and (2, 1)");
 }
 
 TEST(Autograd, MatmulGradients) {
   const auto matmul = [](const std::vector<Tensor>& in) { return ag::matmul(in[0], in[1]); };
   const auto product = [](const std::vector<TensorData>& in) { return testing::reference_matmul(in[0], in[1]); };
   CHECK_GRADIENTS("MatmulFunction", matmul, product,
-                  (std::vector<Tensor>{random_tensor({2, 3}, 31), random_tensor({3, 4}, 32)}), 131,
+                  (std::vector<Tensor>{random_tensor({2, 3}, 31), random_tensor({3, 4}, 32)}), (Shape{2, 4}), 131,
                   "matmul_grad_wrong", "matmul of (2, 3) and (3, 4)");
   CHECK_GRADIENTS("MatmulFunction", matmul, product,
-                  (std::vector<Tensor>{random_tensor({4, 1}, 33), random_tensor({1, 2}, 34)}), 132,
+                  (std::vector<Tensor>{random_tensor({4, 1}, 33), random_tensor({1, 2}, 34)}), (Shape{4, 2}), 132,
                   "matmul_grad_wrong", "matmul of (4, 1) and (1, 2)");
 }
 
 TEST(Autograd, SumGradients) {
   const std::vector<Tensor> x{random_tensor({2, 3}, 41)};
   const auto all = [](const std::vector<TensorData>& in) { return data_of(in[0].tensor().sum()); };
-  CHECK_GRADIENTS("SumFunction", [](const std::vector<Tensor>& in) { return ag::sum(in[0]); }, all, x, 141,
+  CHECK_GRADIENTS("SumFunction", [](const std::vector<Tensor>& in) { return ag::sum(in[0]); }, all, x, Shape{}, 141,
                   "sum_grad_wrong", "sum of all elements of (2, 3)");
   struct Case {
     std::int64_t dim;
     bool keepdim;
     Tensor x;
+    Shape out;
     std::string what;
   };
   const std::vector<Case> cases = {
-      {1, false, x[0], "sum of (2, 3) over dim 1"},
-      {0, true, x[0], "sum of (2, 3) over dim 0 with keepdim"},
-      {-1, true, x[0], "sum of (2, 3) over dim -1 with keepdim"},
-      {1, false, random_tensor({3, 4, 2}, 42), "sum of (3, 4, 2) over dim 1"},
-      {0, false, random_tensor({3, 4, 2}, 43), "sum of (3, 4, 2) over dim 0"},
+      {1, false, x[0], {2}, "sum of (2, 3) over dim 1"},
+      {0, true, x[0], {1, 3}, "sum of (2, 3) over dim 0 with keepdim"},
+      {-1, true, x[0], {2, 1}, "sum of (2, 3) over dim -1 with keepdim"},
+      {1, false, random_tensor({3, 4, 2}, 42), {3, 2}, "sum of (3, 4, 2) over dim 1"},
+      {0, false, random_tensor({3, 4, 2}, 43), {4, 2}, "sum of (3, 4, 2) over dim 0"},
   };
   std::uint64_t stream = 142;
   for (const Case& c : cases) {
     const bool ok = CHECK_GRADIENTS(
         "SumDimFunction", [&](const std::vector<Tensor>& in) { return ag::sum(in[0], c.dim, c.keepdim); },
         [&](const std::vector<TensorData>& in) { return data_of(in[0].tensor().sum(c.dim, c.keepdim)); },
-        std::vector<Tensor>{c.x}, stream++, "sum_grad_wrong", c.what);
+        std::vector<Tensor>{c.x}, c.out, stream++, "sum_grad_wrong", c.what);
     if (!ok) return;
   }
 }
@@ -270,19 +288,19 @@ TEST(Autograd, ViewGradients) {
     return [=](const std::vector<TensorData>& in) { return data_of(in[0].tensor().transpose(dim0, dim1).contiguous()); };
   };
   if (!CHECK_GRADIENTS("ReshapeFunction", [](const std::vector<Tensor>& in) { return ag::reshape(in[0], {3, 2}); },
-                       reshaped({3, 2}), x, 151, "view_grad_wrong", "reshape of (2, 3) to (3, 2)"))
+                       reshaped({3, 2}), x, (Shape{3, 2}), 151, "view_grad_wrong", "reshape of (2, 3) to (3, 2)"))
     return;
   if (!CHECK_GRADIENTS("ReshapeFunction", [](const std::vector<Tensor>& in) { return ag::reshape(in[0], {-1}); },
-                       reshaped({-1}), x, 152, "view_grad_wrong", "reshape of (2, 3) to (-1)"))
+                       reshaped({-1}), x, Shape{6}, 152, "view_grad_wrong", "reshape of (2, 3) to (-1)"))
     return;
   if (!CHECK_GRADIENTS("ReshapeFunction", [](const std::vector<Tensor>& in) { return ag::reshape(in[0], {4, 6}); },
-                       reshaped({4, 6}), x3, 153, "view_grad_wrong", "reshape of (2, 3, 4) to (4, 6)"))
+                       reshaped({4, 6}), x3, (Shape{4, 6}), 153, "view_grad_wrong", "reshape of (2, 3, 4) to (4, 6)"))
     return;
   if (!CHECK_GRADIENTS("TransposeFunction", [](const std::vector<Tensor>& in) { return ag::transpose(in[0], 0, 1); },
-                       transposed(0, 1), x, 154, "view_grad_wrong", "transpose of (2, 3)"))
+                       transposed(0, 1), x, (Shape{3, 2}), 154, "view_grad_wrong", "transpose of (2, 3)"))
     return;
   CHECK_GRADIENTS("TransposeFunction", [](const std::vector<Tensor>& in) { return ag::transpose(in[0], 2, 0); },
-                  transposed(2, 0), x3, 155, "view_grad_wrong", "transpose of (2, 3, 4), dims 2 and 0");
+                  transposed(2, 0), x3, (Shape{4, 3, 2}), 155, "view_grad_wrong", "transpose of (2, 3, 4), dims 2 and 0");
 }
 
 TEST(Autograd, ReluGradients) {
@@ -290,13 +308,14 @@ TEST(Autograd, ReluGradients) {
   const auto reference = [](const std::vector<TensorData>& in) { return relu_reference(in[0]); };
   // Away from the kink at 0, so that a step of 0.01 never crosses it.
   const Tensor x({2, 4}, {-1.5f, -0.3f, 0.2f, 0.9f, 1.7f, -0.8f, 0.4f, -0.1f});
-  if (!CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{x}, 161, "relu_grad_wrong", "relu of (2, 4)"))
+  if (!CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{x}, (Shape{2, 4}), 161, "relu_grad_wrong",
+                       "relu of (2, 4)"))
     return;
   // Random values of the run, moved at least 0.05 away from 0.
   TensorData r = data_of(random_tensor({3, 5}, 62));
   for (float& v : r.values) v = v >= 0.0f ? v + 0.05f : v - 0.05f;
-  CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{r.tensor()}, 162, "relu_grad_wrong",
-                  "relu of a random (3, 5) tensor");
+  CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{r.tensor()}, (Shape{3, 5}), 162,
+                  "relu_grad_wrong", "relu of a random (3, 5) tensor");
 }
 
 TEST(Autograd, AccumulatesAcrossUses) {
@@ -340,8 +359,9 @@ TEST(Autograd, AccumulatesAcrossUses) {
       y.backward(c.w.tensor());
       return x.grad();
     });
-    const TensorData expected = zip(c.x, c.w, [](float xv, float wv) { return wv * (3.0f + 2.0f * xv); });
-    if (!KILN_EXPECT_CLOSE(grad, expected, 1e-4, "node_processed_early")) return;
+    if (!KILN_EXPECT_CLOSE(grad, zip(c.x, c.w, [](float xv, float wv) { return wv * (3.0f + 2.0f * xv); }), 1e-4,
+                           "node_processed_early"))
+      return;
   }
 }
 
@@ -376,20 +396,22 @@ TEST(Autograd, AccumulatesAcrossCalls) {
     KILN_FAIL("calls_not_accumulated", {}, grads.call() + " did not give four gradients");
     return;
   }
-  std::vector<float> once = g1.values, twice(6), thrice(6);
-  for (std::size_t i = 0; i < 6; ++i) {
-    twice[i] = g1.values[i] + g2.values[i];
-    thrice[i] = twice[i] + 1.0f;
-  }
-  const std::vector<std::pair<std::string, std::vector<float>>> expected = {
-      {"x.grad() after y.backward(g1)", once},
-      {"x.grad() after y.backward(g1) and y.backward(g2)", twice},
-      {"x.grad() after y.backward(g1), y.backward(g2) and sum(x).backward()", thrice},
-      {"x.grad() after x.zero_grad() and y.backward(g1)", once},
-  };
-  for (std::size_t k = 0; k < expected.size(); ++k) {
-    const Observed<TensorData> grad(expected[k].first, (*grads)[k]);
-    if (!KILN_EXPECT_CLOSE(grad, data_of({2, 3}, expected[k].second), 1e-5, "calls_not_accumulated")) return;
+  KILN_JUDGE {
+    std::vector<float> once = g1.values, twice(6), thrice(6);
+    for (std::size_t i = 0; i < 6; ++i) {
+      twice[i] = g1.values[i] + g2.values[i];
+      thrice[i] = twice[i] + 1.0f;
+    }
+    const std::vector<std::pair<std::string, std::vector<float>>> expected = {
+        {"x.grad() after y.backward(g1)", once},
+        {"x.grad() after y.backward(g1) and y.backward(g2)", twice},
+        {"x.grad() after y.backward(g1), y.backward(g2) and sum(x).backward()", thrice},
+        {"x.grad() after x.zero_grad() and y.backward(g1)", once},
+    };
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const Observed<TensorData> grad(expected[k].first, (*grads)[k]);
+      if (!KILN_EXPECT_CLOSE(grad, data_of({2, 3}, expected[k].second), 1e-5, "calls_not_accumulated")) return;
+    }
   }
 }
 
@@ -403,24 +425,24 @@ TEST(Autograd, BackwardShapeErrors) {
       trusted_mul(leaf, leaf).backward();
     };
   };
-  testing::expect_throws<ShapeError>(__FILE__, __LINE__,
-                                     observe("y.backward() on y = x·x of shape (2, 3)", square_backward(x)),
-                                     "nonscalar_backward_allowed", {"(2, 3)"});
-  testing::expect_throws<ShapeError>(__FILE__, __LINE__,
-                                     observe("y.backward() on y = x·x of shape (4, 1)", square_backward(column)),
-                                     "nonscalar_backward_allowed", {"(4, 1)"});
+  const auto matrix_backward = observe("y.backward() on y = x·x of shape (2, 3)", square_backward(x));
+  KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, matrix_backward, "nonscalar_backward_allowed",
+                                                {"(2, 3)"});
+  const auto column_backward = observe("y.backward() on y = x·x of shape (4, 1)", square_backward(column));
+  KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, column_backward, "nonscalar_backward_allowed",
+                                                {"(4, 1)"});
 
-  testing::expect_throws<ShapeError>(__FILE__, __LINE__,
-                                     observe("x.backward(Tensor::ones({3, 2})) on a leaf x of shape (2, 3)",
-                                             [&] { x.tensor().set_requires_grad(true).backward(Tensor::ones({3, 2})); }),
-                                     "grad_output_shape_unchecked", {"(2, 3)", "(3, 2)"});
-  testing::expect_throws<ShapeError>(__FILE__, __LINE__,
-                                     observe("y.backward(Tensor::ones({6})) on y = x·x of shape (2, 3)",
-                                             [&] {
-                                               Tensor leaf = x.tensor().set_requires_grad(true);
-                                               trusted_mul(leaf, leaf).backward(Tensor::ones({6}));
-                                             }),
-                                     "grad_output_shape_unchecked", {"(2, 3)", "(6)"});
+  const auto leaf_backward = observe("x.backward(Tensor::ones({3, 2})) on a leaf x of shape (2, 3)", [&] {
+    x.tensor().set_requires_grad(true).backward(Tensor::ones({3, 2}));
+  });
+  KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, leaf_backward, "grad_output_shape_unchecked",
+                                                {"(2, 3)", "(3, 2)"});
+  const auto flat_backward = observe("y.backward(Tensor::ones({6})) on y = x·x of shape (2, 3)", [&] {
+    Tensor leaf = x.tensor().set_requires_grad(true);
+    trusted_mul(leaf, leaf).backward(Tensor::ones({6}));
+  });
+  KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, flat_backward, "grad_output_shape_unchecked",
+                                                {"(2, 3)", "(6)"});
 }
 
 TEST(Autograd, FrozenTensorsGetNoGrad) {
@@ -440,10 +462,12 @@ TEST(Autograd, FrozenTensorsGetNoGrad) {
         return std::tuple<bool, bool, bool>{ag::has_grad(parameter), ag::has_grad(frozen), ag::has_grad(fixed)};
       });
   if (!KILN_EXPECT_OK(received, "grad_for_frozen_tensor")) return;
-  const auto [x_got, w_got, constant_got] = *received;
-  KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, "x requires grad but received none");
-  KILN_EXPECT(!w_got, "grad_for_frozen_tensor", {}, "w.set_requires_grad(false) was called, yet w received a gradient");
-  KILN_EXPECT(!constant_got, "grad_for_frozen_tensor", {}, "a constant that never required grad received a gradient");
+  KILN_JUDGE {
+    const auto [x_got, w_got, constant_got] = *received;
+    KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, "x requires grad but received none");
+    KILN_EXPECT(!w_got, "grad_for_frozen_tensor", {}, "w.set_requires_grad(false) was called, yet w received a gradient");
+    KILN_EXPECT(!constant_got, "grad_for_frozen_tensor", {}, "a constant that never required grad received a gradient");
+  }
 }
 
 }  // namespace

@@ -118,42 +118,44 @@ TEST(Training, TrainEpoch) {
                                return std::tuple(tt::parameter_values(*probe), r.loss, r.accuracy, r.examples,
                                                  probe->modes);
                              });
-    // The replay.
-    tt::Mlp model = tt::mlp_of(initial);
-    const tt::Matrix xs = tt::matrix_of(data_of(x));
-    std::vector<std::int64_t> order = {0, 1, 2, 3, 4, 5, 6};
-    if (c.shuffle) {
-      tt::TrustedWichmannHill g(shuffle_seed);
-      order = tt::trusted_shuffle(7, g);
-    }
-    tt::Measures expected;
-    for (const auto& batch : batches_of(order, 3)) {
-      std::vector<std::int64_t> batch_labels;
-      for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
-      const tt::Matrix rows = tt::rows_of(xs, batch);
-      expected.add(tt::mlp_forward(model, rows).back(), batch_labels);
-      tt::sgd_step(model, rows, batch_labels, 0.1);
-    }
-    const std::vector<std::string> names = mlp_names(c.sizes.size() - 1);
     if (!KILN_EXPECT_OK(got, "train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}})) return;
-    const auto& [parameters, loss, accuracy, examples, modes] = *got;
-    const std::vector<TensorData> replayed = values_of(model);
-    if (parameters.size() != replayed.size()) {
-      KILN_FAIL("train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}, {"difference", "-"}, {"where", "-"}},
-                fmt::format("{} parameters, expected {}", parameters.size(), replayed.size()));
-      return;
-    }
-    for (std::size_t k = 0; k < replayed.size(); ++k) {
-      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(got.call() + ": " + names[k], parameters[k]),
-                                 replayed[k], 1e-5, "train_parameters_wrong", 1e-4,
-                                 {{"case", c.what}, {"parameter", names[k]}}))
+    KILN_JUDGE {
+      // The replay.
+      tt::Mlp model = tt::mlp_of(initial);
+      const tt::Matrix xs = tt::matrix_of(data_of(x));
+      std::vector<std::int64_t> order = {0, 1, 2, 3, 4, 5, 6};
+      if (c.shuffle) {
+        tt::TrustedWichmannHill g(shuffle_seed);
+        order = tt::trusted_shuffle(7, g);
+      }
+      tt::Measures expected;
+      for (const auto& batch : batches_of(order, 3)) {
+        std::vector<std::int64_t> batch_labels;
+        for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
+        const tt::Matrix rows = tt::rows_of(xs, batch);
+        expected.add(tt::mlp_forward(model, rows).back(), batch_labels);
+        tt::sgd_step(model, rows, batch_labels, 0.1);
+      }
+      const std::vector<std::string> names = mlp_names(c.sizes.size() - 1);
+      const auto& [parameters, loss, accuracy, examples, modes] = *got;
+      const std::vector<TensorData> replayed = values_of(model);
+      if (parameters.size() != replayed.size()) {
+        KILN_FAIL("train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}, {"difference", "-"}, {"where", "-"}},
+                  fmt::format("{} parameters, expected {}", parameters.size(), replayed.size()));
         return;
+      }
+      for (std::size_t k = 0; k < replayed.size(); ++k) {
+        if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(got.call() + ": " + names[k], parameters[k]),
+                                   replayed[k], 1e-5, "train_parameters_wrong", 1e-4,
+                                   {{"case", c.what}, {"parameter", names[k]}}))
+          return;
+      }
+      if (!expect_measures(__FILE__, __LINE__, "train_measures_wrong", c.what, loss, accuracy, examples, expected)) return;
+      const bool trained = modes == std::vector<std::int64_t>(3, 1);
+      KILN_EXPECT(trained, "train_mode_not_set", {{"case", c.what}},
+                  fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
+      if (!trained) return;
     }
-    if (!expect_measures(__FILE__, __LINE__, "train_measures_wrong", c.what, loss, accuracy, examples, expected)) return;
-    const bool trained = modes == std::vector<std::int64_t>(3, 1);
-    KILN_EXPECT(trained, "train_mode_not_set", {{"case", c.what}},
-                fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
-    if (!trained) return;
   }
 }
 
@@ -178,39 +180,42 @@ TEST(Training, Evaluate) {
         return std::tuple(tt::parameter_values(*probe), before, after, r.loss, r.accuracy, r.examples, probe->modes,
                           probe->recorded);
       });
-  const std::vector<std::string> names = mlp_names(2);
   if (!KILN_EXPECT_OK(got, "eval_changed_model", {{"case", what}, {"what", "the model"}})) return;
-  const auto& [parameters, before, after, loss, accuracy, examples, modes, recorded] = *got;
-  for (std::size_t k = 0; k < initial.size(); ++k) {
-    const bool same_values = k < parameters.size() && parameters[k].values == initial[k].values;
-    KILN_EXPECT(same_values, "eval_changed_model", {{"case", what}, {"what", "parameter " + names[k]}});
-    if (!same_values) return;
-    const bool same_gradient = k < before.size() && k < after.size() && before[k].shape == after[k].shape &&
-                               before[k].values == after[k].values;
-    KILN_EXPECT(same_gradient, "eval_changed_model", {{"case", what}, {"what", "the gradient of " + names[k]}});
-    if (!same_gradient) return;
+  KILN_JUDGE {
+    const std::vector<std::string> names = mlp_names(2);
+    const auto& [parameters, before, after, loss, accuracy, examples, modes, recorded] = *got;
+    for (std::size_t k = 0; k < initial.size(); ++k) {
+      const bool same_values = k < parameters.size() && parameters[k].values == initial[k].values;
+      KILN_EXPECT(same_values, "eval_changed_model", {{"case", what}, {"what", "parameter " + names[k]}});
+      if (!same_values) return;
+      const bool same_gradient = k < before.size() && k < after.size() && before[k].shape == after[k].shape &&
+                                 before[k].values == after[k].values;
+      KILN_EXPECT(same_gradient, "eval_changed_model", {{"case", what}, {"what", "the gradient of " + names[k]}});
+      if (!same_gradient) return;
+    }
+    const bool no_graph = recorded == std::vector<std::int64_t>(3, 0);
+    KILN_EXPECT(no_graph, "eval_records_graph", {{"case", what}},
+                fmt::format("whether each of the 3 forward passes' outputs required grad: [{}]", fmt::join(recorded, ", ")));
+    if (!no_graph) return;
+    const bool evaluated = modes == std::vector<std::int64_t>(3, 0);
+    KILN_EXPECT(evaluated, "eval_mode_not_set", {{"case", what}},
+                fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
+    if (!evaluated) return;
+    const tt::Mlp model = tt::mlp_of(initial);
+    const tt::Matrix xs = tt::matrix_of(data_of(x));
+    tt::Measures expected;
+    for (const auto& batch : batches_of({0, 1, 2, 3, 4, 5, 6}, 3)) {
+      std::vector<std::int64_t> batch_labels;
+      for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
+      expected.add(tt::mlp_forward(model, tt::rows_of(xs, batch)).back(), batch_labels);
+    }
+    expect_measures(__FILE__, __LINE__, "eval_measures_wrong", what, loss, accuracy, examples, expected);
   }
-  const bool no_graph = recorded == std::vector<std::int64_t>(3, 0);
-  KILN_EXPECT(no_graph, "eval_records_graph", {{"case", what}},
-              fmt::format("whether each of the 3 forward passes' outputs required grad: [{}]", fmt::join(recorded, ", ")));
-  if (!no_graph) return;
-  const bool evaluated = modes == std::vector<std::int64_t>(3, 0);
-  KILN_EXPECT(evaluated, "eval_mode_not_set", {{"case", what}},
-              fmt::format("the modes of the 3 forward passes (1 training, 0 evaluation): [{}]", fmt::join(modes, ", ")));
-  if (!evaluated) return;
-  const tt::Mlp model = tt::mlp_of(initial);
-  const tt::Matrix xs = tt::matrix_of(data_of(x));
-  tt::Measures expected;
-  for (const auto& batch : batches_of({0, 1, 2, 3, 4, 5, 6}, 3)) {
-    std::vector<std::int64_t> batch_labels;
-    for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
-    expected.add(tt::mlp_forward(model, tt::rows_of(xs, batch)).back(), batch_labels);
-  }
-  expect_measures(__FILE__, __LINE__, "eval_measures_wrong", what, loss, accuracy, examples, expected);
 }
 
 TEST(Training, Predict) {
   const auto show = [](const std::vector<std::int64_t>& v) { return fmt::format("[{}]", fmt::join(v, ", ")); };
+  // Judging only: called inside KILN_JUDGE.
   const auto expect_classes = [&](const testing::Observed<std::vector<std::int64_t>>& got,
                                   const std::vector<std::int64_t>& expected) {
     if (!KILN_EXPECT_OK(got, "predict_wrong", {{"call", got.call()}, {"got", "an error"}, {"expected", show(expected)}}))
@@ -220,16 +225,21 @@ TEST(Training, Predict) {
   };
   // Hand-worked rows: ties go to the first maximum.
   const Tensor hand({4, 3}, {2, 5, 5, 0, 0, 0, -1, -3, -1, 7, 1, 7});
-  if (!expect_classes(observe("argmax_rows([[2, 5, 5], [0, 0, 0], [-1, -3, -1], [7, 1, 7]])",
-                              [&] { return nn::argmax_rows(hand); }),
-                      {1, 0, 0, 0}))
-    return;
+  const auto hand_classes = observe("argmax_rows([[2, 5, 5], [0, 0, 0], [-1, -3, -1], [7, 1, 7]])",
+                                    [&] { return nn::argmax_rows(hand); });
+  KILN_JUDGE {
+    if (!expect_classes(hand_classes, {1, 0, 0, 0})) return;
+  }
   const Tensor one = random_tensor({1, 1}, 891);
-  if (!expect_classes(observe("argmax_rows(x) with x (1, 1)", [&] { return nn::argmax_rows(one); }), {0})) return;
+  const auto one_classes = observe("argmax_rows(x) with x (1, 1)", [&] { return nn::argmax_rows(one); });
+  KILN_JUDGE {
+    if (!expect_classes(one_classes, {0})) return;
+  }
   const Tensor wide = random_tensor({33, 7}, 892);
-  if (!expect_classes(observe("argmax_rows(x) with x (33, 7) of the run", [&] { return nn::argmax_rows(wide); }),
-                      tt::argmax(tt::matrix_of(data_of(wide)))))
-    return;
+  const auto wide_classes = observe("argmax_rows(x) with x (33, 7) of the run", [&] { return nn::argmax_rows(wide); });
+  KILN_JUDGE {
+    if (!expect_classes(wide_classes, tt::argmax(tt::matrix_of(data_of(wide))))) return;
+  }
   // Logits that are not a matrix: a ShapeError that names the shape.
   for (const Shape& bad : {Shape{2, 2, 2}, Shape{3, 4, 1}}) {
     const Tensor t = Tensor::zeros(bad);
@@ -240,15 +250,19 @@ TEST(Training, Predict) {
   // 4-5-3 MLP of the run on 33 rows.
   const Tensor x5 = random_tensor({5, 4}, 893);
   const std::vector<TensorData> zeros = {data_of({4, 3}, std::vector<float>(12, 0.0f)), data_of({3}, {0, 0, 0})};
-  if (!expect_classes(observe("predict(model, x) with model Sequential(Linear(4, 3)) all zeros, x (5, 4)",
-                              [&] { return nn::predict(*tt::make_mlp({4, 3}, zeros), x5); }),
-                      {0, 0, 0, 0, 0}))
-    return;
+  const auto zero_classes = observe("predict(model, x) with model Sequential(Linear(4, 3)) all zeros, x (5, 4)",
+                                    [&] { return nn::predict(*tt::make_mlp({4, 3}, zeros), x5); });
+  KILN_JUDGE {
+    if (!expect_classes(zero_classes, {0, 0, 0, 0, 0})) return;
+  }
   const Tensor x33 = random_tensor({33, 4}, 894);
   const std::vector<TensorData> values = tt::random_mlp_values({4, 5, 3}, 895);
-  expect_classes(observe("predict(model, x) with model Sequential(Linear(4, 5), ReLU, Linear(5, 3)) of the run, x (33, 4)",
-                         [&] { return nn::predict(*tt::make_mlp({4, 5, 3}, values), x33); }),
-                 tt::argmax(tt::mlp_forward(tt::mlp_of(values), tt::matrix_of(data_of(x33))).back()));
+  const auto mlp_classes =
+      observe("predict(model, x) with model Sequential(Linear(4, 5), ReLU, Linear(5, 3)) of the run, x (33, 4)",
+              [&] { return nn::predict(*tt::make_mlp({4, 5, 3}, values), x33); });
+  KILN_JUDGE {
+    expect_classes(mlp_classes, tt::argmax(tt::mlp_forward(tt::mlp_of(values), tt::matrix_of(data_of(x33))).back()));
+  }
 }
 
 TEST(Training, Xor) {

@@ -231,10 +231,12 @@ TEST(Training, SafetensorsWrite) {
       return as_ints(tt::read_bytes(path));
     });
     if (!KILN_EXPECT_OK(file, "write_layout_wrong", {{"case", c.what}, {"what", "it threw"}})) return;
-    const Verdict v = read_independently(*file, plain(c.tensors));
-    if (!v.failure.empty()) {
-      KILN_FAIL(v.failure, {{"case", c.what}, {"what", v.what}, {"name", v.name}});
-      return;
+    KILN_JUDGE {
+      const Verdict v = read_independently(*file, plain(c.tensors));
+      if (!v.failure.empty()) {
+        KILN_FAIL(v.failure, {{"case", c.what}, {"what", v.what}, {"name", v.name}});
+        return;
+      }
     }
   }
 }
@@ -263,25 +265,27 @@ TEST(Training, SafetensorsRead) {
   ASSERT_TRUE(folder.ok()) << folder.describe_error();
 
   const std::string independent_path = *folder + "independent.safetensors";
-  if (!expect_tensors(__FILE__, __LINE__,
-                      observe("load_safetensors(\"" + independent_path + "\")",
-                              [&] { return nn::load_safetensors(independent_path); }),
-                      independent, "read_wrong", "a file of an independent writer, with \"__metadata__\" and the keys sorted"))
-    return;
+  const auto read = observe("load_safetensors(\"" + independent_path + "\")",
+                            [&] { return nn::load_safetensors(independent_path); });
+  KILN_JUDGE {
+    if (!expect_tensors(__FILE__, __LINE__, read, independent, "read_wrong",
+                        "a file of an independent writer, with \"__metadata__\" and the keys sorted"))
+      return;
+  }
 
   // Round trip of the module's own writer, views and empty tensors included.
   const Tensor base = random_tensor({4, 3}, 925);
   const std::vector<std::pair<std::string, Tensor>> own = {
       {"w", random_tensor({3, 5}, 926)}, {"empty", Tensor(Shape{0}, {})}, {"s", Tensor::scalar(2.5f)}, {"t", transposed(base)}};
   const std::string own_path = *folder + "own.safetensors";
-  if (!expect_tensors(__FILE__, __LINE__,
-                      observe("save_safetensors(\"" + own_path + "\", tensors), then load_safetensors of it",
-                              [&] {
-                                nn::save_safetensors(own_path, own);
-                                return nn::load_safetensors(own_path);
-                              }),
-                      plain(own), "read_wrong", "save_safetensors then load_safetensors"))
-    return;
+  const auto round_trip = observe("save_safetensors(\"" + own_path + "\", tensors), then load_safetensors of it", [&] {
+    nn::save_safetensors(own_path, own);
+    return nn::load_safetensors(own_path);
+  });
+  KILN_JUDGE {
+    if (!expect_tensors(__FILE__, __LINE__, round_trip, plain(own), "read_wrong", "save_safetensors then load_safetensors"))
+      return;
+  }
 
   // load_parameters: by name, in place, seen by an optimizer built before.
   const std::string model_path = *folder + "model.safetensors";
@@ -299,10 +303,12 @@ TEST(Training, SafetensorsRead) {
           seen.emplace_back("the optimizer's " + names[k], autograd::detach(sgd.parameters()[k]).clone());
         return seen;
       });
-  std::vector<std::pair<std::string, TensorData>> expected = {
-      {"0.weight", values[0]}, {"0.bias", values[1]}, {"2.weight", values[2]}, {"2.bias", values[3]}};
-  for (std::size_t k = 0; k < 4; ++k) expected.emplace_back("the optimizer's " + expected[k].first, expected[k].second);
-  expect_tensors(__FILE__, __LINE__, loaded, expected, "load_parameters_wrong", "a file listing the parameters backwards");
+  KILN_JUDGE {
+    std::vector<std::pair<std::string, TensorData>> expected = {
+        {"0.weight", values[0]}, {"0.bias", values[1]}, {"2.weight", values[2]}, {"2.bias", values[3]}};
+    for (std::size_t k = 0; k < 4; ++k) expected.emplace_back("the optimizer's " + expected[k].first, expected[k].second);
+    expect_tensors(__FILE__, __LINE__, loaded, expected, "load_parameters_wrong", "a file listing the parameters backwards");
+  }
 }
 
 TEST(Training, SafetensorsDamaged) {
@@ -382,24 +388,28 @@ TEST(Training, SafetensorsDamaged) {
   ASSERT_TRUE(before.ok()) << before.describe_error();
   for (const Damage& d : damages) {
     const std::string path = *folder + d.file;
-    std::vector<std::string> mention = {path};
-    mention.insert(mention.end(), d.mention.begin(), d.mention.end());
-    std::string detail;
-    for (const std::string& m : d.mention) detail += (detail.empty() ? "" : ", ") + ("\"" + m + "\"");
     const auto error = observe("load_parameters(model, \"" + path + "\")", [&] { nn::load_parameters(*model, path); });
-    bool rejected = !error.ok() && error.error().is("kiln::FormatError");
-    for (const std::string& m : mention) rejected = rejected && error.error().message.find(m) != std::string::npos;
-    if (!rejected) {
-      testing::expect_throws<FormatError>(__FILE__, __LINE__, error, "damaged_not_rejected", mention,
-                                          {{"case", d.what}, {"detail", detail}});
-      return;
+    KILN_JUDGE {
+      std::vector<std::string> mention = {path};
+      mention.insert(mention.end(), d.mention.begin(), d.mention.end());
+      std::string detail;
+      for (const std::string& m : d.mention) detail += (detail.empty() ? "" : ", ") + ("\"" + m + "\"");
+      bool rejected = !error.ok() && error.error().is("kiln::FormatError");
+      for (const std::string& m : mention) rejected = rejected && error.error().message.find(m) != std::string::npos;
+      if (!rejected) {
+        testing::expect_throws<FormatError>(__FILE__, __LINE__, error, "damaged_not_rejected", mention,
+                                            {{"case", d.what}, {"detail", detail}});
+        return;
+      }
     }
     const auto after = observe("the model's parameters after load_parameters(model, \"" + path + "\") threw",
                                [&] { return tt::parameter_values(*model); });
-    bool same = after.ok() && after->size() == before->size();
-    for (std::size_t k = 0; same && k < after->size(); ++k) same = (*after)[k].values == (*before)[k].values;
-    KILN_EXPECT(same, "damaged_model_changed", {{"case", d.what}});
-    if (!same) return;
+    KILN_JUDGE {
+      bool same = after.ok() && after->size() == before->size();
+      for (std::size_t k = 0; same && k < after->size(); ++k) same = (*after)[k].values == (*before)[k].values;
+      KILN_EXPECT(same, "damaged_model_changed", {{"case", d.what}});
+      if (!same) return;
+    }
   }
 }
 

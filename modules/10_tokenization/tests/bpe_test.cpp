@@ -44,36 +44,40 @@ std::string counts_shown(const Counts& counts) {
   return out + "}";
 }
 
-// Observes train_bpe(corpus, vocab_size) and reports failure_id unless it learns `expected`.
-// `count_only`: judges when training stops (the number of merges), not which pairs it merged,
-// which bpe_train and bpe_ties judge.
+// Observes train_bpe(corpus, vocab_size) and reports failure_id unless it learns `expected`
+// (given as KILN_JUDGE_ONLY(...): the observed program receives no merges there). `count_only`:
+// judges when training stops (the number of merges), not which pairs it merged, which bpe_train
+// and bpe_ties judge. In the observed program: whether the call returned.
 bool expect_training(const char* file, int line, const std::string& what, const std::string& corpus,
                      std::int64_t vocab_size, const Pairs& expected, const std::string& failure_id,
                      testing::Params params = {}, bool count_only = false) {
-  params.emplace_back("corpus", what);
-  params.emplace_back("vocab_size", std::to_string(vocab_size));
-  params.emplace_back("expected", fmt::format("{} merge{}", expected.size(), expected.size() == 1 ? "" : "s"));
   const auto got = observe(fmt::format("train_bpe(<{}>, {})", what, vocab_size),
                            [&] { return pairs_of(train_bpe(corpus, vocab_size)); });
-  if (!testing::expect_ok(file, line, got, failure_id, params)) return false;
-  if (*got == expected || (count_only && got->size() == expected.size())) return true;
-  std::size_t first_difference = 0;
-  while (first_difference < got->size() && first_difference < expected.size() &&
-         (*got)[first_difference] == expected[first_difference]) {
-    ++first_difference;
-  }
-  const auto merges = [](std::size_t n) { return fmt::format("{} merge{}", n, n == 1 ? "" : "s"); };
-  if (count_only) {
+  KILN_JUDGE {
+    params.emplace_back("corpus", what);
+    params.emplace_back("vocab_size", std::to_string(vocab_size));
+    params.emplace_back("expected", fmt::format("{} merge{}", expected.size(), expected.size() == 1 ? "" : "s"));
+    if (!testing::expect_ok(file, line, got, failure_id, params)) return false;
+    if (*got == expected || (count_only && got->size() == expected.size())) return true;
+    std::size_t first_difference = 0;
+    while (first_difference < got->size() && first_difference < expected.size() &&
+           (*got)[first_difference] == expected[first_difference]) {
+      ++first_difference;
+    }
+    const auto merges = [](std::size_t n) { return fmt::format("{} merge{}", n, n == 1 ? "" : "s"); };
+    if (count_only) {
+      testing::report_failure(file, line, failure_id, params,
+                              fmt::format("{} learned {} {}, where training stops after {}", got.call(),
+                                          merges(got->size()), pairs_shown(*got), merges(expected.size())));
+      return false;
+    }
     testing::report_failure(file, line, failure_id, params,
-                            fmt::format("{} learned {} {}, where training stops after {}", got.call(),
-                                        merges(got->size()), pairs_shown(*got), merges(expected.size())));
+                            fmt::format("{} learned {} {}, expected {} {}; they first differ at merge {} (id {})",
+                                        got.call(), merges(got->size()), pairs_shown(*got), merges(expected.size()),
+                                        pairs_shown(expected), first_difference, 256 + first_difference));
     return false;
   }
-  testing::report_failure(file, line, failure_id, params,
-                          fmt::format("{} learned {} {}, expected {} {}; they first differ at merge {} (id {})",
-                                      got.call(), merges(got->size()), pairs_shown(*got), merges(expected.size()),
-                                      pairs_shown(expected), first_difference, 256 + first_difference));
-  return false;
+  return got.ok();
 }
 
 }  // namespace
@@ -83,24 +87,28 @@ TEST(Tokenization, Pairs) {
   const Ids wikipedia = bytes_of("aaabdaaabac");
   const Ids run = testing::random_ints(33, 4, 1101);
   for (const Ids& ids : {Ids{}, Ids{5}, Ids{97, 97, 97}, Ids{300, -1, 300, -1}, wikipedia, run}) {
-    const Counts expected = expected_counts(ids);
     const testing::Params params = {{"ids", list_of(ids, 12)}};
     const auto got = observe(fmt::format("count_pairs({})", list_of(ids, 12)), [&] { return counts_of(count_pairs(ids)); });
     if (!KILN_EXPECT_OK(got, "count_pairs_wrong", params)) return;
-    if (*got != expected) {
-      KILN_FAIL("count_pairs_wrong", params,
-                fmt::format("{} gave {}, expected {}", got.call(), counts_shown(*got), counts_shown(expected)));
-      return;
+    KILN_JUDGE {
+      const Counts expected = expected_counts(ids);
+      if (*got != expected) {
+        KILN_FAIL("count_pairs_wrong", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), counts_shown(*got), counts_shown(expected)));
+        return;
+      }
     }
   }
   // The hand-worked counts of "aaabdaaabac": aa 4, ab 2, and ac, ba, bd, da once each.
   const auto hand = observe("count_pairs(the bytes of \"aaabdaaabac\")", [&] { return counts_of(count_pairs(wikipedia)); });
   if (!KILN_EXPECT_OK(hand, "count_pairs_wrong", {{"ids", "the bytes of \"aaabdaaabac\""}})) return;
-  const Counts hand_expected = {{97, 97, 4}, {97, 98, 2}, {97, 99, 1}, {98, 97, 1}, {98, 100, 1}, {100, 97, 1}};
-  if (*hand != hand_expected) {
-    KILN_FAIL("count_pairs_wrong", {{"ids", "the bytes of \"aaabdaaabac\""}},
-              fmt::format("{} gave {}, expected {}", hand.call(), counts_shown(*hand), counts_shown(hand_expected)));
-    return;
+  KILN_JUDGE {
+    const Counts hand_expected = {{97, 97, 4}, {97, 98, 2}, {97, 99, 1}, {98, 97, 1}, {98, 100, 1}, {100, 97, 1}};
+    if (*hand != hand_expected) {
+      KILN_FAIL("count_pairs_wrong", {{"ids", "the bytes of \"aaabdaaabac\""}},
+                fmt::format("{} gave {}, expected {}", hand.call(), counts_shown(*hand), counts_shown(hand_expected)));
+      return;
+    }
   }
 
   // merge_pair: left to right, never reusing a merged id: "aaa" -> [256, 97], "aaaa" -> [256, 256];
@@ -114,14 +122,14 @@ TEST(Tokenization, Pairs) {
     Ids expected;
   };
   const std::vector<Case> cases = {
-      {{97, 97, 97}, {97, 97}, 256, {256, 97}},
-      {{97, 97, 97, 97}, {97, 97}, 256, {256, 256}},
-      {{1, 2, 1, 2, 1}, {1, 2}, 9, {9, 9, 1}},
-      {{2, 1, 2, 1}, {1, 2}, 9, {2, 9, 1}},
-      {{1, 2, 3}, {3, 1}, 9, {1, 2, 3}},
+      {{97, 97, 97}, {97, 97}, 256, KILN_JUDGE_ONLY({256, 97})},
+      {{97, 97, 97, 97}, {97, 97}, 256, KILN_JUDGE_ONLY({256, 256})},
+      {{1, 2, 1, 2, 1}, {1, 2}, 9, KILN_JUDGE_ONLY({9, 9, 1})},
+      {{2, 1, 2, 1}, {1, 2}, 9, KILN_JUDGE_ONLY({2, 9, 1})},
+      {{1, 2, 3}, {3, 1}, 9, KILN_JUDGE_ONLY({1, 2, 3})},
       {{}, {1, 2}, 9, {}},
-      {{7}, {7, 7}, 9, {7}},
-      {run_ids, run_pair, 300, trusted_merge(run_ids, run_pair, 300)},
+      {{7}, {7, 7}, 9, KILN_JUDGE_ONLY({7})},
+      {run_ids, run_pair, 300, KILN_JUDGE_ONLY(trusted_merge(run_ids, run_pair, 300))},
   };
   for (const Case& c : cases) {
     const std::string pair = fmt::format("({}, {})", c.pair.first, c.pair.second);
@@ -130,10 +138,12 @@ TEST(Tokenization, Pairs) {
                                          c.pair.second, c.new_id),
                              [&] { return merge_pair(c.ids, c.pair, c.new_id); });
     if (!KILN_EXPECT_OK(got, "merge_pair_wrong", params)) return;
-    if (*got != c.expected) {
-      KILN_FAIL("merge_pair_wrong", params,
-                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
-      return;
+    KILN_JUDGE {
+      if (*got != c.expected) {
+        KILN_FAIL("merge_pair_wrong", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+        return;
+      }
     }
   }
 }
@@ -141,13 +151,13 @@ TEST(Tokenization, Pairs) {
 TEST(Tokenization, BpeTrain) {
   // Wikipedia's example, worked by hand in the chapter: aa -> 256 (4 times), then ab -> 257 (a tie
   // with (256, 97), both twice), then (256, 257) -> 258; after that every pair occurs once.
-  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 1000, kWikipediaMerges,
-                       "train_merges_wrong"))
+  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 1000,
+                       KILN_JUDGE_ONLY(kWikipediaMerges), "train_merges_wrong"))
     return;
   // UTF-8 text: bytes above 127 (é is C3 A9, 195 169) merge like any other.
   const std::string french = utf8({U'\u00e9', U't', U'\u00e9', U' ', U'\u00e9', U't', U'\u00e9', U' ', U'\u00e9',
                                    U't', U'\u00e9', U'\u00e9'});
-  if (!expect_training(__FILE__, __LINE__, shown(french), french, 300, trusted_train(french, 300),
+  if (!expect_training(__FILE__, __LINE__, shown(french), french, 300, KILN_JUDGE_ONLY(trusted_train(french, 300)),
                        "train_merges_wrong"))
     return;
   // Corpora of the run: 7, 31, 33 and 200 bytes over five bytes (NUL and two above 127 among
@@ -158,25 +168,26 @@ TEST(Tokenization, BpeTrain) {
     const std::string corpus = random_text(length, alphabet, stream++);
     const std::int64_t vocab_size = 256 + 12;
     if (!expect_training(__FILE__, __LINE__, fmt::format("{} bytes of the run", length), corpus, vocab_size,
-                         trusted_train(corpus, vocab_size), "train_merges_wrong"))
+                         KILN_JUDGE_ONLY(trusted_train(corpus, vocab_size)), "train_merges_wrong"))
       return;
   }
   const std::string any = random_bytes(64, stream++);
-  expect_training(__FILE__, __LINE__, "64 random bytes of the run", any, 1000, trusted_train(any, 1000),
-                  "train_merges_wrong");
+  expect_training(__FILE__, __LINE__, "64 random bytes of the run", any, 1000,
+                  KILN_JUDGE_ONLY(trusted_train(any, 1000)), "train_merges_wrong");
 }
 
 TEST(Tokenization, BpeTies) {
   // "cdcdabab": cd and ab both occur twice; (97, 98) is the smaller pair, though cd comes first.
-  if (!expect_training(__FILE__, __LINE__, "\"cdcdabab\"", "cdcdabab", 257, {{97, 98}}, "tie_not_smallest_pair"))
+  if (!expect_training(__FILE__, __LINE__, "\"cdcdabab\"", "cdcdabab", 257, KILN_JUDGE_ONLY({{97, 98}}),
+                       "tie_not_smallest_pair"))
     return;
   // "acacabab": ac, ca and ab twice each: (97, 98) again, then among the rest (97, 99) before (99, 97).
-  if (!expect_training(__FILE__, __LINE__, "\"acacabab\"", "acacabab", 1000, trusted_train("acacabab", 1000),
-                       "tie_not_smallest_pair"))
+  if (!expect_training(__FILE__, __LINE__, "\"acacabab\"", "acacabab", 1000,
+                       KILN_JUDGE_ONLY(trusted_train("acacabab", 1000)), "tie_not_smallest_pair"))
     return;
   // The Wikipedia example's second merge: (97, 98) ties with (256, 97), and wins.
-  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 258, {{97, 97}, {97, 98}},
-                       "tie_not_smallest_pair"))
+  if (!expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 258,
+                       KILN_JUDGE_ONLY({{97, 97}, {97, 98}}), "tie_not_smallest_pair"))
     return;
   // Ties of the run: three pairs of distinct letters, each written twice and separated by a letter
   // of its own, so that all three occur exactly twice.
@@ -189,7 +200,8 @@ TEST(Tokenization, BpeTies) {
       corpus += static_cast<char>('0' + 3 * round + p);
     }
   }
-  expect_training(__FILE__, __LINE__, shown(corpus), corpus, 1000, trusted_train(corpus, 1000), "tie_not_smallest_pair");
+  expect_training(__FILE__, __LINE__, shown(corpus), corpus, 1000, KILN_JUDGE_ONLY(trusted_train(corpus, 1000)),
+                  "tie_not_smallest_pair");
 }
 
 TEST(Tokenization, BpeStop) {
@@ -202,16 +214,16 @@ TEST(Tokenization, BpeStop) {
   const std::string run = random_text(33, "ab", 1401);
   const std::int64_t run_vocab = 256 + 1 + testing::random_ints(1, 3, 1402)[0];
   const std::vector<Case> cases = {
-      {"\"aaabdaaabac\"", "aaabdaaabac", 1000, kWikipediaMerges},  // stops: every pair occurs once
-      {"\"aaabdaaabac\"", "aaabdaaabac", 259, kWikipediaMerges},
-      {"\"aaabdaaabac\"", "aaabdaaabac", 257, {{97, 97}}},  // stops: the vocabulary is full
+      {"\"aaabdaaabac\"", "aaabdaaabac", 1000, KILN_JUDGE_ONLY(kWikipediaMerges)},  // stops: every pair occurs once
+      {"\"aaabdaaabac\"", "aaabdaaabac", 259, KILN_JUDGE_ONLY(kWikipediaMerges)},
+      {"\"aaabdaaabac\"", "aaabdaaabac", 257, KILN_JUDGE_ONLY({{97, 97}})},  // stops: the vocabulary is full
       {"\"aaabdaaabac\"", "aaabdaaabac", 256, {}},
       {"\"\" (no text)", "", 300, {}},
       {"\"a\"", "a", 300, {}},
-      {"\"ab\"", "ab", 300, {}},               // one pair, once: nothing to gain
-      {"\"abab\"", "abab", 300, {{97, 98}}},   // then (256, 256) once
-      {"\"aaaa\"", "aaaa", 300, {{97, 97}}},   // aa three times (overlapping), then (256, 256) once
-      {"33 letters of the run", run, run_vocab, trusted_train(run, run_vocab)},
+      {"\"ab\"", "ab", 300, {}},                                // one pair, once: nothing to gain
+      {"\"abab\"", "abab", 300, KILN_JUDGE_ONLY({{97, 98}})},   // then (256, 256) once
+      {"\"aaaa\"", "aaaa", 300, KILN_JUDGE_ONLY({{97, 97}})},   // aa three times (overlapping), then (256, 256) once
+      {"33 letters of the run", run, run_vocab, KILN_JUDGE_ONLY(trusted_train(run, run_vocab))},
   };
   for (const Case& c : cases) {
     if (!expect_training(__FILE__, __LINE__, c.what, c.corpus, c.vocab_size, c.expected, "stop_wrong", {},
@@ -221,12 +233,14 @@ TEST(Tokenization, BpeStop) {
   // A vocabulary smaller than the 256 bytes cannot be.
   const std::int64_t run_small = testing::random_ints(1, 0, 256, 1403)[0];
   for (const std::int64_t vocab_size : {std::int64_t{255}, std::int64_t{0}, std::int64_t{-1}, run_small}) {
-    const testing::Params params = {{"vocab_size", std::to_string(vocab_size)}};
     const auto got = observe(fmt::format("train_bpe(\"aaabdaaabac\", {})", vocab_size),
                              [&] { return pairs_of(train_bpe("aaabdaaabac", vocab_size)); });
-    if (!expect_error(__FILE__, __LINE__, got, "std::invalid_argument", {std::to_string(vocab_size)}, {},
-                      "vocab_size_not_checked", params))
-      return;
+    KILN_JUDGE {
+      const testing::Params params = {{"vocab_size", std::to_string(vocab_size)}};
+      if (!expect_error(__FILE__, __LINE__, got, "std::invalid_argument", {std::to_string(vocab_size)}, {},
+                        "vocab_size_not_checked", params))
+        return;
+    }
   }
 }
 
@@ -241,27 +255,29 @@ TEST(Tokenization, BpeEncode) {
   const std::string run_text = random_text(31, "abc ", 1502);
   const std::vector<Case> cases = {
       // By rank, not greedily from the left: bc (rank 0) before ab (rank 1).
-      {{{98, 99}, {97, 98}}, "abc", {97, 256}},
-      {{{98, 99}, {97, 98}}, "ababc", {257, 97, 256}},
-      {{{97, 97}}, "aaa", {256, 97}},
-      {{{97, 97}}, "aaaaa", {256, 256, 97}},
-      {kWikipediaMerges, "aaabdaaabac", {258, 100, 258, 97, 99}},
-      {kWikipediaMerges, "aaab", {258}},
-      {kWikipediaMerges, "abaa", {257, 256}},
+      {{{98, 99}, {97, 98}}, "abc", KILN_JUDGE_ONLY({97, 256})},
+      {{{98, 99}, {97, 98}}, "ababc", KILN_JUDGE_ONLY({257, 97, 256})},
+      {{{97, 97}}, "aaa", KILN_JUDGE_ONLY({256, 97})},
+      {{{97, 97}}, "aaaaa", KILN_JUDGE_ONLY({256, 256, 97})},
+      {kWikipediaMerges, "aaabdaaabac", KILN_JUDGE_ONLY({258, 100, 258, 97, 99})},
+      {kWikipediaMerges, "aaab", KILN_JUDGE_ONLY({258})},
+      {kWikipediaMerges, "abaa", KILN_JUDGE_ONLY({257, 256})},
       {kWikipediaMerges, "", {}},
-      {kWikipediaMerges, "c", {99}},
-      {run_merges, run_text, trusted_encode(run_merges, run_text)},
-      {run_merges, run_corpus, trusted_encode(run_merges, run_corpus)},
+      {kWikipediaMerges, "c", KILN_JUDGE_ONLY({99})},
+      {run_merges, run_text, KILN_JUDGE_ONLY(trusted_encode(run_merges, run_text))},
+      {run_merges, run_corpus, KILN_JUDGE_ONLY(trusted_encode(run_merges, run_corpus))},
   };
   for (const Case& c : cases) {
     const testing::Params params = {{"text", shown(c.text)}};
     const auto got = observe(fmt::format("BpeTokenizer(merges {}).encode({})", pairs_shown(c.merges, 4), shown(c.text)),
                              [&] { return BpeTokenizer(merges_of(c.merges)).encode(c.text); });
     if (!KILN_EXPECT_OK(got, "encode_wrong", params)) return;
-    if (*got != c.expected) {
-      KILN_FAIL("encode_wrong", params,
-                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
-      return;
+    KILN_JUDGE {
+      if (*got != c.expected) {
+        KILN_FAIL("encode_wrong", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+        return;
+      }
     }
   }
 }
@@ -300,10 +316,12 @@ TEST(Tokenization, RoundTrip) {
       return bytes_of(tokenizer.decode(tokenizer.encode(c.text)));
     });
     if (!KILN_EXPECT_OK(got, "round_trip_wrong", params)) return;
-    if (*got != bytes_of(c.text)) {
-      KILN_FAIL("round_trip_wrong", params,
-                fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(c.text)));
-      return;
+    KILN_JUDGE {
+      if (*got != bytes_of(c.text)) {
+        KILN_FAIL("round_trip_wrong", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(c.text)));
+        return;
+      }
     }
   }
   // A tokenizer trained on 300 random bytes of the run, then 33 others through it; and decode of
@@ -316,34 +334,40 @@ TEST(Tokenization, RoundTrip) {
     return bytes_of(tokenizer.decode(tokenizer.encode(random_text)));
   });
   if (!KILN_EXPECT_OK(random, "round_trip_wrong", {{"text", "33 random bytes of the run"}})) return;
-  if (*random != bytes_of(random_text)) {
-    KILN_FAIL("round_trip_wrong", {{"text", "33 random bytes of the run"}},
-              fmt::format("{} gave {}, expected {}", random.call(), shown(from_bytes(*random)), shown(random_text)));
-    return;
+  KILN_JUDGE {
+    if (*random != bytes_of(random_text)) {
+      KILN_FAIL("round_trip_wrong", {{"text", "33 random bytes of the run"}},
+                fmt::format("{} gave {}, expected {}", random.call(), shown(from_bytes(*random)), shown(random_text)));
+      return;
+    }
   }
   const auto ids = observe("BpeTokenizer(Wikipedia's merges).decode({258, 100, 258, 97, 99})", [] {
     return bytes_of(BpeTokenizer(merges_of(kWikipediaMerges)).decode({258, 100, 258, 97, 99}));
   });
   if (!KILN_EXPECT_OK(ids, "round_trip_wrong", {{"text", "\"aaabdaaabac\""}})) return;
-  if (*ids != bytes_of("aaabdaaabac")) {
-    KILN_FAIL("round_trip_wrong", {{"text", "\"aaabdaaabac\""}},
-              fmt::format("{} gave {}, expected \"aaabdaaabac\"", ids.call(), shown(from_bytes(*ids))));
-    return;
+  KILN_JUDGE {
+    if (*ids != bytes_of("aaabdaaabac")) {
+      KILN_FAIL("round_trip_wrong", {{"text", "\"aaabdaaabac\""}},
+                fmt::format("{} gave {}, expected \"aaabdaaabac\"", ids.call(), shown(from_bytes(*ids))));
+      return;
+    }
   }
 
   // Ids outside [0, vocab_size()) of a tokenizer of 3 merges and 2 specials (vocab_size 261).
   const std::int64_t run_id = 261 + testing::random_ints(1, 1000, stream++)[0];
   for (const Ids& bad : {Ids{261}, Ids{97, -1}, Ids{97, 258, 300}, Ids{run_id}}) {
-    const testing::Params params = {{"id", std::to_string(bad.back())}, {"size", "261"}};
     const auto got = observe(fmt::format("decode({}) with 3 merges and 2 special tokens", list_of(bad)), [&] {
       BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
       tokenizer.add_special("<|endoftext|>");
       tokenizer.add_special("<|pad|>");
       return bytes_of(tokenizer.decode(bad));
     });
-    if (!expect_error(__FILE__, __LINE__, got, "kiln::IndexError", {std::to_string(bad.back())}, {{"", 261}},
-                      "decode_bad_id_not_reported", params))
-      return;
+    KILN_JUDGE {
+      const testing::Params params = {{"id", std::to_string(bad.back())}, {"size", "261"}};
+      if (!expect_error(__FILE__, __LINE__, got, "kiln::IndexError", {std::to_string(bad.back())}, {{"", 261}},
+                        "decode_bad_id_not_reported", params))
+        return;
+    }
   }
 }
 
@@ -359,10 +383,12 @@ TEST(Tokenization, SpecialTokens) {
   };
   const auto registered = observe("the ids add_special gives three specials after 3 merges", [&] { return make().second; });
   if (!KILN_EXPECT_OK(registered, "special_not_recognised", {{"text", "(registering them)"}})) return;
-  if (*registered != Ids{259, 260, 261}) {
-    KILN_FAIL("special_not_recognised", {{"text", "(registering them)"}},
-              fmt::format("{} are {}, expected [259, 260, 261]", registered.call(), list_of(*registered)));
-    return;
+  KILN_JUDGE {
+    if (*registered != Ids{259, 260, 261}) {
+      KILN_FAIL("special_not_recognised", {{"text", "(registering them)"}},
+                fmt::format("{} are {}, expected [259, 260, 261]", registered.call(), list_of(*registered)));
+      return;
+    }
   }
 
   // Texts of the run: the letters a, b, c and the specials at places of the run.
@@ -374,51 +400,57 @@ TEST(Tokenization, SpecialTokens) {
     Ids expected;
   };
   const std::vector<Case> recognised = {
-      {"aaab<|endoftext|>aaab", {258, 259, 258}},
-      {"<|endoftext|>", {259}},
-      {"<|endoftext|><|endoftext|>", {259, 259}},
-      {"aa<|endoftext|>ab", {256, 259, 257}},
-      {"<|im_start|>assistant\naaab", {261, 10, 258}},
-      {"<|im_start|>user", {260, 117, 115, 101, 114}},
-      {"<|endoftext", {60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116}},  // not a special: bytes
-      {run, trusted_encode(kWikipediaMerges, specials, run)},
+      {"aaab<|endoftext|>aaab", KILN_JUDGE_ONLY({258, 259, 258})},
+      {"<|endoftext|>", KILN_JUDGE_ONLY({259})},
+      {"<|endoftext|><|endoftext|>", KILN_JUDGE_ONLY({259, 259})},
+      {"aa<|endoftext|>ab", KILN_JUDGE_ONLY({256, 259, 257})},
+      {"<|im_start|>assistant\naaab", KILN_JUDGE_ONLY({261, 10, 258})},
+      {"<|im_start|>user", KILN_JUDGE_ONLY({260, 117, 115, 101, 114})},
+      {"<|endoftext", KILN_JUDGE_ONLY({60, 124, 101, 110, 100, 111, 102, 116, 101, 120, 116})},  // not a special: bytes
+      {run, KILN_JUDGE_ONLY(trusted_encode(kWikipediaMerges, specials, run))},
   };
   for (const Case& c : recognised) {
     const testing::Params params = {{"text", shown(c.text)}};
     const auto got = observe(fmt::format("encode({}, true)", shown(c.text)), [&] { return make().first.encode(c.text, true); });
     if (!KILN_EXPECT_OK(got, "special_not_recognised", params)) return;
-    if (*got != c.expected) {
-      KILN_FAIL("special_not_recognised", params,
-                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
-      return;
+    KILN_JUDGE {
+      if (*got != c.expected) {
+        KILN_FAIL("special_not_recognised", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+        return;
+      }
     }
   }
 
   // Without allow_special the same texts are ordinary bytes and merges.
   for (const std::string& text : {std::string("aaab<|endoftext|>aaab"), std::string("<|im_start|>assistant"), run}) {
-    const Ids expected = trusted_encode(kWikipediaMerges, text);
     const testing::Params params = {{"text", shown(text)}};
     const auto got = observe(fmt::format("encode({}) (allow_special false)", shown(text)), [&] { return make().first.encode(text); });
     if (!KILN_EXPECT_OK(got, "special_matched_when_not_allowed", params)) return;
-    if (*got != expected) {
-      KILN_FAIL("special_matched_when_not_allowed", params,
-                fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
-      return;
+    KILN_JUDGE {
+      const Ids expected = trusted_encode(kWikipediaMerges, text);
+      if (*got != expected) {
+        KILN_FAIL("special_matched_when_not_allowed", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+        return;
+      }
     }
   }
 
   // decode gives a special's text for its id.
   for (const Ids& ids : {Ids{258, 259, 97}, Ids{261}, Ids{260, 260}}) {
-    std::string expected;
-    for (const std::int64_t id : ids) expected += id < 256 ? std::string(1, static_cast<char>(id)) : id == 258 ? "aaab" : specials[static_cast<std::size_t>(id - 259)];
     const testing::Params params = {{"ids", list_of(ids)}};
     const auto got = observe(fmt::format("decode({}) with the three specials", list_of(ids)),
                              [&] { return bytes_of(make().first.decode(ids)); });
     if (!KILN_EXPECT_OK(got, "special_decode_wrong", params)) return;
-    if (*got != bytes_of(expected)) {
-      KILN_FAIL("special_decode_wrong", params,
-                fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(expected)));
-      return;
+    KILN_JUDGE {
+      std::string expected;
+      for (const std::int64_t id : ids) expected += id < 256 ? std::string(1, static_cast<char>(id)) : id == 258 ? "aaab" : specials[static_cast<std::size_t>(id - 259)];
+      if (*got != bytes_of(expected)) {
+        KILN_FAIL("special_decode_wrong", params,
+                  fmt::format("{} gave {}, expected {}", got.call(), shown(from_bytes(*got)), shown(expected)));
+        return;
+      }
     }
   }
 }

@@ -44,31 +44,21 @@ TEST(Tokenization, CharVocab) {
     run_text.push_back(kPool[static_cast<std::size_t>(k)]);
   }
   const std::vector<Case> cases = {
-      {"\"hello\"", {U'h', U'e', U'l', U'l', U'o'}, {U'e', U'h', U'l', U'o'}},
-      {"one character", {U'x'}, {U'x'}},
+      {"\"hello\"", {U'h', U'e', U'l', U'l', U'o'}, KILN_JUDGE_ONLY({U'e', U'h', U'l', U'o'})},
+      {"one character", {U'x'}, KILN_JUDGE_ONLY({U'x'})},
       // é (U+00E9, 2 bytes), ö, Ж (U+0416), ☃ (U+2603, 3 bytes), 😀 (U+1F600, 4 bytes): sorted by
       // code point, not by their first bytes, and each one id however many bytes it has.
       {"\"Жé ☃ wörld 😀\"",
        {U'\u0416', U'\u00e9', U' ', U'\u2603', U' ', U'w', U'\u00f6', U'r', U'l', U'd', U' ', U'\U0001F600'},
-       {U' ', U'd', U'l', U'r', U'w', U'\u00e9', U'\u00f6', U'\u0416', U'\u2603', U'\U0001F600'}},
+       KILN_JUDGE_ONLY({U' ', U'd', U'l', U'r', U'w', U'\u00e9', U'\u00f6', U'\u0416', U'\u2603', U'\U0001F600'})},
       // "é" written as e and a combining acute accent (U+0301): two code points, two ids.
       {"\"cafe\\u0301\" (e and a combining accent)", {U'c', U'a', U'f', U'e', U'\u0301'},
-       {U'a', U'c', U'e', U'f', U'\u0301'}},
-      {"\"a\\0b\" (a NUL inside)", {U'a', U'\0', U'b'}, {U'\0', U'a', U'b'}},
+       KILN_JUDGE_ONLY({U'a', U'c', U'e', U'f', U'\u0301'})},
+      {"\"a\\0b\" (a NUL inside)", {U'a', U'\0', U'b'}, KILN_JUDGE_ONLY({U'\0', U'a', U'b'})},
       {"33 characters of the run", run_text, {}},
   };
   for (const Case& c : cases) {
     const std::string text = utf8(c.text);
-    std::vector<char32_t> expected = c.expected_characters;
-    if (expected.empty()) {
-      expected = c.text;
-      std::sort(expected.begin(), expected.end());
-      expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
-    }
-    std::vector<std::int64_t> expected_ids;
-    for (const char32_t ch : c.text) {
-      expected_ids.push_back(std::find(expected.begin(), expected.end(), ch) - expected.begin());
-    }
     const testing::Params params = {{"text", c.what}};
     const auto got = observe(fmt::format("CharVocab(<{}>): characters(), encode and decode of the text", c.what), [&] {
       const CharVocab vocab(text);
@@ -77,24 +67,36 @@ TEST(Tokenization, CharVocab) {
       return std::tuple(vocab.size(), characters, ids, bytes_of(vocab.decode(ids)));
     });
     if (!KILN_EXPECT_OK(got, "char_vocab_wrong", params)) return;
-    const auto& [size, characters, ids, decoded] = *got;
-    const Ids expected_characters(expected.begin(), expected.end());
-    if (characters != expected_characters || size != static_cast<std::int64_t>(expected.size())) {
-      KILN_FAIL("char_vocab_wrong", params,
-                fmt::format("{}: size() {} and characters {}, expected {} and {}", got.call(), size,
-                            list_of(characters), expected.size(), list_of(expected_characters)));
-      return;
-    }
-    if (ids != expected_ids) {
-      KILN_FAIL("char_round_trip_wrong", params,
-                fmt::format("{}: encode gave {}, expected {}", got.call(), list_of(ids), list_of(expected_ids)));
-      return;
-    }
-    if (decoded != bytes_of(text)) {
-      KILN_FAIL("char_round_trip_wrong", params,
-                fmt::format("{}: decode(encode(text)) gave {}, expected {}", got.call(), shown(from_bytes(decoded)),
-                            shown(text)));
-      return;
+    KILN_JUDGE {
+      std::vector<char32_t> expected = c.expected_characters;
+      if (expected.empty()) {
+        expected = c.text;
+        std::sort(expected.begin(), expected.end());
+        expected.erase(std::unique(expected.begin(), expected.end()), expected.end());
+      }
+      std::vector<std::int64_t> expected_ids;
+      for (const char32_t ch : c.text) {
+        expected_ids.push_back(std::find(expected.begin(), expected.end(), ch) - expected.begin());
+      }
+      const auto& [size, characters, ids, decoded] = *got;
+      const Ids expected_characters(expected.begin(), expected.end());
+      if (characters != expected_characters || size != static_cast<std::int64_t>(expected.size())) {
+        KILN_FAIL("char_vocab_wrong", params,
+                  fmt::format("{}: size() {} and characters {}, expected {} and {}", got.call(), size,
+                              list_of(characters), expected.size(), list_of(expected_characters)));
+        return;
+      }
+      if (ids != expected_ids) {
+        KILN_FAIL("char_round_trip_wrong", params,
+                  fmt::format("{}: encode gave {}, expected {}", got.call(), list_of(ids), list_of(expected_ids)));
+        return;
+      }
+      if (decoded != bytes_of(text)) {
+        KILN_FAIL("char_round_trip_wrong", params,
+                  fmt::format("{}: decode(encode(text)) gave {}, expected {}", got.call(),
+                              shown(from_bytes(decoded)), shown(text)));
+        return;
+      }
     }
   }
 
@@ -104,10 +106,12 @@ TEST(Tokenization, CharVocab) {
     return std::pair(vocab.encode("oleh"), bytes_of(vocab.decode({3, 3, 1, 0})));
   });
   if (!KILN_EXPECT_OK(other, "char_round_trip_wrong", {{"text", "\"oleh\""}})) return;
-  if (other->first != Ids{3, 2, 0, 1} || other->second != bytes_of("oohe")) {
-    KILN_FAIL("char_round_trip_wrong", {{"text", "\"oleh\""}},
-              fmt::format("{} gave {} and {}, expected [3, 2, 0, 1] and \"oohe\"", other.call(), list_of(other->first),
-                          shown(from_bytes(other->second))));
+  KILN_JUDGE {
+    if (other->first != Ids{3, 2, 0, 1} || other->second != bytes_of("oohe")) {
+      KILN_FAIL("char_round_trip_wrong", {{"text", "\"oleh\""}},
+                fmt::format("{} gave {} and {}, expected [3, 2, 0, 1] and \"oohe\"", other.call(),
+                            list_of(other->first), shown(from_bytes(other->second))));
+    }
   }
 }
 
@@ -139,26 +143,30 @@ TEST(Tokenization, CharErrors) {
   unknowns.back() = {utf8(five), utf8(run_text), stranger, place};
 
   for (const Unknown& u : unknowns) {
-    const testing::Params params = {{"text", shown(u.text)},
-                                    {"character", hex_name(u.character)},
-                                    {"position", std::to_string(u.position)}};
     const auto got = observe(fmt::format("CharVocab({}).encode({})", shown(u.vocabulary), shown(u.text)),
                              [&] { return CharVocab(u.vocabulary).encode(u.text); });
-    if (!expect_error(__FILE__, __LINE__, got, "kiln::TokenizerError", {hex_name(u.character)},
-                      {{"position ", u.position}}, "unknown_character_not_reported", params))
-      return;
+    KILN_JUDGE {
+      const testing::Params params = {{"text", shown(u.text)},
+                                      {"character", hex_name(u.character)},
+                                      {"position", std::to_string(u.position)}};
+      if (!expect_error(__FILE__, __LINE__, got, "kiln::TokenizerError", {hex_name(u.character)},
+                        {{"position ", u.position}}, "unknown_character_not_reported", params))
+        return;
+    }
   }
 
   // Ids outside [0, size()): size() itself, -1, and an id of the run above it.
   const std::int64_t run_id = 4 + testing::random_ints(1, 1000, 1005)[0];
   for (const Ids& ids : {Ids{0, 4}, Ids{-1}, Ids{1, 2, run_id}}) {
     const std::int64_t bad = ids.back();
-    const testing::Params params = {{"id", std::to_string(bad)}, {"size", "4"}};
     const auto got = observe(fmt::format("CharVocab(\"hello\").decode({})", list_of(ids)),
                              [&] { return bytes_of(CharVocab("hello").decode(ids)); });
-    if (!expect_error(__FILE__, __LINE__, got, "kiln::IndexError", {std::to_string(bad)}, {{"", 4}},
-                      "char_bad_id_not_reported", params))
-      return;
+    KILN_JUDGE {
+      const testing::Params params = {{"id", std::to_string(bad)}, {"size", "4"}};
+      if (!expect_error(__FILE__, __LINE__, got, "kiln::IndexError", {std::to_string(bad)}, {{"", 4}},
+                        "char_bad_id_not_reported", params))
+        return;
+    }
   }
 }
 

@@ -101,10 +101,12 @@ TEST(Tokenization, VocabFile) {
                                return read_file(saved_path);
                              });
   if (!KILN_EXPECT_OK(saved, "save_format_wrong")) return;
-  if (*saved != kWikipediaFile) {
-    KILN_FAIL("save_format_wrong", {},
-              fmt::format("{} is {}, expected {}", saved.call(), shown(*saved, 200), shown(kWikipediaFile, 200)));
-    return;
+  KILN_JUDGE {
+    if (*saved != kWikipediaFile) {
+      KILN_FAIL("save_format_wrong", {},
+                fmt::format("{} is {}, expected {}", saved.call(), shown(*saved, 200), shown(kWikipediaFile, 200)));
+      return;
+    }
   }
   const std::string run_path = *folder + "run-saved.bpe";
   const auto run_saved = observe("save(\"" + run_path + "\") of 9 merges of the run and two specials: the file's text", [&] {
@@ -114,11 +116,13 @@ TEST(Tokenization, VocabFile) {
     return read_file(run_path);
   });
   if (!KILN_EXPECT_OK(run_saved, "save_format_wrong")) return;
-  if (*run_saved != file_of(run_merges, run_specials)) {
-    KILN_FAIL("save_format_wrong", {},
-              fmt::format("{} is {}, expected {}", run_saved.call(), shown(*run_saved, 200),
-                          shown(file_of(run_merges, run_specials), 200)));
-    return;
+  KILN_JUDGE {
+    if (*run_saved != file_of(run_merges, run_specials)) {
+      KILN_FAIL("save_format_wrong", {},
+                fmt::format("{} is {}, expected {}", run_saved.call(), shown(*run_saved, 200),
+                            shown(file_of(run_merges, run_specials), 200)));
+      return;
+    }
   }
 
   // load: the hand-written file, the bytes-only file, the run's file written here, and the file
@@ -136,9 +140,7 @@ TEST(Tokenization, VocabFile) {
   };
   for (const Case& c : cases) {
     const std::string path = *folder + c.name;
-    const State expected = {c.merges, c.specials, 256 + static_cast<std::int64_t>(c.merges.size() + c.specials.size())};
     const std::string text = "aaabdaaabac<|endoftext|>dcba";
-    const Ids expected_ids = trusted_encode(c.merges, c.specials, text);
     const testing::Params params = {{"file", c.name}};
     const auto got = observe(fmt::format("load(\"{}\") into a tokenizer with one merge and one special; then "
                                          "encode({}, true)",
@@ -150,11 +152,16 @@ TEST(Tokenization, VocabFile) {
                                return std::pair(state_of(tokenizer), tokenizer.encode(text, true));
                              });
     if (!KILN_EXPECT_OK(got, "load_wrong", params)) return;
-    if (got->first != expected || got->second != expected_ids) {
-      KILN_FAIL("load_wrong", params,
-                fmt::format("{} gave {} and ids {}, expected {} and ids {}", got.call(), state_shown(got->first),
-                            list_of(got->second), state_shown(expected), list_of(expected_ids)));
-      return;
+    KILN_JUDGE {
+      const State expected = {c.merges, c.specials,
+                              256 + static_cast<std::int64_t>(c.merges.size() + c.specials.size())};
+      const Ids expected_ids = trusted_encode(c.merges, c.specials, text);
+      if (got->first != expected || got->second != expected_ids) {
+        KILN_FAIL("load_wrong", params,
+                  fmt::format("{} gave {} and ids {}, expected {} and ids {}", got.call(), state_shown(got->first),
+                              list_of(got->second), state_shown(expected), list_of(expected_ids)));
+        return;
+      }
     }
   }
 }
@@ -226,25 +233,25 @@ TEST(Tokenization, VocabFileErrors) {
 
   for (const Damaged& d : damaged) {
     const std::string path = *folder + d.name;
-    const testing::Params params = {{"what", d.what}, {"line", std::to_string(d.line)}};
     const auto got = observe(fmt::format("load(\"{}\"), {}", path, d.what), [&] {
       BpeTokenizer tokenizer;
       tokenizer.load(path);
       return state_of(tokenizer);
     });
-    std::vector<std::string> mentions = {path};
-    if (d.failure == "bad_header_not_reported") mentions.push_back("kiln-bpe 1");
-    if (!expect_error(__FILE__, __LINE__, got, "kiln::TokenizerError", mentions, {{"line ", d.line}}, d.failure,
-                      params))
-      return;
+    KILN_JUDGE {
+      const testing::Params params = {{"what", d.what}, {"line", std::to_string(d.line)}};
+      std::vector<std::string> mentions = {path};
+      if (d.failure == "bad_header_not_reported") mentions.push_back("kiln-bpe 1");
+      if (!expect_error(__FILE__, __LINE__, got, "kiln::TokenizerError", mentions, {{"line ", d.line}}, d.failure,
+                        params))
+        return;
+    }
   }
 
   // All or nothing: a tokenizer with Wikipedia's merges and a special loads files that fail at the
   // first line, in the merges and in the specials; afterwards it has what it had, and encodes
   // as before.
   const std::string text = "aaabdaaabac<|endoftext|>";
-  const State before = {kWikipediaMerges, {"<|endoftext|>"}, 260};
-  const Ids before_ids = trusted_encode(kWikipediaMerges, {"<|endoftext|>"}, text);
   for (const std::string name : {"version-2.bpe", "undefined-300.bpe", "cut-7.bpe", "twice.bpe", "extra.bpe"}) {
     const std::string path = *folder + name;
     const testing::Params params = {{"file", name}};
@@ -265,16 +272,20 @@ TEST(Tokenization, VocabFileErrors) {
                                return std::tuple(error.empty(), state_of(tokenizer), tokenizer.encode(text, true));
                              });
     if (!KILN_EXPECT_OK(got, "load_not_all_or_nothing", params)) return;
-    const auto& [loaded, state, ids] = *got;
-    if (loaded) {
-      KILN_FAIL("load_not_all_or_nothing", params, got.call() + ": the load did not fail");
-      return;
-    }
-    if (state != before || ids != before_ids) {
-      KILN_FAIL("load_not_all_or_nothing", params,
-                fmt::format("{}: {} and ids {}, expected {} and ids {}", got.call(), state_shown(state), list_of(ids),
-                            state_shown(before), list_of(before_ids)));
-      return;
+    KILN_JUDGE {
+      const State before = {kWikipediaMerges, {"<|endoftext|>"}, 260};
+      const Ids before_ids = trusted_encode(kWikipediaMerges, {"<|endoftext|>"}, text);
+      const auto& [loaded, state, ids] = *got;
+      if (loaded) {
+        KILN_FAIL("load_not_all_or_nothing", params, got.call() + ": the load did not fail");
+        return;
+      }
+      if (state != before || ids != before_ids) {
+        KILN_FAIL("load_not_all_or_nothing", params,
+                  fmt::format("{}: {} and ids {}, expected {} and ids {}", got.call(), state_shown(state),
+                              list_of(ids), state_shown(before), list_of(before_ids)));
+        return;
+      }
     }
   }
 
@@ -286,13 +297,15 @@ TEST(Tokenization, VocabFileErrors) {
     tokenizer.load(missing);
     return state_of(tokenizer);
   });
-  if (!got.ok() && got.error().is("kiln::TokenizerError")) {
-    KILN_FAIL("missing_file_not_reported", {},
-              fmt::format("{} threw kiln::TokenizerError ({}): the file was never opened, so it has no line to be wrong",
-                          got.call(), got.error().message));
-    return;
+  KILN_JUDGE {
+    if (!got.ok() && got.error().is("kiln::TokenizerError")) {
+      KILN_FAIL("missing_file_not_reported", {},
+                fmt::format("{} threw kiln::TokenizerError ({}): the file was never opened, so it has no line to be wrong",
+                            got.call(), got.error().message));
+      return;
+    }
+    expect_error(__FILE__, __LINE__, got, "std::runtime_error", {missing}, {}, "missing_file_not_reported", {});
   }
-  expect_error(__FILE__, __LINE__, got, "std::runtime_error", {missing}, {}, "missing_file_not_reported", {});
 }
 
 }  // namespace kiln

@@ -140,10 +140,9 @@ TEST(Embeddings, OneHot) {
                                  [&] { return one_hot_matmul(weight, ids); }),
                          trusted_one_hot_product(weight, ids), 0.0, "one_hot_wrong"))
     return;
-  testing::expect_close(__FILE__, __LINE__,
-                        observe("one_hot_matmul_backward(G, ids, 703) with G (1000, 27)",
+  KILN_EXPECT_CLOSE_REL(observe("one_hot_matmul_backward(G, ids, 703) with G (1000, 27)",
                                 [&] { return one_hot_matmul_backward(grad_output, ids, kRows); }),
-                        trusted_scatter(grad_output, ids, kRows), 1e-5, "one_hot_wrong", 1e-5);
+                        trusted_scatter(grad_output, ids, kRows), 1e-5, 1e-5, "one_hot_wrong");
 }
 
 TEST(Embeddings, Lookup) {
@@ -170,9 +169,9 @@ TEST(Embeddings, Lookup) {
     return;
 
   // No ids: no rows.
-  expect_shape(__FILE__, __LINE__,
-               observe("embedding_lookup(W, {}) with W (703, 27)", [&] { return embedding_lookup(weight, {}); }),
-               {0, kDim}, "lookup_wrong");
+  const auto no_rows =
+      observe("embedding_lookup(W, {}) with W (703, 27)", [&] { return embedding_lookup(weight, {}); });
+  KILN_JUDGE { expect_shape(__FILE__, __LINE__, no_rows, {0, kDim}, "lookup_wrong"); }
 }
 
 TEST(Embeddings, IndexOutOfRange) {
@@ -199,26 +198,32 @@ TEST(Embeddings, IndexOutOfRange) {
   const Tensor run_buffer = random_tensor({rows + 3, dim}, 1104);
   const Tensor run_table = make_view(run_buffer, {rows, dim}, {dim, 1}, 0);
   const std::string shape = to_string(run_table.shape());
-  testing::expect_throws<IndexError>(
-      __FILE__, __LINE__,
-      observe(fmt::format("embedding_lookup(W, {{0, {}}}) with W {}", too_big, shape),
-              [&] { return embedding_lookup(run_table, {0, too_big}); }),
-      "index_not_checked", {std::to_string(too_big), std::to_string(rows)});
-  testing::expect_throws<IndexError>(
-      __FILE__, __LINE__,
-      observe(fmt::format("embedding_lookup(W, {{{}}}) with W {}", negative, shape),
-              [&] { return embedding_lookup(run_table, {negative}); }),
-      "index_not_checked", {std::to_string(negative), std::to_string(rows)});
-  testing::expect_throws<IndexError>(
-      __FILE__, __LINE__,
-      observe(fmt::format("one_hot({{{}}}, {})", beyond, rows), [&] { return one_hot({beyond}, rows); }),
-      "index_not_checked", {std::to_string(beyond), std::to_string(rows)});
+  const auto too_big_lookup = observe(fmt::format("embedding_lookup(W, {{0, {}}}) with W {}", too_big, shape),
+                                      [&] { return embedding_lookup(run_table, {0, too_big}); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, too_big_lookup, "index_not_checked",
+                                       {std::to_string(too_big), std::to_string(rows)});
+  }
+  const auto negative_lookup = observe(fmt::format("embedding_lookup(W, {{{}}}) with W {}", negative, shape),
+                                       [&] { return embedding_lookup(run_table, {negative}); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, negative_lookup, "index_not_checked",
+                                       {std::to_string(negative), std::to_string(rows)});
+  }
+  const auto beyond_one_hot =
+      observe(fmt::format("one_hot({{{}}}, {})", beyond, rows), [&] { return one_hot({beyond}, rows); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, beyond_one_hot, "index_not_checked",
+                                       {std::to_string(beyond), std::to_string(rows)});
+  }
   const Tensor run_g = random_tensor({2, dim}, 1105);
-  testing::expect_throws<IndexError>(
-      __FILE__, __LINE__,
+  const auto beyond_backward =
       observe(fmt::format("embedding_backward(G, {{1, {}}}, {}) with G (2, {})", beyond, rows, dim),
-              [&] { return embedding_backward(run_g, {1, beyond}, rows); }),
-      "index_not_checked", {std::to_string(beyond), std::to_string(rows)});
+              [&] { return embedding_backward(run_g, {1, beyond}, rows); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, beyond_backward, "index_not_checked",
+                                       {std::to_string(beyond), std::to_string(rows)});
+  }
 }
 
 TEST(Embeddings, BackwardScatterAdd) {
@@ -254,10 +259,9 @@ TEST(Embeddings, BackwardScatterAdd) {
   // 1,000 ids into 703 rows must repeat: every row receives the sum of its rows of G.
   const Indices ids = random_ids(1000, kRows, 27);
   const Tensor grad_output = random_tensor({1000, kDim}, 1000);
-  testing::expect_close(__FILE__, __LINE__,
-                        observe("embedding_backward(G, ids, 703) with G (1000, 27) and 1,000 ids",
+  KILN_EXPECT_CLOSE_REL(observe("embedding_backward(G, ids, 703) with G (1000, 27) and 1,000 ids",
                                 [&] { return embedding_backward(grad_output, ids, kRows); }),
-                        trusted_scatter(grad_output, ids, kRows), 1e-5, "repeated_indices_not_added", 1e-5);
+                        trusted_scatter(grad_output, ids, kRows), 1e-5, 1e-5, "repeated_indices_not_added");
 }
 
 TEST(Embeddings, EmbeddingLayer) {
@@ -290,17 +294,19 @@ TEST(Embeddings, EmbeddingLayer) {
           return std::pair(y, layer.weight.grad());
         });
     if (!KILN_EXPECT_OK(run, "embedding_grad_wrong")) return;
-    const TensorData table = data_of(random_tensor(table_shape, c.stream));
-    if (!expect_part(__FILE__, __LINE__, "the output y of " + run.call(), run->first,
-                     trusted_one_hot_product(table, c.ids), 0.0, "embedding_grad_wrong"))
-      return;
-    const Indices ids = c.ids;
-    const TensorData numeric = testing::numeric_gradient(
-        [ids](const std::vector<TensorData>& in) { return trusted_one_hot_product(in[0], ids); }, {table}, 0,
-        data_of(random_tensor(y_shape, c.stream + 100, 0.5f, 1.5f)));
-    if (!expect_part(__FILE__, __LINE__, "the table's gradient from " + run.call(), run->second, numeric, 1e-3,
-                     "embedding_grad_wrong"))
-      return;
+    KILN_JUDGE {
+      const TensorData table = data_of(random_tensor(table_shape, c.stream));
+      if (!expect_part(__FILE__, __LINE__, "the output y of " + run.call(), run->first,
+                       trusted_one_hot_product(table, c.ids), 0.0, "embedding_grad_wrong"))
+        return;
+      const Indices ids = c.ids;
+      const TensorData numeric = testing::numeric_gradient(
+          [ids](const std::vector<TensorData>& in) { return trusted_one_hot_product(in[0], ids); }, {table}, 0,
+          data_of(random_tensor(y_shape, c.stream + 100, 0.5f, 1.5f)));
+      if (!expect_part(__FILE__, __LINE__, "the table's gradient from " + run.call(), run->second, numeric, 1e-3,
+                       "embedding_grad_wrong"))
+        return;
+    }
   }
 }
 
@@ -329,17 +335,19 @@ TEST(Embeddings, LearnedPositional) {
                                return std::pair(y, positions.weight.grad());
                              });
     if (!KILN_EXPECT_OK(run, "positions_wrong")) return;
-    const TensorData table = data_of(random_tensor(table_shape, c.stream));
-    Indices first(static_cast<std::size_t>(c.length));
-    for (std::int64_t p = 0; p < c.length; ++p) first[static_cast<std::size_t>(p)] = p;
-    if (!expect_part(__FILE__, __LINE__, "the output y of " + run.call(), run->first,
-                     trusted_one_hot_product(table, first), 0.0, "positions_wrong"))
-      return;
-    std::vector<float> ones_on_first(static_cast<std::size_t>(c.max_length * c.dim), 0.0f);
-    for (std::int64_t i = 0; i < c.length * c.dim; ++i) ones_on_first[static_cast<std::size_t>(i)] = 1.0f;
-    if (!expect_part(__FILE__, __LINE__, "the table's gradient from " + run.call(), run->second,
-                     data_of(table_shape, ones_on_first), 0.0, "positions_wrong"))
-      return;
+    KILN_JUDGE {
+      const TensorData table = data_of(random_tensor(table_shape, c.stream));
+      Indices first(static_cast<std::size_t>(c.length));
+      for (std::int64_t p = 0; p < c.length; ++p) first[static_cast<std::size_t>(p)] = p;
+      if (!expect_part(__FILE__, __LINE__, "the output y of " + run.call(), run->first,
+                       trusted_one_hot_product(table, first), 0.0, "positions_wrong"))
+        return;
+      std::vector<float> ones_on_first(static_cast<std::size_t>(c.max_length * c.dim), 0.0f);
+      for (std::int64_t i = 0; i < c.length * c.dim; ++i) ones_on_first[static_cast<std::size_t>(i)] = 1.0f;
+      if (!expect_part(__FILE__, __LINE__, "the table's gradient from " + run.call(), run->second,
+                       data_of(table_shape, ones_on_first), 0.0, "positions_wrong"))
+        return;
+    }
   }
   const auto full = observe("LearnedPositionalEmbedding(8, 3).forward(8) with a random table", [] {
     LearnedPositionalEmbedding positions(8, 3);
@@ -349,22 +357,29 @@ TEST(Embeddings, LearnedPositional) {
   if (!KILN_EXPECT_CLOSE(full, trusted_one_hot_product(random_tensor({8, 3}, 1115), {0, 1, 2, 3, 4, 5, 6, 7}), 0.0,
                          "positions_wrong"))
     return;
-  if (!expect_shape(__FILE__, __LINE__, observe("LearnedPositionalEmbedding(8, 3).forward(0)", [] {
-                      return LearnedPositionalEmbedding(8, 3).forward(0);
-                    }),
-                    {0, 3}, "positions_wrong"))
-    return;
+  const auto empty = observe("LearnedPositionalEmbedding(8, 3).forward(0)",
+                             [] { return LearnedPositionalEmbedding(8, 3).forward(0); });
+  KILN_JUDGE {
+    if (!expect_shape(__FILE__, __LINE__, empty, {0, 3}, "positions_wrong")) return;
+  }
 
   // Longer than the table: an IndexError naming the length and max_length.
   const auto too_long = [](std::int64_t max, std::int64_t asked) {
     return observe(fmt::format("LearnedPositionalEmbedding({}, 3).forward({})", max, asked),
                    [=] { return LearnedPositionalEmbedding(max, 3).forward(asked); });
   };
-  testing::expect_throws<IndexError>(__FILE__, __LINE__, too_long(8, 9), "positions_too_long", {"9", "8"});
-  testing::expect_throws<IndexError>(__FILE__, __LINE__, too_long(8, -1), "positions_too_long", {"-1", "8"});
+  const auto nine = too_long(8, 9);
+  KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, nine, "positions_too_long", {"9", "8"}); }
+  const auto minus_one = too_long(8, -1);
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, minus_one, "positions_too_long", {"-1", "8"});
+  }
   const std::int64_t beyond = max_length + 1 + draw.below(3);
-  testing::expect_throws<IndexError>(__FILE__, __LINE__, too_long(max_length, beyond), "positions_too_long",
-                                     {std::to_string(beyond), std::to_string(max_length)});
+  const auto run_beyond = too_long(max_length, beyond);
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, run_beyond, "positions_too_long",
+                                       {std::to_string(beyond), std::to_string(max_length)});
+  }
 }
 
 TEST(Embeddings, Sinusoidal) {
@@ -387,16 +402,18 @@ TEST(Embeddings, Sinusoidal) {
   testing::Generator draw(1116);
   const std::int64_t length = 20 + draw.below(40), dim = 3 + draw.below(20);
   for (const auto& [rows, columns] : std::vector<std::pair<std::int64_t, std::int64_t>>{{50, 16}, {length, dim}}) {
-    std::vector<float> expected;
-    for (std::int64_t p = 0; p < rows; ++p) {
-      for (std::int64_t d = 0; d < columns; ++d) {
-        const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / columns);
-        expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
-      }
-    }
     const auto got = observe(fmt::format("sinusoidal_positional_embedding({}, {})", rows, columns),
                              [&] { return sinusoidal_positional_embedding(rows, columns); });
-    if (!KILN_EXPECT_CLOSE(got, data_of({rows, columns}, expected), 1e-5, "sinusoid_wrong")) return;
+    KILN_JUDGE {
+      std::vector<float> expected;
+      for (std::int64_t p = 0; p < rows; ++p) {
+        for (std::int64_t d = 0; d < columns; ++d) {
+          const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / columns);
+          expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
+        }
+      }
+      if (!KILN_EXPECT_CLOSE(got, data_of({rows, columns}, expected), 1e-5, "sinusoid_wrong")) return;
+    }
   }
 }
 

@@ -86,22 +86,25 @@ TEST(Transformer, LayerNorm) {
     const auto y = observe(fmt::format("layer_norm(x, gain, bias) with x {}{}", shape_text(x.shape()), note),
                            [&] { return nn::layer_norm(x, gain, bias); });
     if (!KILN_EXPECT_OK(y, "layer_norm_wrong")) return false;
-    const std::int64_t width = x.shape().back();
-    const auto expected_for = [&](NormVariant variant) {
-      return floats(x.shape(), trusted_layer_norm(doubles(x), width, doubles(gain), doubles(bias), variant));
-    };
-    const TensorData expected = expected_for(NormVariant::right);
-    if (close(*y, expected, 1e-5)) return true;
-    const std::string detail = y.call() + ": " + testing::compare(*y, expected, 1e-5, 1e-5).describe();
-    if (close(*y, expected_for(NormVariant::unbiased), 1e-4)) {
-      KILN_FAIL("unbiased_variance", {}, detail);
-      return false;
+    KILN_JUDGE {
+      const std::int64_t width = x.shape().back();
+      const auto expected_for = [&](NormVariant variant) {
+        return floats(x.shape(), trusted_layer_norm(doubles(x), width, doubles(gain), doubles(bias), variant));
+      };
+      const TensorData expected = expected_for(NormVariant::right);
+      if (close(*y, expected, 1e-5)) return true;
+      const std::string detail = y.call() + ": " + testing::compare(*y, expected, 1e-5, 1e-5).describe();
+      if (close(*y, expected_for(NormVariant::unbiased), 1e-4)) {
+        KILN_FAIL("unbiased_variance", {}, detail);
+        return false;
+      }
+      if (close(*y, expected_for(NormVariant::eps_outside), 1e-4)) {
+        KILN_FAIL("eps_wrong", {}, detail);
+        return false;
+      }
+      return testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5);
     }
-    if (close(*y, expected_for(NormVariant::eps_outside), 1e-4)) {
-      KILN_FAIL("eps_wrong", {}, detail);
-      return false;
-    }
-    return testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5);
+    return true;
   };
   if (!judge(hand_x, hand_gain, hand_bias, " (the hand-worked case)")) return;
   const auto hand = observe("layer_norm(x, gain, bias) with x (3, 4) (the hand-worked case)",
@@ -162,18 +165,20 @@ TEST(Transformer, LayerNormGradients) {
           return std::tuple(leaf_x.grad(), leaf_gain.grad(), leaf_bias.grad());
         });
     if (!KILN_EXPECT_OK(grads, "ln_grad_input_wrong")) return;
-    const auto f = [width](const std::vector<Values>& in) { return trusted_layer_norm(in[0], width, in[1], in[2]); };
-    const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
-    const Values weights = doubles(g);
-    const std::pair<const TensorData*, const char*> checks[] = {{&std::get<0>(*grads), "ln_grad_input_wrong"},
-                                                                {&std::get<1>(*grads), "ln_grad_gain_wrong"},
-                                                                {&std::get<2>(*grads), "ln_grad_bias_wrong"}};
-    const Shape shapes[] = {shape, {width}, {width}};
-    for (std::size_t which = 0; which < 3; ++which) {
-      std::string detail;
-      if (!gradient_close(*checks[which].first, shapes[which], testing::double_numeric_gradient(f, inputs, which, weights), &detail)) {
-        KILN_FAIL(checks[which].second, {}, grads.call() + ": " + detail);
-        return;
+    KILN_JUDGE {
+      const auto f = [width](const std::vector<Values>& in) { return trusted_layer_norm(in[0], width, in[1], in[2]); };
+      const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
+      const Values weights = doubles(g);
+      const std::pair<const TensorData*, const char*> checks[] = {{&std::get<0>(*grads), "ln_grad_input_wrong"},
+                                                                  {&std::get<1>(*grads), "ln_grad_gain_wrong"},
+                                                                  {&std::get<2>(*grads), "ln_grad_bias_wrong"}};
+      const Shape shapes[] = {shape, {width}, {width}};
+      for (std::size_t which = 0; which < 3; ++which) {
+        std::string detail;
+        if (!gradient_close(*checks[which].first, shapes[which], testing::double_numeric_gradient(f, inputs, which, weights), &detail)) {
+          KILN_FAIL(checks[which].second, {}, grads.call() + ": " + detail);
+          return;
+        }
       }
     }
   }
@@ -195,18 +200,20 @@ TEST(Transformer, Mlp) {
                                return std::pair(y, leaf.grad());
                              });
     if (!KILN_EXPECT_OK(out, "gelu_node_wrong")) return;
-    Values y, dx;
-    const Values xv = doubles(x), gv = doubles(g);
-    for (std::size_t n = 0; n < xv.size(); ++n) {
-      y.push_back(trusted_gelu(xv[n]));
-      dx.push_back(gv[n] * trusted_gelu_derivative(xv[n]));
+    KILN_JUDGE {
+      Values y, dx;
+      const Values xv = doubles(x), gv = doubles(g);
+      for (std::size_t n = 0; n < xv.size(); ++n) {
+        y.push_back(trusted_gelu(xv[n]));
+        dx.push_back(gv[n] * trusted_gelu_derivative(xv[n]));
+      }
+      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
+                                 floats(x.shape(), y), 1e-5, "gelu_node_wrong", 1e-5))
+        return;
+      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
+                                 floats(x.shape(), dx), 1e-5, "gelu_node_wrong", 1e-5))
+        return;
     }
-    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
-                               floats(x.shape(), y), 1e-5, "gelu_node_wrong", 1e-5))
-      return;
-    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
-                               floats(x.shape(), dx), 1e-5, "gelu_node_wrong", 1e-5))
-      return;
   }
 
   // MLP(D) with the test's weights: (2, 3, 5) with x's gradient, (7, 3) rows, sizes of the run.
@@ -240,16 +247,18 @@ TEST(Transformer, Mlp) {
                                return std::pair(y, leaf.grad());
                              });
     if (!KILN_EXPECT_OK(out, "mlp_wrong")) return;
-    const auto f = [&](const std::vector<Values>& in) {
-      return trusted_mlp(in[0], width, p.at("fc.weight"), p.at("fc.bias"), p.at("proj.weight"), p.at("proj.bias"));
-    };
-    if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
-                               floats(c.shape, f({doubles(x)})), 1e-4, "mlp_wrong", 1e-4))
-      return;
-    std::string detail;
-    if (c.gradient && !gradient_close(out->second, c.shape, testing::double_numeric_gradient(f, {doubles(x)}, 0, doubles(g)), &detail)) {
-      KILN_FAIL("mlp_wrong", {}, out.call() + ", the gradient of x: " + detail);
-      return;
+    KILN_JUDGE {
+      const auto f = [&](const std::vector<Values>& in) {
+        return trusted_mlp(in[0], width, p.at("fc.weight"), p.at("fc.bias"), p.at("proj.weight"), p.at("proj.bias"));
+      };
+      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->first),
+                                 floats(c.shape, f({doubles(x)})), 1e-4, "mlp_wrong", 1e-4))
+        return;
+      std::string detail;
+      if (c.gradient && !gradient_close(out->second, c.shape, testing::double_numeric_gradient(f, {doubles(x)}, 0, doubles(g)), &detail)) {
+        KILN_FAIL("mlp_wrong", {}, out.call() + ", the gradient of x: " + detail);
+        return;
+      }
     }
   }
 }
@@ -280,22 +289,24 @@ TEST(Transformer, Block) {
                                return block.forward(x);
                              });
     if (!KILN_EXPECT_OK(out, "block_wrong")) return;
-    const auto expected_for = [&](BlockVariant variant) {
-      return floats(shape, trusted_block(doubles(x), c.batch, c.length, c.width, c.heads, p, "", variant));
-    };
-    const TensorData expected = expected_for(BlockVariant::right);
-    if (close(*out, expected, 1e-4)) continue;
-    const std::string detail = out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe();
-    if (close(*out, expected_for(BlockVariant::post_norm), 1e-4)) {
-      KILN_FAIL("post_norm", {}, detail);
+    KILN_JUDGE {
+      const auto expected_for = [&](BlockVariant variant) {
+        return floats(shape, trusted_block(doubles(x), c.batch, c.length, c.width, c.heads, p, "", variant));
+      };
+      const TensorData expected = expected_for(BlockVariant::right);
+      if (close(*out, expected, 1e-4)) continue;
+      const std::string detail = out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe();
+      if (close(*out, expected_for(BlockVariant::post_norm), 1e-4)) {
+        KILN_FAIL("post_norm", {}, detail);
+        return;
+      }
+      if (close(*out, expected_for(BlockVariant::no_attention_residual), 1e-4)) {
+        KILN_FAIL("residual_missing", {}, detail);
+        return;
+      }
+      testing::expect_close(__FILE__, __LINE__, out, expected, 1e-4, "block_wrong", 1e-4);
       return;
     }
-    if (close(*out, expected_for(BlockVariant::no_attention_residual), 1e-4)) {
-      KILN_FAIL("residual_missing", {}, detail);
-      return;
-    }
-    testing::expect_close(__FILE__, __LINE__, out, expected, 1e-4, "block_wrong", 1e-4);
-    return;
   }
 }
 
@@ -322,15 +333,17 @@ TEST(Transformer, GptForward) {
                                             sizes_text(c.s), c.batch, c.length),
                                 [&] { return gpt_with(c.s, p).forward(tokens); });
     if (!KILN_EXPECT_OK(logits, "gpt_wrong")) return;
-    const Shape shape{c.batch, c.length, c.s.vocab};
-    const TensorData expected = floats(shape, trusted_gpt(ids, c.batch, c.s, p));
-    if (close(*logits, expected, 1e-4)) continue;
-    if (close(*logits, floats(shape, trusted_gpt(ids, c.batch, c.s, p, GptVariant::no_final_norm)), 1e-4)) {
-      KILN_FAIL("final_norm_missing", {}, logits.call() + ": " + testing::compare(*logits, expected, 1e-4, 1e-4).describe());
+    KILN_JUDGE {
+      const Shape shape{c.batch, c.length, c.s.vocab};
+      const TensorData expected = floats(shape, trusted_gpt(ids, c.batch, c.s, p));
+      if (close(*logits, expected, 1e-4)) continue;
+      if (close(*logits, floats(shape, trusted_gpt(ids, c.batch, c.s, p, GptVariant::no_final_norm)), 1e-4)) {
+        KILN_FAIL("final_norm_missing", {}, logits.call() + ": " + testing::compare(*logits, expected, 1e-4, 1e-4).describe());
+        return;
+      }
+      testing::expect_close(__FILE__, __LINE__, logits, expected, 1e-4, "gpt_wrong", 1e-4);
       return;
     }
-    testing::expect_close(__FILE__, __LINE__, logits, expected, 1e-4, "gpt_wrong", 1e-4);
-    return;
   }
 }
 
@@ -358,11 +371,13 @@ TEST(Transformer, Causal) {
     };
     const auto base = run(ids, "");
     if (!KILN_EXPECT_OK(base, "future_leaks", {{"position", "0"}, {"changed", "?"}})) return;
-    const Shape shape{c.batch, c.length, c.s.vocab};
-    if (base->shape != shape) {
-      KILN_FAIL("future_leaks", {{"position", "0"}, {"changed", "?"}},
-                base.call() + fmt::format(" has shape {}, expected {}", to_string(base->shape), to_string(shape)));
-      return;
+    KILN_JUDGE {
+      const Shape shape{c.batch, c.length, c.s.vocab};
+      if (base->shape != shape) {
+        KILN_FAIL("future_leaks", {{"position", "0"}, {"changed", "?"}},
+                  base.call() + fmt::format(" has shape {}, expected {}", to_string(base->shape), to_string(shape)));
+        return;
+      }
     }
     for (std::int64_t position = 1; position < c.length; ++position) {
       std::vector<std::int64_t> changed_ids = ids;
@@ -372,21 +387,23 @@ TEST(Transformer, Causal) {
       }
       const auto changed = run(changed_ids, fmt::format(" (the token at position {} changed)", position));
       if (!KILN_EXPECT_OK(changed, "future_leaks", {{"position", std::to_string(position)}, {"changed", "?"}})) return;
-      for (std::int64_t b = 0; b < c.batch; ++b) {
-        for (std::int64_t t = 0; t < position; ++t) {
-          for (std::int64_t v = 0; v < c.s.vocab; ++v) {
-            const std::size_t n = at((b * c.length + t) * c.s.vocab + v);
-            const double before = base->values[n];
-            const double after = n < changed->values.size() ? changed->values[n] : std::nan("");
-            const double difference = std::fabs(after - before);
-            if (difference <= 1e-6) continue;  // false for NaN
-            KILN_FAIL("future_leaks",
-                      {{"position", std::to_string(position)},
-                       {"changed", std::to_string(t)},
-                       {"difference", testing::format_number(difference)}},
-                      fmt::format("{}: logits[{}, {}, {}] was {}, is now {}", changed.call(), b, t, v,
-                                  testing::format_number(before), testing::format_number(after)));
-            return;
+      KILN_JUDGE {
+        for (std::int64_t b = 0; b < c.batch; ++b) {
+          for (std::int64_t t = 0; t < position; ++t) {
+            for (std::int64_t v = 0; v < c.s.vocab; ++v) {
+              const std::size_t n = at((b * c.length + t) * c.s.vocab + v);
+              const double before = base->values[n];
+              const double after = n < changed->values.size() ? changed->values[n] : std::nan("");
+              const double difference = std::fabs(after - before);
+              if (difference <= 1e-6) continue;  // false for NaN
+              KILN_FAIL("future_leaks",
+                        {{"position", std::to_string(position)},
+                         {"changed", std::to_string(t)},
+                         {"difference", testing::format_number(difference)}},
+                        fmt::format("{}: logits[{}, {}, {}] was {}, is now {}", changed.call(), b, t, v,
+                                    testing::format_number(before), testing::format_number(after)));
+              return;
+            }
           }
         }
       }
@@ -420,24 +437,26 @@ TEST(Transformer, Positions) {
                             sizes_text(c.s), c.length, first, second),
                 [&] { return gpt_with(c.s, p).forward(tokens); });
     if (!KILN_EXPECT_OK(logits, "position_ignored", {{"first", "0"}, {"second", "1"}})) return;
-    if (logits->shape != Shape{2, c.length, c.s.vocab}) {
-      KILN_FAIL("position_ignored", {{"first", "0"}, {"second", "1"}},
-                fmt::format("{} has shape {}", logits.call(), to_string(logits->shape)));
-      return;
-    }
-    for (std::int64_t b = 0; b < 2; ++b) {
-      for (std::int64_t t = 1; t < c.length; ++t) {
-        double largest = 0;
-        for (std::int64_t v = 0; v < c.s.vocab; ++v) {
-          const double a = logits->values[at((b * c.length) * c.s.vocab + v)];
-          const double z = logits->values[at((b * c.length + t) * c.s.vocab + v)];
-          largest = std::max(largest, std::fabs(z - a));
-        }
-        if (largest > 1e-4) continue;
-        KILN_FAIL("position_ignored", {{"first", "0"}, {"second", std::to_string(t)}},
-                  fmt::format("{}: sequence {}: the logits at positions 0 and {} differ by at most {}", logits.call(),
-                              b, t, testing::format_number(largest)));
+    KILN_JUDGE {
+      if (logits->shape != Shape{2, c.length, c.s.vocab}) {
+        KILN_FAIL("position_ignored", {{"first", "0"}, {"second", "1"}},
+                  fmt::format("{} has shape {}", logits.call(), to_string(logits->shape)));
         return;
+      }
+      for (std::int64_t b = 0; b < 2; ++b) {
+        for (std::int64_t t = 1; t < c.length; ++t) {
+          double largest = 0;
+          for (std::int64_t v = 0; v < c.s.vocab; ++v) {
+            const double a = logits->values[at((b * c.length) * c.s.vocab + v)];
+            const double z = logits->values[at((b * c.length + t) * c.s.vocab + v)];
+            largest = std::max(largest, std::fabs(z - a));
+          }
+          if (largest > 1e-4) continue;
+          KILN_FAIL("position_ignored", {{"first", "0"}, {"second", std::to_string(t)}},
+                    fmt::format("{}: sequence {}: the logits at positions 0 and {} differ by at most {}", logits.call(),
+                                b, t, testing::format_number(largest)));
+          return;
+        }
       }
     }
   }
@@ -463,10 +482,12 @@ TEST(Transformer, Loss) {
   const Tensor hand({1, 2, 3}, {0, 0, 0, 1, 2, 3});
   const auto hand_loss = observe_loss(hand, {2, 0});
   if (!KILN_EXPECT_OK(hand_loss, "loss_wrong")) return;
-  if (std::fabs(hand_loss->first - 1.7531091266) > 1e-5) {
-    KILN_FAIL("loss_wrong", {}, fmt::format("{}: the loss is {}, expected 1.75311", hand_loss.call(),
-                                            testing::format_number(hand_loss->first)));
-    return;
+  KILN_JUDGE {
+    if (std::fabs(hand_loss->first - 1.7531091266) > 1e-5) {
+      KILN_FAIL("loss_wrong", {}, fmt::format("{}: the loss is {}, expected 1.75311", hand_loss.call(),
+                                              testing::format_number(hand_loss->first)));
+      return;
+    }
   }
 
   testing::Generator draw(1381);
@@ -478,45 +499,47 @@ TEST(Transformer, Loss) {
     const std::vector<std::int64_t> targets = random_ints(static_cast<std::size_t>(batch * length), vocab, stream++);
     const auto out = observe_loss(logits, targets);
     if (!KILN_EXPECT_OK(out, "loss_wrong")) return;
-    const Values z = doubles(logits);
-    const double expected = trusted_loss(z, vocab, targets);
-    if (std::fabs(out->first - expected) <= 1e-5 * (1 + std::fabs(expected))) {
-      // The gradient of the mean: (softmax - one_hot)/(B·T) at every position.
-      Values grad(z.size());
-      for (std::int64_t r = 0; r < batch * length; ++r) {
-        double largest = -INFINITY, total = 0;
-        for (std::int64_t v = 0; v < vocab; ++v) largest = std::max(largest, z[at(r * vocab + v)]);
-        for (std::int64_t v = 0; v < vocab; ++v) total += std::exp(z[at(r * vocab + v)] - largest);
-        for (std::int64_t v = 0; v < vocab; ++v) {
-          const double p = std::exp(z[at(r * vocab + v)] - largest) / total;
-          grad[at(r * vocab + v)] = (p - (v == targets[at(r)] ? 1.0 : 0.0)) / static_cast<double>(batch * length);
+    KILN_JUDGE {
+      const Values z = doubles(logits);
+      const double expected = trusted_loss(z, vocab, targets);
+      if (std::fabs(out->first - expected) <= 1e-5 * (1 + std::fabs(expected))) {
+        // The gradient of the mean: (softmax - one_hot)/(B·T) at every position.
+        Values grad(z.size());
+        for (std::int64_t r = 0; r < batch * length; ++r) {
+          double largest = -INFINITY, total = 0;
+          for (std::int64_t v = 0; v < vocab; ++v) largest = std::max(largest, z[at(r * vocab + v)]);
+          for (std::int64_t v = 0; v < vocab; ++v) total += std::exp(z[at(r * vocab + v)] - largest);
+          for (std::int64_t v = 0; v < vocab; ++v) {
+            const double p = std::exp(z[at(r * vocab + v)] - largest) / total;
+            grad[at(r * vocab + v)] = (p - (v == targets[at(r)] ? 1.0 : 0.0)) / static_cast<double>(batch * length);
+          }
+        }
+        if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
+                                   floats(shape, grad), 1e-5, "loss_wrong", 1e-4))
+          return;
+        continue;
+      }
+      // Position-major: the targets of (b, t) read at t·B + b.
+      std::vector<std::int64_t> swapped(targets.size());
+      for (std::int64_t b = 0; b < batch; ++b) {
+        for (std::int64_t t = 0; t < length; ++t) swapped[at(t * batch + b)] = targets[at(b * length + t)];
+      }
+      Values position_major;
+      for (std::int64_t t = 0; t < length; ++t) {
+        for (std::int64_t b = 0; b < batch; ++b) {
+          for (std::int64_t v = 0; v < vocab; ++v) position_major.push_back(z[at((b * length + t) * vocab + v)]);
         }
       }
-      if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(out.call(), out->second),
-                                 floats(shape, grad), 1e-5, "loss_wrong", 1e-4))
+      const std::string detail =
+          fmt::format("{}: the loss is {}, expected {}", out.call(), testing::format_number(out->first),
+                      testing::format_number(expected));
+      if (std::fabs(out->first - trusted_loss(position_major, vocab, targets)) <= 1e-5 * (1 + std::fabs(expected))) {
+        KILN_FAIL("loss_targets_misaligned", {}, detail);
         return;
-      continue;
-    }
-    // Position-major: the targets of (b, t) read at t·B + b.
-    std::vector<std::int64_t> swapped(targets.size());
-    for (std::int64_t b = 0; b < batch; ++b) {
-      for (std::int64_t t = 0; t < length; ++t) swapped[at(t * batch + b)] = targets[at(b * length + t)];
-    }
-    Values position_major;
-    for (std::int64_t t = 0; t < length; ++t) {
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t v = 0; v < vocab; ++v) position_major.push_back(z[at((b * length + t) * vocab + v)]);
       }
-    }
-    const std::string detail =
-        fmt::format("{}: the loss is {}, expected {}", out.call(), testing::format_number(out->first),
-                    testing::format_number(expected));
-    if (std::fabs(out->first - trusted_loss(position_major, vocab, targets)) <= 1e-5 * (1 + std::fabs(expected))) {
-      KILN_FAIL("loss_targets_misaligned", {}, detail);
+      KILN_FAIL("loss_wrong", {}, detail);
       return;
     }
-    KILN_FAIL("loss_wrong", {}, detail);
-    return;
   }
 
   const Tensor logits235 = random_tensor({2, 3, 5}, 1390);
@@ -548,32 +571,34 @@ TEST(Transformer, Gradients) {
         return std::pair(names, gradients);
       });
   if (!KILN_EXPECT_OK(grads, "gpt_grad_wrong", {{"parameter", "?"}})) return;
-  const auto shapes = gpt_parameter_shapes(s);
-  std::vector<std::string> expected_names;
-  for (const auto& [name, shape] : shapes) expected_names.push_back(name);
-  if (grads->first != expected_names || grads->second.size() != shapes.size()) {
-    KILN_FAIL("gpt_grad_wrong", {{"parameter", "?"}}, grads.call() + ": the parameters are not the GPT's, in order");
-    return;
-  }
-  for (std::size_t n = 0; n < shapes.size(); ++n) {
-    const auto& values = grads->second[n].values;
-    if (std::any_of(values.begin(), values.end(), [](float v) { return v != 0.0f; })) continue;
-    KILN_FAIL("param_without_grad", {{"parameter", shapes[n].first}},
-              grads.call() + ": the gradient of " + shapes[n].first + " is all zeros");
-    return;
-  }
-  // L as a function of one parameter at a time, the others fixed.
-  for (std::size_t n = 0; n < shapes.size(); ++n) {
-    const std::string& name = shapes[n].first;
-    const auto f = [&](const std::vector<Values>& in) {
-      Parameters q = p;
-      q[name] = in[0];
-      return Values{trusted_loss(trusted_gpt(ids, 2, s, q), s.vocab, targets)};
-    };
-    std::string detail;
-    if (!gradient_close(grads->second[n], shapes[n].second, testing::double_numeric_gradient(f, {p.at(name)}, 0, {1.0}), &detail)) {
-      KILN_FAIL("gpt_grad_wrong", {{"parameter", name}}, grads.call() + ", the gradient of " + name + ": " + detail);
+  KILN_JUDGE {
+    const auto shapes = gpt_parameter_shapes(s);
+    std::vector<std::string> expected_names;
+    for (const auto& [name, shape] : shapes) expected_names.push_back(name);
+    if (grads->first != expected_names || grads->second.size() != shapes.size()) {
+      KILN_FAIL("gpt_grad_wrong", {{"parameter", "?"}}, grads.call() + ": the parameters are not the GPT's, in order");
       return;
+    }
+    for (std::size_t n = 0; n < shapes.size(); ++n) {
+      const auto& values = grads->second[n].values;
+      if (std::any_of(values.begin(), values.end(), [](float v) { return v != 0.0f; })) continue;
+      KILN_FAIL("param_without_grad", {{"parameter", shapes[n].first}},
+                grads.call() + ": the gradient of " + shapes[n].first + " is all zeros");
+      return;
+    }
+    // L as a function of one parameter at a time, the others fixed.
+    for (std::size_t n = 0; n < shapes.size(); ++n) {
+      const std::string& name = shapes[n].first;
+      const auto f = [&](const std::vector<Values>& in) {
+        Parameters q = p;
+        q[name] = in[0];
+        return Values{trusted_loss(trusted_gpt(ids, 2, s, q), s.vocab, targets)};
+      };
+      std::string detail;
+      if (!gradient_close(grads->second[n], shapes[n].second, testing::double_numeric_gradient(f, {p.at(name)}, 0, {1.0}), &detail)) {
+        KILN_FAIL("gpt_grad_wrong", {{"parameter", name}}, grads.call() + ", the gradient of " + name + ": " + detail);
+        return;
+      }
     }
   }
 }
@@ -593,13 +618,15 @@ TEST(Transformer, Sampling) {
                                return std::pair(token, generator.next());
                              });
     if (!KILN_EXPECT_OK(out, "greedy_wrong")) return;
-    const std::int64_t expected = std::max_element(logits.begin(), logits.end()) - logits.begin();
-    const double first_draw = TrustedWichmannHill(seed).next();
-    if (out->first != expected || out->second != first_draw) {
-      KILN_FAIL("greedy_wrong", {},
-                fmt::format("{}: got token {}{}, expected token {} and no draw", out.call(), out->first,
-                            out->second == first_draw ? "" : " and a draw", expected));
-      return;
+    KILN_JUDGE {
+      const std::int64_t expected = std::max_element(logits.begin(), logits.end()) - logits.begin();
+      const double first_draw = TrustedWichmannHill(seed).next();
+      if (out->first != expected || out->second != first_draw) {
+        KILN_FAIL("greedy_wrong", {},
+                  fmt::format("{}: got token {}{}, expected token {} and no draw", out.call(), out->first,
+                              out->second == first_draw ? "" : " and a draw", expected));
+        return;
+      }
     }
   }
 
@@ -632,28 +659,30 @@ TEST(Transformer, Sampling) {
                                return tokens;
                              });
     if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
-    const Values p = trusted_probabilities(c.logits, c.temperature, c.top_k);
-    for (const std::int64_t token : *out) {
-      if (token >= 0 && token < static_cast<std::int64_t>(p.size()) && p[at(token)] > 0) continue;
-      KILN_FAIL("top_k_leaks", {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)}},
-                fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
-                            testing::list(std::vector<float>(p.begin(), p.end()), 40)));
+    KILN_JUDGE {
+      const Values p = trusted_probabilities(c.logits, c.temperature, c.top_k);
+      for (const std::int64_t token : *out) {
+        if (token >= 0 && token < static_cast<std::int64_t>(p.size()) && p[at(token)] > 0) continue;
+        KILN_FAIL("top_k_leaks", {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)}},
+                  fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
+                              testing::list(std::vector<float>(p.begin(), p.end()), 40)));
+        return;
+      }
+      const auto expected = trusted_samples(c.logits, c.temperature, c.top_k, seed, kDraws);
+      if (*out == expected) continue;
+      std::size_t first = 0;
+      while (first < expected.size() && first < out->size() && (*out)[first] == expected[first]) ++first;
+      const std::string detail = fmt::format("{}: draw {} is token {}, expected {}", out.call(), first,
+                                             first < out->size() ? (*out)[first] : -1, expected[first]);
+      const bool temperature_flipped = *out == trusted_samples(c.logits, 1.0 / c.temperature, c.top_k, seed, kDraws);
+      const bool temperature_ignored = *out == trusted_samples(c.logits, 1.0, c.top_k, seed, kDraws);
+      if (c.temperature != 1.0 && (temperature_flipped || temperature_ignored)) {
+        KILN_FAIL("temperature_wrong", {{"temperature", fmt::format("{}", c.temperature)}}, detail);
+        return;
+      }
+      KILN_FAIL("sampling_wrong", {}, detail);
       return;
     }
-    const auto expected = trusted_samples(c.logits, c.temperature, c.top_k, seed, kDraws);
-    if (*out == expected) continue;
-    std::size_t first = 0;
-    while (first < expected.size() && first < out->size() && (*out)[first] == expected[first]) ++first;
-    const std::string detail = fmt::format("{}: draw {} is token {}, expected {}", out.call(), first,
-                                           first < out->size() ? (*out)[first] : -1, expected[first]);
-    const bool temperature_flipped = *out == trusted_samples(c.logits, 1.0 / c.temperature, c.top_k, seed, kDraws);
-    const bool temperature_ignored = *out == trusted_samples(c.logits, 1.0, c.top_k, seed, kDraws);
-    if (c.temperature != 1.0 && (temperature_flipped || temperature_ignored)) {
-      KILN_FAIL("temperature_wrong", {{"temperature", fmt::format("{}", c.temperature)}}, detail);
-      return;
-    }
-    KILN_FAIL("sampling_wrong", {}, detail);
-    return;
   }
 }
 
@@ -693,52 +722,54 @@ TEST(Transformer, Generate) {
       return;
     }
     if (!KILN_EXPECT_OK(out, "generate_wrong", {{"step", "0"}})) return;
-    const std::vector<std::int64_t>& sequence = *out;
-    if (sequence.size() != c.prompt.size() + static_cast<std::size_t>(c.n_new) ||
-        !std::equal(c.prompt.begin(), c.prompt.end(), sequence.begin())) {
-      KILN_FAIL("generate_wrong", {{"step", "0"}},
-                fmt::format("{} returned {} tokens; expected the {} of the prompt followed by {} new ones", out.call(),
-                            sequence.size(), c.prompt.size(), c.n_new));
-      return;
-    }
-    if (c.temperature != 0 && c.seed == seed) {
-      if (first_sampled.empty()) {
-        first_sampled = sequence;
-      } else if (sequence != first_sampled) {
-        KILN_FAIL("generate_wrong", {{"step", "?"}}, out.call() + ": the same seed gave other tokens the second time");
+    KILN_JUDGE {
+      const std::vector<std::int64_t>& sequence = *out;
+      if (sequence.size() != c.prompt.size() + static_cast<std::size_t>(c.n_new) ||
+          !std::equal(c.prompt.begin(), c.prompt.end(), sequence.begin())) {
+        KILN_FAIL("generate_wrong", {{"step", "0"}},
+                  fmt::format("{} returned {} tokens; expected the {} of the prompt followed by {} new ones", out.call(),
+                              sequence.size(), c.prompt.size(), c.n_new));
         return;
       }
-    }
-    TrustedWichmannHill generator(c.seed);
-    for (std::int64_t step = 0; step < c.n_new; ++step) {
-      const std::size_t end = c.prompt.size() + static_cast<std::size_t>(step);
-      const std::size_t begin = end > static_cast<std::size_t>(s.max_length) ? end - s.max_length : 0;
-      const std::vector<std::int64_t> context(sequence.begin() + static_cast<std::ptrdiff_t>(begin),
-                                              sequence.begin() + static_cast<std::ptrdiff_t>(end));
-      const Values logits = trusted_gpt(context, 1, s, p);
-      const std::vector<float> last(logits.end() - s.vocab, logits.end());
-      const std::int64_t token = sequence[end];
-      bool right = token >= 0 && token < s.vocab;
-      std::int64_t expected = 0;
-      if (c.temperature == 0) {
-        expected = std::max_element(last.begin(), last.end()) - last.begin();
-        right = right && last[at(token)] >= last[at(expected)] - 1e-4;
-      } else {
-        const Values prob = trusted_probabilities(last, c.temperature, c.top_k);
-        const double u = generator.next();
-        expected = trusted_pick(prob, u);
-        // The draw u must fall in token's slice of the cumulative probabilities, give or take the
-        // rounding of float logits.
-        double before = 0;
-        for (std::int64_t id = 0; right && id < token; ++id) before += prob[at(id)];
-        right = right && (token == expected || (prob[at(token)] > 0 && before - 1e-4 <= u && u < before + prob[at(token)] + 1e-4));
+      if (c.temperature != 0 && c.seed == seed) {
+        if (first_sampled.empty()) {
+          first_sampled = sequence;
+        } else if (sequence != first_sampled) {
+          KILN_FAIL("generate_wrong", {{"step", "?"}}, out.call() + ": the same seed gave other tokens the second time");
+          return;
+        }
       }
-      if (right) continue;
-      KILN_FAIL("generate_wrong", {{"step", std::to_string(step)}},
-                fmt::format("{}: new token {} is {}, expected {} (from the logits at the last position of {})",
-                            out.call(), step, token, expected,
-                            testing::list(std::vector<float>(context.begin(), context.end()))));
-      return;
+      TrustedWichmannHill generator(c.seed);
+      for (std::int64_t step = 0; step < c.n_new; ++step) {
+        const std::size_t end = c.prompt.size() + static_cast<std::size_t>(step);
+        const std::size_t begin = end > static_cast<std::size_t>(s.max_length) ? end - s.max_length : 0;
+        const std::vector<std::int64_t> context(sequence.begin() + static_cast<std::ptrdiff_t>(begin),
+                                                sequence.begin() + static_cast<std::ptrdiff_t>(end));
+        const Values logits = trusted_gpt(context, 1, s, p);
+        const std::vector<float> last(logits.end() - s.vocab, logits.end());
+        const std::int64_t token = sequence[end];
+        bool right = token >= 0 && token < s.vocab;
+        std::int64_t expected = 0;
+        if (c.temperature == 0) {
+          expected = std::max_element(last.begin(), last.end()) - last.begin();
+          right = right && last[at(token)] >= last[at(expected)] - 1e-4;
+        } else {
+          const Values prob = trusted_probabilities(last, c.temperature, c.top_k);
+          const double u = generator.next();
+          expected = trusted_pick(prob, u);
+          // The draw u must fall in token's slice of the cumulative probabilities, give or take the
+          // rounding of float logits.
+          double before = 0;
+          for (std::int64_t id = 0; right && id < token; ++id) before += prob[at(id)];
+          right = right && (token == expected || (prob[at(token)] > 0 && before - 1e-4 <= u && u < before + prob[at(token)] + 1e-4));
+        }
+        if (right) continue;
+        KILN_FAIL("generate_wrong", {{"step", std::to_string(step)}},
+                  fmt::format("{}: new token {} is {}, expected {} (from the logits at the last position of {})",
+                              out.call(), step, token, expected,
+                              testing::list(std::vector<float>(context.begin(), context.end()))));
+        return;
+      }
     }
   }
 }
@@ -781,18 +812,20 @@ TEST(Transformer, Learns) {
         return out;
       });
   if (!KILN_EXPECT_OK(losses, "does_not_learn", {{"loss", "?"}})) return;
-  const float last = losses->empty() ? NAN : losses->back();
-  if (losses->size() == static_cast<std::size_t>(kSteps) && last < 0.06f) return;
-  KILN_FAIL("does_not_learn", {{"loss", testing::format_number(last)}},
-            fmt::format("{}: {}", losses.call(),
-                        losses->empty() ? std::string("none")
-                                        : fmt::format("first {}, then every 50th: {}", testing::format_number(losses->front()),
-                                                      [&] {
-                                                        std::vector<float> every;
-                                                        for (std::size_t n = 49; n < losses->size(); n += 50)
-                                                          every.push_back((*losses)[n]);
-                                                        return testing::list(every);
-                                                      }())));
+  KILN_JUDGE {
+    const float last = losses->empty() ? NAN : losses->back();
+    if (losses->size() == static_cast<std::size_t>(kSteps) && last < 0.06f) return;
+    KILN_FAIL("does_not_learn", {{"loss", testing::format_number(last)}},
+              fmt::format("{}: {}", losses.call(),
+                          losses->empty() ? std::string("none")
+                                          : fmt::format("first {}, then every 50th: {}", testing::format_number(losses->front()),
+                                                        [&] {
+                                                          std::vector<float> every;
+                                                          for (std::size_t n = 49; n < losses->size(); n += 50)
+                                                            every.push_back((*losses)[n]);
+                                                          return testing::list(every);
+                                                        }())));
+  }
 }
 
 }  // namespace kiln

@@ -75,63 +75,75 @@ std::vector<PlainRecord> plain(const std::vector<LayerRecord>& records) {
   return out;
 }
 
-// One layer of a test model: how to build it, and what a profile must say about it.
-struct LayerSpec {
-  std::string text;  // "Linear(7, 5)"
+// What a profile must say about a layer on a given input: its kind, output shape and cost.
+struct LayerWant {
   std::string kind;
-  std::function<std::shared_ptr<nn::Module>(WichmannHill&)> build;  // student code: inside observe
   Shape output;
   PlainCost cost;
 };
 
-// The test's models: layer specs worked out by trusted code, and the input shape.
+// One layer of a test model: how to build it, and (in the judge only) what a profile must say about
+// it on an input of a given shape, worked out by trusted code.
+struct LayerSpec {
+  std::string text;  // "Linear(7, 5)"
+  std::function<std::shared_ptr<nn::Module>(WichmannHill&)> build;  // student code: inside observe
+  std::function<LayerWant(const Shape& input)> want;                  // trusted code: judge only
+};
+
+// The test's models: layer specs and the input shape.
 struct ModelSpec {
   std::string name;
   Shape input;
   std::vector<LayerSpec> layers;
 };
 
-LayerSpec linear(std::int64_t batch, std::int64_t in, std::int64_t out) {
-  return {fmt::format("Linear({}, {})", in, out), "Linear",
-          [in, out](WichmannHill& g) { return std::make_shared<nn::Linear>(in, out, g); }, Shape{batch, out},
-          trusted_linear(batch, in, out)};
+LayerSpec linear(std::int64_t in, std::int64_t out) {
+  return {fmt::format("Linear({}, {})", in, out),
+          [in, out](WichmannHill& g) { return std::make_shared<nn::Linear>(in, out, g); },
+          KILN_JUDGE_ONLY([in, out](const Shape& input) {
+            return LayerWant{"Linear", Shape{input[0], out}, trusted_linear(input[0], in, out)};
+          })};
 }
-LayerSpec relu(const Shape& shape) {
-  return {"ReLU", "ReLU", [](WichmannHill&) { return std::make_shared<nn::ReLU>(); }, shape, trusted_relu(count(shape))};
+LayerSpec relu() {
+  return {"ReLU", [](WichmannHill&) { return std::make_shared<nn::ReLU>(); },
+          KILN_JUDGE_ONLY([](const Shape& input) { return LayerWant{"ReLU", input, trusted_relu(count(input))}; })};
 }
-LayerSpec conv(const Shape& in, int out_channels, int k, int stride, int padding, bool bias) {
-  return {fmt::format("Conv2dLayer({}, {}, {}, {}, {}, {})", in[1], out_channels, k, stride, padding, bias), "Conv2d",
+LayerSpec conv(std::int64_t in_channels, int out_channels, int k, int stride, int padding, bool bias) {
+  return {fmt::format("Conv2dLayer({}, {}, {}, {}, {}, {})", in_channels, out_channels, k, stride, padding, bias),
           [=](WichmannHill& g) {
-            return std::make_shared<nn::Conv2dLayer>(static_cast<int>(in[1]), out_channels, k, stride, padding, bias, g);
+            return std::make_shared<nn::Conv2dLayer>(static_cast<int>(in_channels), out_channels, k, stride, padding, bias, g);
           },
-          trusted_conv_shape(in, out_channels, k, stride, padding), trusted_conv(in, out_channels, k, stride, padding, bias)};
+          KILN_JUDGE_ONLY([=](const Shape& input) {
+            return LayerWant{"Conv2d", trusted_conv_shape(input, out_channels, k, stride, padding),
+                             trusted_conv(input, out_channels, k, stride, padding, bias)};
+          })};
 }
-LayerSpec pool(const Shape& in, int k) {
-  return {fmt::format("MaxPool2dLayer({})", k), "MaxPool2d",
-          [k](WichmannHill&) { return std::make_shared<nn::MaxPool2dLayer>(k); }, trusted_pool_shape(in, k, k),
-          trusted_pool(in, k, k)};
+LayerSpec pool(int k) {
+  return {fmt::format("MaxPool2dLayer({})", k), [k](WichmannHill&) { return std::make_shared<nn::MaxPool2dLayer>(k); },
+          KILN_JUDGE_ONLY([k](const Shape& input) {
+            return LayerWant{"MaxPool2d", trusted_pool_shape(input, k, k), trusted_pool(input, k, k)};
+          })};
 }
-LayerSpec flatten(const Shape& in) {
-  return {"Flatten", "Flatten", [](WichmannHill&) { return std::make_shared<nn::Flatten>(); },
-          Shape{in[0], count(in) / in[0]}, PlainCost{0, 0}};
+LayerSpec flatten() {
+  return {"Flatten", [](WichmannHill&) { return std::make_shared<nn::Flatten>(); },
+          KILN_JUDGE_ONLY([](const Shape& input) {
+            return LayerWant{"Flatten", Shape{input[0], count(input) / input[0]}, PlainCost{0, 0}};
+          })};
 }
 
 // An MLP at `batch` with the given widths, and a CNN on (batch, channels, side, side + 2).
 ModelSpec mlp(std::int64_t batch, std::int64_t in, std::int64_t hidden, std::int64_t out) {
   return {fmt::format("Linear({0}, {1}), ReLU, Linear({1}, {2}) at batch {3}", in, hidden, out, batch),
           {batch, in},
-          {linear(batch, in, hidden), relu({batch, hidden}), linear(batch, hidden, out)}};
+          {linear(in, hidden), relu(), linear(hidden, out)}};
 }
 ModelSpec cnn(std::int64_t batch, std::int64_t channels, std::int64_t side) {
   ModelSpec m{"", {batch, channels, side, side + 2}, {}};
-  const auto add = [&m](LayerSpec layer) { m.layers.push_back(std::move(layer)); };
-  Shape shape = m.input;
-  add(conv(shape, 3, 3, 1, 1, true));
-  add(relu(shape = m.layers.back().output));
-  add(pool(shape, 2));
-  add(conv(shape = m.layers.back().output, 4, 3, 2, 1, false));
-  add(flatten(shape = m.layers.back().output));
-  add(linear(batch, (shape = m.layers.back().output)[1], 5));
+  // The last Linear's input width, an input of the model: 4 channels of what the 3×3 convolution
+  // with padding 1, the 2×2 pooling and the 3×3 convolution with stride 2 and padding 1 leave.
+  const auto left = [](std::int64_t size) { return positions(positions(positions(size, 3, 1, 1), 2, 2, 0), 3, 2, 1); };
+  const std::int64_t flat = 4 * left(side) * left(side + 2);
+  m.layers = {conv(channels, 3, 3, 1, 1, true), relu(), pool(2), conv(3, 4, 3, 2, 1, false), flatten(), linear(flat, 5)};
   std::string names;
   for (const LayerSpec& layer : m.layers) names += (names.empty() ? "" : ", ") + layer.text;
   m.name = names + " on images " + shape_text(m.input);
@@ -161,14 +173,14 @@ TEST(Profiling, LayerCost) {
   // Each kind of layer, alone, on an input of its own; built inside the observation.
   const auto r = testing::random_ints(3, 1, 40, 1410);
   const std::vector<std::pair<LayerSpec, Shape>> cases = {
-      {linear(3, 7, 5), {3, 7}},
-      {linear(r[0], r[1], r[2]), {r[0], r[1]}},
-      {relu({2, 3, 5}), {2, 3, 5}},
-      {flatten({2, 3, 5, 7}), {2, 3, 5, 7}},
-      {conv({2, 3, 7, 5}, 4, 3, 2, 1, false), {2, 3, 7, 5}},
-      {conv({1, 2, 6, 6}, 3, 3, 1, 1, true), {1, 2, 6, 6}},
-      {pool({2, 3, 7, 5}, 2), {2, 3, 7, 5}},
-      {pool({1, 1, 9, 9}, 3), {1, 1, 9, 9}}};
+      {linear(7, 5), {3, 7}},
+      {linear(r[1], r[2]), {r[0], r[1]}},
+      {relu(), {2, 3, 5}},
+      {flatten(), {2, 3, 5, 7}},
+      {conv(3, 4, 3, 2, 1, false), {2, 3, 7, 5}},
+      {conv(2, 3, 3, 1, 1, true), {1, 2, 6, 6}},
+      {pool(2), {2, 3, 7, 5}},
+      {pool(3), {1, 1, 9, 9}}};
   for (const auto& [spec, input] : cases) {
     const auto got = observe(fmt::format("layer_cost({}, {})", spec.text, shape_text(input)), [&] {
       WichmannHill generator(14);
@@ -178,9 +190,12 @@ TEST(Profiling, LayerCost) {
     });
     const testing::Params params = {{"layer", spec.text}, {"input", shape_text(input)}};
     if (!KILN_EXPECT_OK(got, "layer_cost_wrong", params)) return;
-    if (*got != spec.cost) {
-      KILN_FAIL("layer_cost_wrong", params, got_expected(*got, spec.cost));
-      return;
+    KILN_JUDGE {
+      const PlainCost cost = spec.want(input).cost;
+      if (*got != cost) {
+        KILN_FAIL("layer_cost_wrong", params, got_expected(*got, cost));
+        return;
+      }
     }
   }
 }
@@ -210,14 +225,16 @@ TEST(Profiling, ProfileOrder) {
     const testing::Params params = {{"layers", std::to_string(plan.layers)}, {"warmup", std::to_string(plan.warmup)},
                                     {"repetitions", std::to_string(plan.repetitions)}};
     if (!KILN_EXPECT_OK(log, "profile_order_wrong", params)) return;
-    std::string expected;
-    for (int pass = 0; pass < plan.warmup; ++pass) expected += std::string(static_cast<std::size_t>(plan.layers), 'F');
-    for (int pass = 0; pass < plan.repetitions; ++pass)
-      for (int layer = 0; layer < plan.layers; ++layer) expected += "CFC";
-    if (*log != expected) {
-      KILN_FAIL("profile_order_wrong", params,
-                "clock readings (C) and layer calls (F), in order:\n  got      " + *log + "\n  expected " + expected);
-      return;
+    KILN_JUDGE {
+      std::string expected;
+      for (int pass = 0; pass < plan.warmup; ++pass) expected += std::string(static_cast<std::size_t>(plan.layers), 'F');
+      for (int pass = 0; pass < plan.repetitions; ++pass)
+        for (int layer = 0; layer < plan.layers; ++layer) expected += "CFC";
+      if (*log != expected) {
+        KILN_FAIL("profile_order_wrong", params,
+                  "clock readings (C) and layer calls (F), in order:\n  got      " + *log + "\n  expected " + expected);
+        return;
+      }
     }
   }
   // Options that make no sense are refused before anything runs.
@@ -228,7 +245,8 @@ TEST(Profiling, ProfileOrder) {
     });
   };
   for (const auto& [w, reps] : {std::pair{1, 0}, std::pair{-1, 3}, std::pair{0, -2}}) {
-    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refused(w, reps), "profile_options_unchecked");
+    const auto refusal = refused(w, reps);
+    KILN_JUDGE { testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refusal, "profile_options_unchecked"); }
   }
 }
 
@@ -244,40 +262,42 @@ TEST(Profiling, ProfileRecords) {
     const auto got = observe_profile(spec, options, times, 1420 + m);
     const testing::Params params = {{"model", spec.name}};
     if (!KILN_EXPECT_OK(got, "record_layout_wrong", params)) return;
-    if (got->size() != layers) {
-      KILN_FAIL("record_layout_wrong", params, fmt::format("got {} records, expected {}", got->size(), layers));
-      return;
-    }
-    Shape input = spec.input;
-    for (std::size_t i = 0; i < layers; ++i) {
-      const auto& [name, kind, in, out, calls, seconds, flops, bytes] = (*got)[i];
-      const LayerSpec& want = spec.layers[i];
-      const auto layout = std::make_tuple(std::to_string(i), want.kind, input, want.output, std::int64_t{options.repetitions});
-      if (std::tie(name, kind, in, out, calls) != layout) {
-        KILN_FAIL("record_layout_wrong", params,
-                  fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {} calls; expected name \"{}\", "
-                              "kind \"{}\", shapes {} -> {}, {} calls",
-                              i, name, kind, shape_text(in), shape_text(out), calls, i, want.kind, shape_text(input),
-                              shape_text(want.output), options.repetitions));
+    KILN_JUDGE {
+      if (got->size() != layers) {
+        KILN_FAIL("record_layout_wrong", params, fmt::format("got {} records, expected {}", got->size(), layers));
         return;
       }
-      // Pass p times layer i between readings 2(p·layers + i) and 2(p·layers + i) + 1.
-      double expected_seconds = 0;
-      for (int pass = 0; pass < options.repetitions; ++pass) {
-        const std::size_t start = 2 * (static_cast<std::size_t>(pass) * layers + i);
-        expected_seconds += times[start + 1] - times[start];
+      Shape input = spec.input;
+      for (std::size_t i = 0; i < layers; ++i) {
+        const auto& [name, kind, in, out, calls, seconds, flops, bytes] = (*got)[i];
+        const LayerWant want = spec.layers[i].want(input);
+        const auto layout = std::make_tuple(std::to_string(i), want.kind, input, want.output, std::int64_t{options.repetitions});
+        if (std::tie(name, kind, in, out, calls) != layout) {
+          KILN_FAIL("record_layout_wrong", params,
+                    fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {} calls; expected name \"{}\", "
+                                "kind \"{}\", shapes {} -> {}, {} calls",
+                                i, name, kind, shape_text(in), shape_text(out), calls, i, want.kind, shape_text(input),
+                                shape_text(want.output), options.repetitions));
+          return;
+        }
+        // Pass p times layer i between readings 2(p·layers + i) and 2(p·layers + i) + 1.
+        double expected_seconds = 0;
+        for (int pass = 0; pass < options.repetitions; ++pass) {
+          const std::size_t start = 2 * (static_cast<std::size_t>(pass) * layers + i);
+          expected_seconds += times[start + 1] - times[start];
+        }
+        if (!(std::fabs(seconds - expected_seconds) <= 1e-9 * expected_seconds)) {
+          const auto [g, w] = testing::format_pair(seconds, expected_seconds);
+          KILN_FAIL("record_seconds_wrong", params, fmt::format("record {} ({}): got {} s, expected {} s", i, kind, g, w));
+          return;
+        }
+        if (PlainCost{flops, bytes} != want.cost) {
+          KILN_FAIL("record_cost_wrong", params,
+                    fmt::format("record {} ({}): ", i, kind) + got_expected(PlainCost{flops, bytes}, want.cost));
+          return;
+        }
+        input = want.output;
       }
-      if (!(std::fabs(seconds - expected_seconds) <= 1e-9 * expected_seconds)) {
-        const auto [g, w] = testing::format_pair(seconds, expected_seconds);
-        KILN_FAIL("record_seconds_wrong", params, fmt::format("record {} ({}): got {} s, expected {} s", i, kind, g, w));
-        return;
-      }
-      if (PlainCost{flops, bytes} != want.cost) {
-        KILN_FAIL("record_cost_wrong", params,
-                  fmt::format("record {} ({}): ", i, kind) + got_expected(PlainCost{flops, bytes}, want.cost));
-        return;
-      }
-      input = want.output;
     }
   }
 }

@@ -34,7 +34,8 @@ Readings feed(const std::vector<Tensor>& batches) {
   return readings;
 }
 
-// Judges the readings of `what` against the running max |x| computed here.
+// Judges the readings of `what` against the running max |x| computed here. Judging only: called
+// inside KILN_JUDGE.
 bool expect_readings(const char* file, int line, const testing::Observed<Readings>& got,
                      const std::vector<Tensor>& batches) {
   if (!testing::expect_ok(file, line, got, "observer_max_wrong", {{"batch", "after the batches it was fed"}})) return false;
@@ -76,23 +77,33 @@ TEST(Quantization, ActivationObserver) {
   // [[1, -1, 0.25]] -> still 3.5, whose scale is 3.5/127 = 0.0275591.
   const std::vector<Tensor> hand = {Tensor({2, 2}, {0.5f, -2, 1, 1.5f}), Tensor({1, 1}, {-3.5f}),
                                     Tensor({1, 3}, {1, -1, 0.25f})};
-  if (!EXPECT_READINGS(observe("an ActivationObserver fed [[0.5, -2], [1, 1.5]], [[-3.5]], [[1, -1, 0.25]]",
-                               [&] { return feed(hand); }),
-                       hand))
-    return;
+  {
+    const auto got = observe("an ActivationObserver fed [[0.5, -2], [1, 1.5]], [[-3.5]], [[1, -1, 0.25]]",
+                             [&] { return feed(hand); });
+    KILN_JUDGE {
+      if (!EXPECT_READINGS(got, hand)) return;
+    }
+    if (!got.ok()) return;
+  }
 
   // Only zeros: max_abs stays 0 and the scale 1.
   const std::vector<Tensor> zeros = {Tensor::zeros({3, 7})};
-  if (!EXPECT_READINGS(observe("an ActivationObserver fed zeros (3, 7)", [&] { return feed(zeros); }), zeros)) return;
+  {
+    const auto got = observe("an ActivationObserver fed zeros (3, 7)", [&] { return feed(zeros); });
+    KILN_JUDGE {
+      if (!EXPECT_READINGS(got, zeros)) return;
+    }
+    if (!got.ok()) return;
+  }
 
   // Batches of the run, shrinking so that a later batch's maximum is below an earlier one's, one
   // of them a transposed view and one of them a (2, 3, 7) tensor.
   const std::vector<Tensor> drawn = {
       testing::random_tensor({3, 7}, 1540, -4.0f, 4.0f), transposed_view(testing::random_tensor({33, 31}, 1541, -3.0f, 3.0f)),
       testing::random_tensor({2, 3, 7}, 1542, -2.0f, 1.0f), testing::random_tensor({1, 1}, 1543, -1.0f, 1.0f)};
-  EXPECT_READINGS(observe("an ActivationObserver fed (3, 7), a (31, 33) view, (2, 3, 7) and (1, 1) batches of the run",
-                          [&] { return feed(drawn); }),
-                  drawn);
+  const auto got = observe("an ActivationObserver fed (3, 7), a (31, 33) view, (2, 3, 7) and (1, 1) batches of the run",
+                           [&] { return feed(drawn); });
+  KILN_JUDGE { EXPECT_READINGS(got, drawn); }
 }
 
 TEST(Quantization, QuantizeActivations) {
@@ -102,11 +113,12 @@ TEST(Quantization, QuantizeActivations) {
     std::string what;
     Tensor x;
     float scale;
-    std::vector<std::int64_t> expected;
+    std::vector<std::int64_t> expected;  // filled in the judge only
   };
   std::vector<Case> cases;
   cases.push_back({"quantize_activations([[1, -0.25, 0.375], [20, -20, 0.0625]], 0.125)",
-                   Tensor({2, 3}, {1, -0.25f, 0.375f, 20, -20, 0.0625f}), 0.125f, {8, -2, 3, 127, -127, 1}});
+                   Tensor({2, 3}, {1, -0.25f, 0.375f, 20, -20, 0.0625f}), 0.125f,
+                   KILN_JUDGE_ONLY(std::vector<std::int64_t>{8, -2, 3, 127, -127, 1})});
 
   // Activations of the run: the scale covers 80% of the largest magnitude, so that some clamp.
   testing::Generator draw(1504);
@@ -117,7 +129,9 @@ TEST(Quantization, QuantizeActivations) {
     const float scale = trusted_scale(0.8f * largest_magnitude(values, 0, rows * cols, 1));
     away_from_ties(values, 0, rows * cols, 1, scale);
     std::vector<std::int64_t> expected;
-    for (const float v : values) expected.push_back(trusted_code(static_cast<double>(v) / scale));
+    KILN_JUDGE {
+      for (const float v : values) expected.push_back(trusted_code(static_cast<double>(v) / scale));
+    }
     // The (31, 7) case is a transposed view of values stored (7, 31).
     const bool view = rows == 31 && cols == 7;
     const Tensor x = view ? transposed_view(stored_transposed(values, rows, cols)) : Tensor({rows, cols}, values);
@@ -131,19 +145,21 @@ TEST(Quantization, QuantizeActivations) {
     const testing::Params params = {{"shape", shape_text(rows, cols)}, {"scale", fmt::format("{}", c.scale)}};
     const auto got = observe(c.what, [&] { return parts_of(quant::quantize_activations(c.x, c.scale)); });
     if (!KILN_EXPECT_OK(got, "activation_codes_wrong", params)) return;
-    const auto& [codes, scale, got_rows, got_cols] = *got;
-    if (got_rows != rows || got_cols != cols || scale != c.scale || static_cast<std::int64_t>(codes.size()) != rows * cols) {
-      KILN_FAIL("activation_codes_wrong", params,
-                fmt::format("{} gave rows {}, cols {}, scale {} and {} codes", c.what, got_rows, got_cols, scale,
-                            codes.size()));
-      return;
-    }
-    for (std::int64_t i = 0; i < rows * cols; ++i) {
-      if (codes[at(i)] == c.expected[at(i)]) continue;
-      KILN_FAIL("activation_codes_wrong", params,
-                fmt::format("{}: codes[{}] (row {}, column {}) is {}, expected {}", c.what, i, i / cols, i % cols,
-                            codes[at(i)], c.expected[at(i)]));
-      return;
+    KILN_JUDGE {
+      const auto& [codes, scale, got_rows, got_cols] = *got;
+      if (got_rows != rows || got_cols != cols || scale != c.scale || static_cast<std::int64_t>(codes.size()) != rows * cols) {
+        KILN_FAIL("activation_codes_wrong", params,
+                  fmt::format("{} gave rows {}, cols {}, scale {} and {} codes", c.what, got_rows, got_cols, scale,
+                              codes.size()));
+        return;
+      }
+      for (std::int64_t i = 0; i < rows * cols; ++i) {
+        if (codes[at(i)] == c.expected[at(i)]) continue;
+        KILN_FAIL("activation_codes_wrong", params,
+                  fmt::format("{}: codes[{}] (row {}, column {}) is {}, expected {}", c.what, i, i / cols, i % cols,
+                              codes[at(i)], c.expected[at(i)]));
+        return;
+      }
     }
   }
 }

@@ -61,7 +61,8 @@ std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> awkward_shapes
   return {{1, 1, 1}, {3, 7, 1}, {1, 33, 3}, {7, 31, 33}, {33, 3, 31}, {1 + draw.below(40), 1 + draw.below(70), 1 + draw.below(40)}};
 }
 
-// Judges the observed sums of `p` against the trusted ones; reports `failure_id`.
+// Judges the observed sums of `p` against the trusted ones; reports `failure_id`. Judging only:
+// called inside KILN_JUDGE.
 bool expect_sums(const char* file, int line, const testing::Observed<std::vector<std::int64_t>>& got, const Product& p,
                  const char* failure_id) {
   const testing::Params params = {{"shapes", shapes_of(p)}};
@@ -90,9 +91,11 @@ TEST(Quantization, Int8Accumulate) {
   std::uint64_t stream = 1560;
   for (const auto& [m, k, n] : awkward_shapes(1505)) {
     const Product p = drawn_product(m, k, n, stream += 3);
-    if (!expect_sums(__FILE__, __LINE__, observe("int8_accumulate of " + p.what, [&] { return quant::int8_accumulate(p.x, p.w); }),
-                     p, "accumulate_wrong"))
-      return;
+    const auto got = observe("int8_accumulate of " + p.what, [&] { return quant::int8_accumulate(p.x, p.w); });
+    KILN_JUDGE {
+      if (!expect_sums(__FILE__, __LINE__, got, p, "accumulate_wrong")) return;
+    }
+    if (!got.ok()) return;
   }
 
   // Then by hand, with codes ±127 and 1: row 0 of x is all 127, row 1 alternates 127, -127; the rows
@@ -107,9 +110,11 @@ TEST(Quantization, Int8Accumulate) {
       for (std::int64_t i = 0; i < k; ++i) w_codes.push_back(code);
     Product p{"", tensor_of(2, k, x_codes, 1.0f), weight_of(3, k, w_codes, {1.0f, 1.0f, 1.0f})};
     p.what = fmt::format("codes ±127 and 1, {}", shapes_of(p));
-    if (!expect_sums(__FILE__, __LINE__, observe("int8_accumulate of " + p.what, [&] { return quant::int8_accumulate(p.x, p.w); }),
-                     p, "accumulation_not_exact"))
-      return;
+    const auto got = observe("int8_accumulate of " + p.what, [&] { return quant::int8_accumulate(p.x, p.w); });
+    KILN_JUDGE {
+      if (!expect_sums(__FILE__, __LINE__, got, p, "accumulation_not_exact")) return;
+    }
+    if (!got.ok()) return;
   }
 
   // Inner sizes that differ: x (2, 3) and w (4, 5).
@@ -134,14 +139,16 @@ TEST(Quantization, Int8Matmul) {
   std::uint64_t stream = 1580;
   for (const auto& [m, k, n] : awkward_shapes(1506)) {
     const Product p = drawn_product(m, k, n, stream += 3);
-    const std::vector<std::int64_t> acc = trusted_accumulate(p.x, p.w);
-    std::vector<float> expected;
-    for (std::int64_t row = 0; row < m; ++row)
-      for (std::int64_t col = 0; col < n; ++col)
-        expected.push_back(static_cast<float>(static_cast<double>(p.x.scale) * p.w.scales[at(col)] * static_cast<double>(acc[at(row * n + col)])));
-    if (!KILN_EXPECT_CLOSE_REL(observe("int8_matmul of " + p.what, [&] { return quant::int8_matmul(p.x, p.w); }),
-                               data_of({m, n}, expected), 1e-7, 1e-5, "rescale_wrong"))
-      return;
+    const auto got = observe("int8_matmul of " + p.what, [&] { return quant::int8_matmul(p.x, p.w); });
+    KILN_JUDGE {
+      const std::vector<std::int64_t> acc = trusted_accumulate(p.x, p.w);
+      std::vector<float> expected;
+      for (std::int64_t row = 0; row < m; ++row)
+        for (std::int64_t col = 0; col < n; ++col)
+          expected.push_back(static_cast<float>(static_cast<double>(p.x.scale) * p.w.scales[at(col)] * static_cast<double>(acc[at(row * n + col)])));
+      if (!KILN_EXPECT_CLOSE_REL(got, data_of({m, n}, expected), 1e-7, 1e-5, "rescale_wrong")) return;
+    }
+    if (!got.ok()) return;
   }
 }
 

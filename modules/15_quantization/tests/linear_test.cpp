@@ -55,74 +55,79 @@ TensorData transposed(const TensorData& w) {
   return data_of({out, in}, values);
 }
 
-bool judge(const char* file, int line, const LayerCase& c) {
-  const std::int64_t batch = c.x.shape[0], in = c.weight.shape[0], out = c.weight.shape[1];
-  const testing::Params params = {{"in", std::to_string(in)}, {"out", std::to_string(out)}};
+// Observes the layer of `c` and judges it: its parts, then its forward within the bound of the
+// float layer and exactly as the int8 computation.
+bool check_layer(const char* file, int line, const LayerCase& c) {
   const auto got = observe(c.what, [&] { return run_layer(c); });
-  if (!testing::expect_ok(file, line, got, "quantized_weight_wrong", params)) return false;
-  const auto& [in_features, out_features, input_scale, weight, bias, y] = *got;
+  KILN_JUDGE {
+    const std::int64_t batch = c.x.shape[0], in = c.weight.shape[0], out = c.weight.shape[1];
+    const testing::Params params = {{"in", std::to_string(in)}, {"out", std::to_string(out)}};
+    if (!testing::expect_ok(file, line, got, "quantized_weight_wrong", params)) return false;
+    const auto& [in_features, out_features, input_scale, weight, bias, y] = *got;
 
-  // The layer's parts: sizes, scale, codes and scales of the (out, in) weight, the bias.
-  const Quantized expected = trusted_quantize(transposed(c.weight));
-  const auto& [codes, scales, rows, cols] = weight;
-  std::string wrong;
-  if (in_features != in || out_features != out || input_scale != c.input_scale)
-    wrong = fmt::format("in_features {}, out_features {}, input_scale {}", in_features, out_features, input_scale);
-  else if (rows != out || cols != in)
-    wrong = fmt::format("its weight is ({}, {}), expected (out, in) = ({}, {})", rows, cols, out, in);
-  else if (codes != expected.codes)
-    wrong = "its weight's codes differ from quantize_per_channel of the transposed weight";
-  else
-    for (std::int64_t o = 0; o < out && wrong.empty(); ++o)
-      if (std::fabs(scales[at(o)] - expected.scales[at(o)]) > 1e-6 * expected.scales[at(o)])
-        wrong = fmt::format("scales[{}] is {}, expected {}", o, scales[at(o)], expected.scales[at(o)]);
-  if (wrong.empty() && !testing::compare(bias, c.bias, 0).close) wrong = "its bias differs from the layer's";
-  if (!wrong.empty()) {
-    testing::report_failure(file, line, "quantized_weight_wrong", params, got.call() + ": " + wrong);
-    return false;
-  }
-  if (y.shape != Shape{batch, out}) {
-    testing::report_failure(file, line, "quantized_linear_wrong", params,
-                            fmt::format("{}: forward gave shape {}, expected ({}, {})", got.call(), to_string(y.shape), batch, out));
-    return false;
-  }
-
-  // Within the bound of the float layer, y = x·W + b in double.
-  const double sx = c.input_scale;
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (std::int64_t o = 0; o < out; ++o) {
-      double exact = c.bias.values[at(o)], bound = 0, magnitude = std::fabs(exact);
-      const double sw = expected.scales[at(o)];
-      for (std::int64_t i = 0; i < in; ++i) {
-        const double xv = c.x.values[at(n * in + i)], wv = c.weight.values[at(i * out + o)];
-        exact += xv * wv;
-        bound += (std::fabs(xv) + sx / 2) * sw / 2 + std::fabs(wv) * sx / 2;
-        magnitude += std::fabs(xv * wv);
-      }
-      const double allowed = bound + 1e-5 * magnitude + 1e-6;
-      const double got_value = y.values[at(n * out + o)];
-      if (std::fabs(got_value - exact) <= allowed) continue;
-      testing::report_failure(file, line, "quantized_linear_drift", params,
-                              fmt::format("{}: y[{}, {}] is {}, the float layer's {}: off by {}, where the bound is {}",
-                                          got.call(), n, o, got_value, exact, std::fabs(got_value - exact), allowed));
+    // The layer's parts: sizes, scale, codes and scales of the (out, in) weight, the bias.
+    const Quantized expected = trusted_quantize(transposed(c.weight));
+    const auto& [codes, scales, rows, cols] = weight;
+    std::string wrong;
+    if (in_features != in || out_features != out || input_scale != c.input_scale)
+      wrong = fmt::format("in_features {}, out_features {}, input_scale {}", in_features, out_features, input_scale);
+    else if (rows != out || cols != in)
+      wrong = fmt::format("its weight is ({}, {}), expected (out, in) = ({}, {})", rows, cols, out, in);
+    else if (codes != expected.codes)
+      wrong = "its weight's codes differ from quantize_per_channel of the transposed weight";
+    else
+      for (std::int64_t o = 0; o < out && wrong.empty(); ++o)
+        if (std::fabs(scales[at(o)] - expected.scales[at(o)]) > 1e-6 * expected.scales[at(o)])
+          wrong = fmt::format("scales[{}] is {}, expected {}", o, scales[at(o)], expected.scales[at(o)]);
+    if (wrong.empty() && !testing::compare(bias, c.bias, 0).close) wrong = "its bias differs from the layer's";
+    if (!wrong.empty()) {
+      testing::report_failure(file, line, "quantized_weight_wrong", params, got.call() + ": " + wrong);
       return false;
     }
-  }
-
-  // Exactly the int8 computation: sx·sw[o]·Σ q(x)·q(w) + b, here in double.
-  std::vector<float> simulated;
-  for (std::int64_t n = 0; n < batch; ++n) {
-    for (std::int64_t o = 0; o < out; ++o) {
-      std::int64_t acc = 0;
-      for (std::int64_t i = 0; i < in; ++i)
-        acc += trusted_code(c.x.values[at(n * in + i)] / sx) * expected.codes[at(o * in + i)];
-      simulated.push_back(static_cast<float>(sx * expected.scales[at(o)] * static_cast<double>(acc) + c.bias.values[at(o)]));
+    if (y.shape != Shape{batch, out}) {
+      testing::report_failure(file, line, "quantized_linear_wrong", params,
+                              fmt::format("{}: forward gave shape {}, expected ({}, {})", got.call(), to_string(y.shape), batch, out));
+      return false;
     }
+
+    // Within the bound of the float layer, y = x·W + b in double.
+    const double sx = c.input_scale;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t o = 0; o < out; ++o) {
+        double exact = c.bias.values[at(o)], bound = 0, magnitude = std::fabs(exact);
+        const double sw = expected.scales[at(o)];
+        for (std::int64_t i = 0; i < in; ++i) {
+          const double xv = c.x.values[at(n * in + i)], wv = c.weight.values[at(i * out + o)];
+          exact += xv * wv;
+          bound += (std::fabs(xv) + sx / 2) * sw / 2 + std::fabs(wv) * sx / 2;
+          magnitude += std::fabs(xv * wv);
+        }
+        const double allowed = bound + 1e-5 * magnitude + 1e-6;
+        const double got_value = y.values[at(n * out + o)];
+        if (std::fabs(got_value - exact) <= allowed) continue;
+        testing::report_failure(file, line, "quantized_linear_drift", params,
+                                fmt::format("{}: y[{}, {}] is {}, the float layer's {}: off by {}, where the bound is {}",
+                                            got.call(), n, o, got_value, exact, std::fabs(got_value - exact), allowed));
+        return false;
+      }
+    }
+
+    // Exactly the int8 computation: sx·sw[o]·Σ q(x)·q(w) + b, here in double.
+    std::vector<float> simulated;
+    for (std::int64_t n = 0; n < batch; ++n) {
+      for (std::int64_t o = 0; o < out; ++o) {
+        std::int64_t acc = 0;
+        for (std::int64_t i = 0; i < in; ++i)
+          acc += trusted_code(c.x.values[at(n * in + i)] / sx) * expected.codes[at(o * in + i)];
+        simulated.push_back(static_cast<float>(sx * expected.scales[at(o)] * static_cast<double>(acc) + c.bias.values[at(o)]));
+      }
+    }
+    const testing::Comparison cmp = testing::compare(y, data_of({batch, out}, simulated), 1e-5, 1e-5);
+    if (cmp.close) return true;
+    testing::report_failure(file, line, "quantized_linear_wrong", params, got.call() + ", forward: " + cmp.describe());
+    return false;
   }
-  const testing::Comparison cmp = testing::compare(y, data_of({batch, out}, simulated), 1e-5, 1e-5);
-  if (cmp.close) return true;
-  testing::report_failure(file, line, "quantized_linear_wrong", params, got.call() + ", forward: " + cmp.describe());
-  return false;
+  return got.ok();
 }
 
 // A layer of the run: weight (in, out) in [-1, 1) tie-free per output, bias in ±[0.5, 1.5),
@@ -154,9 +159,9 @@ TEST(Quantization, QuantizedLinear) {
   //   y = 0.5·[0.25·2512, 1·0, (1/64)·(-2876)] + bias = [326, -8, -20.46875]
   //   (the float layer gives [326.25, -8, -20.28125], within the bounds 9.906, 6.875 and 0.791;
   //   each bias is larger than its bound, so that a forgotten bias shows)
-  if (!judge(__FILE__, __LINE__,
-             {"QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward([[10, -3.25]])", data_of({1, 2}, {10, -3.25f}),
-              data_of({2, 3}, {31.75f, 0, -1.984375f, 1, 0, 0.75f}), data_of({3}, {12, -8, 2}), 0.5f}))
+  if (!check_layer(__FILE__, __LINE__,
+                   {"QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward([[10, -3.25]])", data_of({1, 2}, {10, -3.25f}),
+                    data_of({2, 3}, {31.75f, 0, -1.984375f, 1, 0, 0.75f}), data_of({3}, {12, -8, 2}), 0.5f}))
     return;
 
   testing::Generator draw(1507);
@@ -164,7 +169,7 @@ TEST(Quantization, QuantizedLinear) {
       {1, 1, 3}, {3, 33, 7}, {5, 31, 33}, {1 + draw.below(8), 1 + draw.below(70), 1 + draw.below(40)}};
   std::uint64_t stream = 1590;
   for (const auto& [batch, in, out] : shapes) {
-    if (!judge(__FILE__, __LINE__, drawn_case(batch, in, out, stream += 4))) return;
+    if (!check_layer(__FILE__, __LINE__, drawn_case(batch, in, out, stream += 4))) return;
   }
 }
 

@@ -25,7 +25,7 @@ using testing::observe;
 
 // Judges an observed quantize_per_channel(weight) against the trusted codes and scales: scales to
 // 1e-6 relative, codes exactly. Reports scales_wrong, zero_row_scale or codes_wrong; returns
-// whether all held.
+// whether all held. Judging only: called inside KILN_JUDGE.
 bool expect_quantized(const char* file, int line, const testing::Observed<ObservedWeight>& got, const TensorData& weight) {
   if (!testing::expect_ok(file, line, got, "scales_wrong", {{"shape", to_string(weight.shape)}, {"row", "-"}})) return false;
   const auto& [codes, scales, rows, cols] = *got;
@@ -83,14 +83,22 @@ TEST(Quantization, QuantizeWeights) {
     const testing::Params params = {{"value", fmt::format("{}", value)}, {"scale", fmt::format("{}", scale)},
                                     {"expected", std::to_string(code)}};
     if (!KILN_EXPECT_OK(got, "value_code_wrong", params)) return;
-    if (*got != code) {
-      KILN_FAIL("value_code_wrong", params, fmt::format("{} gave {}", got.call(), *got));
-      return;
+    KILN_JUDGE {
+      if (*got != code) {
+        KILN_FAIL("value_code_wrong", params, fmt::format("{} gave {}", got.call(), *got));
+        return;
+      }
     }
   }
 
   // The hand-worked (3, 5) weight: a row of zeros between two others.
-  if (!EXPECT_QUANTIZED(KILN_OBSERVE(parts_of(quant::quantize_per_channel(hand_weight))), data_of(hand_weight))) return;
+  {
+    const auto got = KILN_OBSERVE(parts_of(quant::quantize_per_channel(hand_weight)));
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(hand_weight))) return;
+    }
+    if (!got.ok()) return;
+  }
 
   // Weights of the run, of awkward shapes; one row scaled down to show that each row has its own scale.
   testing::Generator draw(1501);
@@ -106,7 +114,10 @@ TEST(Quantization, QuantizeWeights) {
     const Tensor weight({rows, cols}, values);
     const auto got = observe(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)),
                              [&] { return parts_of(quant::quantize_per_channel(weight)); });
-    if (!EXPECT_QUANTIZED(got, data_of(weight))) return;
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(weight))) return;
+    }
+    if (!got.ok()) return;
   }
 
   // A transposed view: w stored (33, 7), seen (7, 33); read through the strides. w is built as the
@@ -114,10 +125,14 @@ TEST(Quantization, QuantizeWeights) {
   const Tensor rows_first = tie_free_weight(7, 33, 1520);
   const Tensor stored = stored_transposed(data_of(rows_first).values, 7, 33);  // (33, 7)
   const Tensor seen = transposed_view(stored);                                  // (7, 33), a view
-  if (!EXPECT_QUANTIZED(observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
-                                [&] { return parts_of(quant::quantize_per_channel(seen)); }),
-                        data_of(rows_first)))
-    return;
+  {
+    const auto got = observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
+                             [&] { return parts_of(quant::quantize_per_channel(seen)); });
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(rows_first))) return;
+    }
+    if (!got.ok()) return;
+  }
 
   // A weight that is not a matrix has no rows to give scales to. The (2, 2, 3) one first: without
   // the check it is quantized as a wrong (2, 2) matrix, where a (6) one would be read out of bounds.
@@ -145,12 +160,15 @@ TEST(Quantization, Dequantize) {
     std::vector<float> scales;
     for (std::int64_t r = 0; r < rows; ++r) scales.push_back(draw.uniform(1e-3f, 0.1f));
     const quant::QuantizedWeight q = weight_of(rows, cols, codes, scales);
-    std::vector<float> expected;
-    for (std::int64_t i = 0; i < rows * cols; ++i)
-      expected.push_back(static_cast<float>(static_cast<double>(codes[at(i)]) * scales[at(i / cols)]));
     const auto got = observe(fmt::format("dequantize of {} codes with one scale per row", shape_text(rows, cols)),
                              [&] { return quant::dequantize(q); });
-    if (!KILN_EXPECT_CLOSE_REL(got, data_of({rows, cols}, expected), 0, 1e-6, "dequantize_wrong")) return;
+    KILN_JUDGE {
+      std::vector<float> expected;
+      for (std::int64_t i = 0; i < rows * cols; ++i)
+        expected.push_back(static_cast<float>(static_cast<double>(codes[at(i)]) * scales[at(i / cols)]));
+      if (!KILN_EXPECT_CLOSE_REL(got, data_of({rows, cols}, expected), 0, 1e-6, "dequantize_wrong")) return;
+    }
+    if (!got.ok()) return;
   }
 
   // The round trip: every weight within half a step of its row's scale.
@@ -158,26 +176,28 @@ TEST(Quantization, Dequantize) {
   const std::pair<std::int64_t, std::int64_t> trips[] = {{3, 5}, {7, 33}, {1, 31}, {2 + draw.below(30), 2 + draw.below(30)}};
   for (const auto& [rows, cols] : trips) {
     const Tensor weight = rows == 3 && cols == 5 ? hand_weight : testing::random_tensor({rows, cols}, stream++);
-    const TensorData w = data_of(weight);
     const auto got = observe(fmt::format("dequantize(quantize_per_channel(weight {}))", shape_text(rows, cols)),
                              [&] { return quant::dequantize(quant::quantize_per_channel(weight)); });
     if (!KILN_EXPECT_OK(got, "round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", "-"}})) return;
-    if (got->shape != w.shape) {
-      KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", "-"}},
-                got.call() + " has shape " + to_string(got->shape));
-      return;
-    }
-    for (std::int64_t r = 0; r < rows; ++r) {
-      const double half_step = trusted_scale(largest_magnitude(w.values, r * cols, cols, 1)) / 2.0;
-      for (std::int64_t c = 0; c < cols; ++c) {
-        const double error = std::fabs(static_cast<double>(got->values[at(r * cols + c)]) - w.values[at(r * cols + c)]);
-        // A float rounding of the product code·scale on top of the half step.
-        if (error <= half_step * (1 + 1e-5)) continue;
-        KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", std::to_string(r)}},
-                  fmt::format("{}: element [{}, {}] is {}, the weight {}: off by {}, more than half the scale, {}",
-                              got.call(), r, c, got->values[at(r * cols + c)], w.values[at(r * cols + c)], error,
-                              half_step));
+    KILN_JUDGE {
+      const TensorData w = data_of(weight);
+      if (got->shape != w.shape) {
+        KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", "-"}},
+                  got.call() + " has shape " + to_string(got->shape));
         return;
+      }
+      for (std::int64_t r = 0; r < rows; ++r) {
+        const double half_step = trusted_scale(largest_magnitude(w.values, r * cols, cols, 1)) / 2.0;
+        for (std::int64_t c = 0; c < cols; ++c) {
+          const double error = std::fabs(static_cast<double>(got->values[at(r * cols + c)]) - w.values[at(r * cols + c)]);
+          // A float rounding of the product code·scale on top of the half step.
+          if (error <= half_step * (1 + 1e-5)) continue;
+          KILN_FAIL("round_trip_error", {{"shape", shape_text(rows, cols)}, {"row", std::to_string(r)}},
+                    fmt::format("{}: element [{}, {}] is {}, the weight {}: off by {}, more than half the scale, {}",
+                                got.call(), r, c, got->values[at(r * cols + c)], w.values[at(r * cols + c)], error,
+                                half_step));
+          return;
+        }
       }
     }
   }
@@ -192,15 +212,18 @@ TEST(Quantization, WeightBytes) {
   for (const auto& [rows, cols] : shapes) {
     const quant::QuantizedWeight q = weight_of(rows, cols, std::vector<std::int64_t>(at(rows * cols), 0),
                                                std::vector<float>(at(rows), 1.0f));
-    const std::int64_t expected = rows * cols + 4 * rows;
-    const testing::Params params = {{"shape", shape_text(rows, cols)}, {"expected", std::to_string(expected)}};
     const auto got = observe(fmt::format("weight_bytes of a {} QuantizedWeight", shape_text(rows, cols)),
                              [&] { return quant::weight_bytes(q); });
-    if (!KILN_EXPECT_OK(got, "weight_bytes_wrong", params)) return;
-    if (*got != expected) {
-      KILN_FAIL("weight_bytes_wrong", params, fmt::format("{} gave {}", got.call(), *got));
-      return;
+    KILN_JUDGE {
+      const std::int64_t expected = rows * cols + 4 * rows;
+      const testing::Params params = {{"shape", shape_text(rows, cols)}, {"expected", std::to_string(expected)}};
+      if (!KILN_EXPECT_OK(got, "weight_bytes_wrong", params)) return;
+      if (*got != expected) {
+        KILN_FAIL("weight_bytes_wrong", params, fmt::format("{} gave {}", got.call(), *got));
+        return;
+      }
     }
+    if (!got.ok()) return;
   }
 }
 

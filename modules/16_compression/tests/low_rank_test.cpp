@@ -30,7 +30,8 @@ using testing::TensorData;
 
 using compression_testing::transposed;
 
-// Judges low_rank(w, rank): the factors' shapes, the Eckart–Young error, then the factors themselves.
+// Observes low_rank(w, rank) and judges the factors' shapes, the Eckart–Young error, then the
+// factors themselves.
 bool check_low_rank(const char* file, int line, const std::string& name, const Tensor& w, std::int64_t rank) {
   const std::int64_t m = w.shape()[0], n = w.shape()[1], k = std::min(m, n);
   const std::string shape = to_string(w.shape());
@@ -38,60 +39,63 @@ bool check_low_rank(const char* file, int line, const std::string& name, const T
     const compress::LowRank f = low_rank(w, rank);
     return std::pair(f.u, f.v);
   });
-  const testing::Params params = {{"shape", shape}, {"rank", std::to_string(rank)}};
-  if (!testing::expect_ok(file, line, got, "low_rank_factors_wrong", params)) return false;
-  const TensorData& u = got->first;
-  const TensorData& v = got->second;
-  if (u.shape != Shape{m, rank} || v.shape != Shape{rank, n}) {
-    testing::report_failure(file, line, "low_rank_factors_wrong", params,
-                            fmt::format("{}: u has shape {} and v {}, expected ({}, {}) and ({}, {})", got.call(),
-                                        to_string(u.shape), to_string(v.shape), m, rank, rank, n));
-    return false;
-  }
-  // ‖W − u·v‖²_F in double, and Σ_{c ≥ r} σ_c² from the given SVD.
-  const std::vector<float> wv = data_of(w).values;
-  double error = 0.0, norm = 0.0;
-  for (std::int64_t i = 0; i < m; ++i) {
-    for (std::int64_t j = 0; j < n; ++j) {
-      double product = 0.0;
-      for (std::int64_t c = 0; c < rank; ++c)
-        product += static_cast<double>(u.values[i * rank + c]) * v.values[c * n + j];
-      const double difference = wv[i * n + j] - product;
-      error += difference * difference;
-      norm += static_cast<double>(wv[i * n + j]) * wv[i * n + j];
-    }
-  }
-  const compress::Svd d = svd(w);
-  const std::vector<float> s = data_of(d.s).values;
-  double discarded = 0.0;
-  for (std::int64_t c = rank; c < k; ++c) discarded += static_cast<double>(s[c]) * s[c];
-  if (std::fabs(error - discarded) > 1e-4 * norm + 1e-6) {
-    testing::Params with_values = params;
-    with_values.emplace_back("got", fmt::format("{:.6g}", error));
-    with_values.emplace_back("expected", fmt::format("{:.6g}", discarded));
-    testing::report_failure(file, line, "eckart_young_wrong", with_values,
-                            fmt::format("{}: ‖W‖² is {:.6g}; the singular values are {}", got.call(), norm,
-                                        testing::list(s)));
-    return false;
-  }
-  // The factors: u[i, c] = U[i, c]·σ_c, v[c, j] = Vᵀ[c, j] for c < r.
-  const std::vector<float> uv = data_of(d.u).values, vtv = data_of(d.vt).values;
-  std::vector<float> expected_u(static_cast<std::size_t>(m * rank)), expected_v(static_cast<std::size_t>(rank * n));
-  for (std::int64_t i = 0; i < m; ++i)
-    for (std::int64_t c = 0; c < rank; ++c)
-      expected_u[i * rank + c] = static_cast<float>(static_cast<double>(uv[i * k + c]) * s[c]);
-  for (std::int64_t c = 0; c < rank; ++c)
-    for (std::int64_t j = 0; j < n; ++j) expected_v[c * n + j] = vtv[c * n + j];
-  for (const auto& [which, observed, expected] :
-       {std::tuple("u", &u, data_of({m, rank}, expected_u)), std::tuple("v", &v, data_of({rank, n}, expected_v))}) {
-    const testing::Comparison c = testing::compare(*observed, expected, 1e-5, 1e-5);
-    if (!c.close) {
+  KILN_JUDGE {
+    const testing::Params params = {{"shape", shape}, {"rank", std::to_string(rank)}};
+    if (!testing::expect_ok(file, line, got, "low_rank_factors_wrong", params)) return false;
+    const TensorData& u = got->first;
+    const TensorData& v = got->second;
+    if (u.shape != Shape{m, rank} || v.shape != Shape{rank, n}) {
       testing::report_failure(file, line, "low_rank_factors_wrong", params,
-                              fmt::format("{}: {} {}", got.call(), which, c.describe()));
+                              fmt::format("{}: u has shape {} and v {}, expected ({}, {}) and ({}, {})", got.call(),
+                                          to_string(u.shape), to_string(v.shape), m, rank, rank, n));
       return false;
     }
+    // ‖W − u·v‖²_F in double, and Σ_{c ≥ r} σ_c² from the given SVD.
+    const std::vector<float> wv = data_of(w).values;
+    double error = 0.0, norm = 0.0;
+    for (std::int64_t i = 0; i < m; ++i) {
+      for (std::int64_t j = 0; j < n; ++j) {
+        double product = 0.0;
+        for (std::int64_t c = 0; c < rank; ++c)
+          product += static_cast<double>(u.values[i * rank + c]) * v.values[c * n + j];
+        const double difference = wv[i * n + j] - product;
+        error += difference * difference;
+        norm += static_cast<double>(wv[i * n + j]) * wv[i * n + j];
+      }
+    }
+    const compress::Svd d = svd(w);
+    const std::vector<float> s = data_of(d.s).values;
+    double discarded = 0.0;
+    for (std::int64_t c = rank; c < k; ++c) discarded += static_cast<double>(s[c]) * s[c];
+    if (std::fabs(error - discarded) > 1e-4 * norm + 1e-6) {
+      testing::Params with_values = params;
+      with_values.emplace_back("got", fmt::format("{:.6g}", error));
+      with_values.emplace_back("expected", fmt::format("{:.6g}", discarded));
+      testing::report_failure(file, line, "eckart_young_wrong", with_values,
+                              fmt::format("{}: ‖W‖² is {:.6g}; the singular values are {}", got.call(), norm,
+                                          testing::list(s)));
+      return false;
+    }
+    // The factors: u[i, c] = U[i, c]·σ_c, v[c, j] = Vᵀ[c, j] for c < r.
+    const std::vector<float> uv = data_of(d.u).values, vtv = data_of(d.vt).values;
+    std::vector<float> expected_u(static_cast<std::size_t>(m * rank)), expected_v(static_cast<std::size_t>(rank * n));
+    for (std::int64_t i = 0; i < m; ++i)
+      for (std::int64_t c = 0; c < rank; ++c)
+        expected_u[i * rank + c] = static_cast<float>(static_cast<double>(uv[i * k + c]) * s[c]);
+    for (std::int64_t c = 0; c < rank; ++c)
+      for (std::int64_t j = 0; j < n; ++j) expected_v[c * n + j] = vtv[c * n + j];
+    for (const auto& [which, observed, expected] :
+         {std::tuple("u", &u, data_of({m, rank}, expected_u)), std::tuple("v", &v, data_of({rank, n}, expected_v))}) {
+      const testing::Comparison c = testing::compare(*observed, expected, 1e-5, 1e-5);
+      if (!c.close) {
+        testing::report_failure(file, line, "low_rank_factors_wrong", params,
+                                fmt::format("{}: {} {}", got.call(), which, c.describe()));
+        return false;
+      }
+    }
+    return true;
   }
-  return true;
+  return got.ok();
 }
 
 #define CHECK_LOW_RANK(name, w, rank) \

@@ -51,7 +51,7 @@ std::vector<float> expected_mask(const std::vector<float>& w, double sparsity) {
 
 // Judges an observed mask of `weight` (its values in row-major order) against the trusted one:
 // first the count and the form, then that no kept |w| is below a pruned one, then the tie order.
-// Returns false after reporting.
+// Returns false after reporting. Judging only: called inside KILN_JUDGE.
 bool expect_mask(const char* file, int line, const std::string& name, const Shape& shape,
                  const std::vector<float>& w, double sparsity, const testing::Observed<TensorData>& mask) {
   const std::int64_t count = std::llround(sparsity * static_cast<double>(w.size()));
@@ -107,7 +107,8 @@ bool expect_mask(const char* file, int line, const std::string& name, const Shap
 bool check_mask(const char* file, int line, const std::string& name, const Tensor& weight, double sparsity) {
   const auto mask = observe(fmt::format("magnitude_mask({}, {})", name, sparsity),
                             [&] { return magnitude_mask(weight, sparsity); });
-  return expect_mask(file, line, name, weight.shape(), data_of(weight).values, sparsity, mask);
+  KILN_JUDGE { return expect_mask(file, line, name, weight.shape(), data_of(weight).values, sparsity, mask); }
+  return mask.ok();
 }
 
 #define CHECK_MASK(name, weight, sparsity) \
@@ -170,20 +171,22 @@ TEST(Compression, PruneInPlace) {
     });
     const testing::Params params = {{"case", c.name}, {"sparsity", fmt::format("{}", c.sparsity)}};
     if (!KILN_EXPECT_OK(result, "prune_not_in_place", params)) return;
-    const std::vector<float> w = data_of(c.values).values;
-    const std::vector<float> mask = expected_mask(w, c.sparsity);
-    std::vector<float> pruned(w.size());
-    for (std::size_t k = 0; k < w.size(); ++k) pruned[k] = mask[k] == 0.0f ? 0.0f : w[k];
-    const testing::Comparison mask_diff = testing::compare(result->first, data_of(c.values.shape(), mask), 0.0);
-    if (!mask_diff.close) {
-      KILN_FAIL("prune_not_in_place", params, result.call() + ": the returned mask " + mask_diff.describe());
-      return;
-    }
-    const testing::Comparison weight_diff = testing::compare(result->second, data_of(c.values.shape(), pruned), 0.0);
-    if (!weight_diff.close) {
-      KILN_FAIL("prune_not_in_place", params, result.call() + ": the weight, read through the second handle, " +
-                                                  weight_diff.describe());
-      return;
+    KILN_JUDGE {
+      const std::vector<float> w = data_of(c.values).values;
+      const std::vector<float> mask = expected_mask(w, c.sparsity);
+      std::vector<float> pruned(w.size());
+      for (std::size_t k = 0; k < w.size(); ++k) pruned[k] = mask[k] == 0.0f ? 0.0f : w[k];
+      const testing::Comparison mask_diff = testing::compare(result->first, data_of(c.values.shape(), mask), 0.0);
+      if (!mask_diff.close) {
+        KILN_FAIL("prune_not_in_place", params, result.call() + ": the returned mask " + mask_diff.describe());
+        return;
+      }
+      const testing::Comparison weight_diff = testing::compare(result->second, data_of(c.values.shape(), pruned), 0.0);
+      if (!weight_diff.close) {
+        KILN_FAIL("prune_not_in_place", params, result.call() + ": the weight, read through the second handle, " +
+                                                    weight_diff.describe());
+        return;
+      }
     }
   }
 }
@@ -252,7 +255,8 @@ std::vector<std::pair<Tensor, Tensor>> run_library(const MaskedRun& run) {
   return out;
 }
 
-// Judges the observed parameters and gradients of a run against the replay.
+// Judges the observed parameters and gradients of a run against the replay. Judging only: called
+// inside KILN_JUDGE.
 bool expect_masked_run(const char* file, int line, const MaskedRun& run,
                        const testing::Observed<std::vector<std::pair<TensorData, TensorData>>>& got) {
   if (!testing::expect_ok(file, line, got, "kept_weights_wrong", {{"shape", "the"}, {"difference", "an unknown amount (the call threw)"}})) return false;
@@ -314,7 +318,10 @@ TEST(Compression, MaskedStep) {
                        {{Tensor::ones({1, 3})}, {Tensor::ones({1, 3})}}};
   const auto hand_result = observe("SGD(lr 0.1, momentum 0.9): a dense step, pruning by [1, 0, 1], then masked_step",
                                    [&] { return run_library(hand); });
-  if (!expect_masked_run(__FILE__, __LINE__, hand, hand_result)) return;
+  KILN_JUDGE {
+    if (!expect_masked_run(__FILE__, __LINE__, hand, hand_result)) return;
+  }
+  if (!hand_result.ok()) return;
 
   // Two parameters of the run, (7, 3) and (1, 33), half of their entries pruned, two masked steps.
   MaskedRun run;
@@ -324,7 +331,7 @@ TEST(Compression, MaskedStep) {
     run.gradients.push_back({random_tensor({7, 3}, 1624 + 2 * s), random_tensor({1, 33}, 1625 + 2 * s)});
   const auto result = observe("SGD(lr 0.1, momentum 0.9) on (7, 3) and (1, 33): a dense step, pruning, two masked_steps",
                               [&] { return run_library(run); });
-  expect_masked_run(__FILE__, __LINE__, run, result);
+  KILN_JUDGE { expect_masked_run(__FILE__, __LINE__, run, result); }
 }
 
 }  // namespace kiln

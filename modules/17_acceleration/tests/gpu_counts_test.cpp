@@ -190,8 +190,10 @@ constexpr Access kLoadsA{"loads of a", 0}, kLoadsB{"loads of b", 4}, kLoadsC{"lo
     kStoresC{"stores of c", 12};
 
 TEST(Gpu, Counters) {
-  prove_the_counters();
-  if (::testing::Test::HasFailure()) return;
+  KILN_JUDGE {
+    prove_the_counters();
+    if (::testing::Test::HasFailure()) return;
+  }
 
   // The naive kernel for (16 × 16) · (16 × 16): one block of 16 × 16 threads, 8 warps. Warp w holds
   // threadIdx.x = 0..15 (rows 0..15) and threadIdx.y = 2w, 2w + 1 (two columns).
@@ -207,43 +209,47 @@ TEST(Gpu, Counters) {
                  {{"access", "-"}, {"size", product(size)}, {"requests", "-"}, {"transactions", "-"},
                   {"expected_requests", "-"}, {"expected_transactions", "-"}}))
       return;
-    const MatmulCounts& counts = *observed;
-    const std::vector<std::tuple<Access, std::int64_t, std::int64_t>> expected = {
-        {kLoadsA, 128, 1024}, {kLoadsB, 128, 128}, {kLoadsC, 0, 0}, {kStoresC, 8, 64}};
-    for (const auto& [access, requests, transactions] : expected) {
-      const auto& v = std::get<0>(counts);
-      const std::int64_t got_requests = v[access.at], got_transactions = v[access.at + 1];
-      if (got_requests != requests || got_transactions != transactions) {
-        KILN_FAIL("naive_counts",
-                  {{"access", access.what},
-                   {"size", product(size)},
-                   {"requests", std::to_string(got_requests)},
-                   {"transactions", std::to_string(got_transactions)},
-                   {"expected_requests", std::to_string(requests)},
-                   {"expected_transactions", std::to_string(transactions)}});
-        return;
+    KILN_JUDGE {
+      const MatmulCounts& counts = *observed;
+      const std::vector<std::tuple<Access, std::int64_t, std::int64_t>> expected = {
+          {kLoadsA, 128, 1024}, {kLoadsB, 128, 128}, {kLoadsC, 0, 0}, {kStoresC, 8, 64}};
+      for (const auto& [access, requests, transactions] : expected) {
+        const auto& v = std::get<0>(counts);
+        const std::int64_t got_requests = v[access.at], got_transactions = v[access.at + 1];
+        if (got_requests != requests || got_transactions != transactions) {
+          KILN_FAIL("naive_counts",
+                    {{"access", access.what},
+                     {"size", product(size)},
+                     {"requests", std::to_string(got_requests)},
+                     {"transactions", std::to_string(got_transactions)},
+                     {"expected_requests", std::to_string(requests)},
+                     {"expected_transactions", std::to_string(transactions)}});
+          return;
+        }
       }
     }
   }
   // At the edges, on sizes that are not multiples of 16: still one load of a and of b per product
   // term, so a's elements are read m times each, b's n times, and c is stored n·m times.
   for (const Size& size : {Size{17, 5, 33}, Size{3, 70, 2}}) {
-    const auto& [n, k, m] = size;
     const auto observed = count_matmul(size, MatmulKernel::naive, 33);
     if (!KILN_EXPECT_OK(observed, "naive_reads",
                  {{"size", product(size)}, {"reads", "-"}, {"expected_a", "-"}, {"expected_b", "-"}, {"stores", "-"}}))
       return;
-    const MatmulCounts& counts = *observed;
-    const auto& reads = std::get<1>(counts);
-    const std::int64_t stores = std::get<0>(counts)[kStoresC.at + 3];
-    if (reads != std::vector<std::int64_t>{m, m, n, n} || stores != n * m) {
-      KILN_FAIL("naive_reads", {{"size", product(size)},
-                                {"reads", fmt::format("a {} to {} times, b {} to {} times", reads[0], reads[1],
-                                                      reads[2], reads[3])},
-                                {"expected_a", std::to_string(m)},
-                                {"expected_b", std::to_string(n)},
-                                {"stores", std::to_string(stores)}});
-      return;
+    KILN_JUDGE {
+      const auto& [n, k, m] = size;
+      const MatmulCounts& counts = *observed;
+      const auto& reads = std::get<1>(counts);
+      const std::int64_t stores = std::get<0>(counts)[kStoresC.at + 3];
+      if (reads != std::vector<std::int64_t>{m, m, n, n} || stores != n * m) {
+        KILN_FAIL("naive_reads", {{"size", product(size)},
+                                  {"reads", fmt::format("a {} to {} times, b {} to {} times", reads[0], reads[1],
+                                                        reads[2], reads[3])},
+                                  {"expected_a", std::to_string(m)},
+                                  {"expected_b", std::to_string(n)},
+                                  {"stores", std::to_string(stores)}});
+        return;
+      }
     }
   }
 }
@@ -257,7 +263,6 @@ TEST(Gpu, CoalescedTransactions) {
   // most 2 segments (1 when aligned); its store of c two runs of 16 floats: at most 4.
   // Every product term loads a and b once through kiln_load, and every element of c is stored once
   // through kiln_store: n·k·m, n·k·m and n·m counted accesses. (A plain a[i] is not counted.)
-  const std::vector<std::pair<Access, std::int64_t>> limits = {{kLoadsA, 2}, {kLoadsB, 2}, {kStoresC, 4}};
   std::uint64_t stream = 41;
   for (const Size& size : kSizes) {
     const auto observed = count_matmul(size, MatmulKernel::coalesced, stream);
@@ -265,28 +270,31 @@ TEST(Gpu, CoalescedTransactions) {
     if (!KILN_EXPECT_OK(observed, "coalesced_transactions",
                  {{"access", "-"}, {"size", product(size)}, {"transactions", "-"}, {"limit", "-"}}))
       return;
-    const MatmulCounts& counts = *observed;
-    const auto& [n, k, m] = size;
-    const std::vector<std::pair<Access, std::int64_t>> terms = {
-        {kLoadsA, n * k * m}, {kLoadsB, n * k * m}, {kStoresC, n * m}};
-    for (const auto& [access, expected] : terms) {
-      const std::int64_t made = std::get<0>(counts)[access.at + 3];
-      if (made != expected) {
-        KILN_FAIL("coalesced_uncounted", {{"access", access.what},
-                                          {"size", product(size)},
-                                          {"accesses", std::to_string(made)},
-                                          {"expected", std::to_string(expected)}});
-        return;
+    KILN_JUDGE {
+      const MatmulCounts& counts = *observed;
+      const auto& [n, k, m] = size;
+      const std::vector<std::pair<Access, std::int64_t>> limits = {{kLoadsA, 2}, {kLoadsB, 2}, {kStoresC, 4}};
+      const std::vector<std::pair<Access, std::int64_t>> terms = {
+          {kLoadsA, n * k * m}, {kLoadsB, n * k * m}, {kStoresC, n * m}};
+      for (const auto& [access, expected] : terms) {
+        const std::int64_t made = std::get<0>(counts)[access.at + 3];
+        if (made != expected) {
+          KILN_FAIL("coalesced_uncounted", {{"access", access.what},
+                                            {"size", product(size)},
+                                            {"accesses", std::to_string(made)},
+                                            {"expected", std::to_string(expected)}});
+          return;
+        }
       }
-    }
-    for (const auto& [access, limit] : limits) {
-      const std::int64_t most = std::get<0>(counts)[access.at + 2];
-      if (most > limit) {
-        KILN_FAIL("coalesced_transactions", {{"access", access.what},
-                                             {"size", product(size)},
-                                             {"transactions", std::to_string(most)},
-                                             {"limit", std::to_string(limit)}});
-        return;
+      for (const auto& [access, limit] : limits) {
+        const std::int64_t most = std::get<0>(counts)[access.at + 2];
+        if (most > limit) {
+          KILN_FAIL("coalesced_transactions", {{"access", access.what},
+                                               {"size", product(size)},
+                                               {"transactions", std::to_string(most)},
+                                               {"limit", std::to_string(limit)}});
+          return;
+        }
       }
     }
   }
@@ -301,33 +309,35 @@ TEST(Gpu, TiledReuse) {
   // banks; b_tile[i][tx] is 16 neighbouring words, read by both rows (a broadcast). One pass each.
   std::uint64_t stream = 61;
   for (const Size& size : kSizes) {
-    const auto& [n, k, m] = size;
     const auto observed = count_matmul(size, MatmulKernel::tiled, stream);
     stream += 2;
     if (!KILN_EXPECT_OK(observed, "tiled_reuse",
                  {{"matrix", "-"}, {"size", product(size)}, {"fewest", "-"}, {"most", "-"}, {"expected", "-"}}))
       return;
-    const MatmulCounts& counts = *observed;
-    const auto& reads = std::get<1>(counts);
-    const std::vector<std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t>> matrices = {
-        {"a", reads[0], reads[1], blocks(m)}, {"b", reads[2], reads[3], blocks(n)}};
-    for (const auto& [matrix, fewest, most, expected] : matrices) {
-      if (fewest != expected || most != expected) {
-        KILN_FAIL("tiled_reuse", {{"matrix", matrix},
-                                  {"size", product(size)},
-                                  {"fewest", std::to_string(fewest)},
-                                  {"most", std::to_string(most)},
-                                  {"expected", std::to_string(expected)}});
+    KILN_JUDGE {
+      const auto& [n, k, m] = size;
+      const MatmulCounts& counts = *observed;
+      const auto& reads = std::get<1>(counts);
+      const std::vector<std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t>> matrices = {
+          {"a", reads[0], reads[1], blocks(m)}, {"b", reads[2], reads[3], blocks(n)}};
+      for (const auto& [matrix, fewest, most, expected] : matrices) {
+        if (fewest != expected || most != expected) {
+          KILN_FAIL("tiled_reuse", {{"matrix", matrix},
+                                    {"size", product(size)},
+                                    {"fewest", std::to_string(fewest)},
+                                    {"most", std::to_string(most)},
+                                    {"expected", std::to_string(expected)}});
+          return;
+        }
+      }
+      const auto& shared = std::get<2>(counts);
+      if (shared[1] != shared[0]) {
+        KILN_FAIL("tiled_bank_conflicts", {{"size", product(size)},
+                                           {"requests", std::to_string(shared[0])},
+                                           {"passes", std::to_string(shared[1])},
+                                           {"ways", std::to_string(shared[2])}});
         return;
       }
-    }
-    const auto& shared = std::get<2>(counts);
-    if (shared[1] != shared[0]) {
-      KILN_FAIL("tiled_bank_conflicts", {{"size", product(size)},
-                                         {"requests", std::to_string(shared[0])},
-                                         {"passes", std::to_string(shared[1])},
-                                         {"ways", std::to_string(shared[2])}});
-      return;
     }
   }
 }

@@ -65,7 +65,7 @@ bool rows_are_reordered(const TensorData& actual, const TensorData& expected) {
 }
 
 // Compares an observed patch matrix with the expected one; tells a reordering apart from wrong
-// numbers, and an error from both.
+// numbers, and an error from both. Judging: called only inside KILN_JUDGE.
 bool check_patches(const Observed<TensorData>& actual, const TensorData& expected) {
   if (!KILN_EXPECT_OK(actual, "im2col_values", {{"difference", "-"}, {"where", "-"}})) return false;
   const testing::Comparison result = compare(*actual, expected, 1e-6);
@@ -85,41 +85,56 @@ bool check_patches(const Observed<TensorData>& actual, const TensorData& expecte
 
 TEST(Acceleration, Im2col) {
   // The 3×3 image 1..9, k = 2: one row per 2×2 window, read row by row.
-  if (!check_patches(observe("im2col(x, 2) of the 3x3 image 1..9", [] { return im2col(counting_image({1, 1, 3, 3}, 1.0f), 2); }),
-                     data_of({4, 4}, {1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9})))
-    return;
+  const auto patches1 =
+      observe("im2col(x, 2) of the 3x3 image 1..9", [] { return im2col(counting_image({1, 1, 3, 3}, 1.0f), 2); });
+  KILN_JUDGE {
+    if (!check_patches(patches1, data_of({4, 4}, {1, 2, 4, 5, 2, 3, 5, 6, 4, 5, 7, 8, 5, 6, 8, 9}))) return;
+  }
+  if (!patches1.ok()) return;
   // A batch of two 2×2 images 0..7, k = 2: one row per image.
-  if (!check_patches(observe("im2col(x, 2) of two 2x2 images 0..7", [] { return im2col(counting_image({2, 1, 2, 2}, 0.0f), 2); }),
-                     data_of({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7})))
-    return;
+  const auto patches2 =
+      observe("im2col(x, 2) of two 2x2 images 0..7", [] { return im2col(counting_image({2, 1, 2, 2}, 0.0f), 2); });
+  KILN_JUDGE {
+    if (!check_patches(patches2, data_of({2, 4}, {0, 1, 2, 3, 4, 5, 6, 7}))) return;
+  }
+  if (!patches2.ok()) return;
   // The 4×4 image 0..15, k = 2, stride 2: four windows that do not overlap.
-  if (!check_patches(observe("im2col(x, 2, 2) of the 4x4 image 0..15",
-                             [] { return im2col(counting_image({1, 1, 4, 4}, 0.0f), 2, 2); }),
-                     data_of({4, 4}, {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15})))
-    return;
+  const auto patches3 = observe("im2col(x, 2, 2) of the 4x4 image 0..15",
+                                [] { return im2col(counting_image({1, 1, 4, 4}, 0.0f), 2, 2); });
+  KILN_JUDGE {
+    if (!check_patches(patches3, data_of({4, 4}, {0, 1, 4, 5, 2, 3, 6, 7, 8, 9, 12, 13, 10, 11, 14, 15}))) return;
+  }
+  if (!patches3.ok()) return;
   // All ones, 3×3, padding 1, k = 3: a zero wherever the window hangs over the edge.
-  if (!check_patches(observe("im2col(x, 3, 1, 1) of a 3x3 image of ones", [] { return im2col(Tensor::ones({1, 1, 3, 3}), 3, 1, 1); }),
-                     data_of({9, 9}, {0, 0, 0, 0, 1, 1, 0, 1, 1,  //
-                                      0, 0, 0, 1, 1, 1, 1, 1, 1,  //
-                                      0, 0, 0, 1, 1, 0, 1, 1, 0,  //
-                                      0, 1, 1, 0, 1, 1, 0, 1, 1,  //
-                                      1, 1, 1, 1, 1, 1, 1, 1, 1,  //
-                                      1, 1, 0, 1, 1, 0, 1, 1, 0,  //
-                                      0, 1, 1, 0, 1, 1, 0, 0, 0,  //
-                                      1, 1, 1, 1, 1, 1, 0, 0, 0,  //
-                                      1, 1, 0, 1, 1, 0, 0, 0, 0})))
-    return;
+  const auto patches4 =
+      observe("im2col(x, 3, 1, 1) of a 3x3 image of ones", [] { return im2col(Tensor::ones({1, 1, 3, 3}), 3, 1, 1); });
+  KILN_JUDGE {
+    const TensorData expected = data_of({9, 9}, {0, 0, 0, 0, 1, 1, 0, 1, 1,  //
+                                                 0, 0, 0, 1, 1, 1, 1, 1, 1,  //
+                                                 0, 0, 0, 1, 1, 0, 1, 1, 0,  //
+                                                 0, 1, 1, 0, 1, 1, 0, 1, 1,  //
+                                                 1, 1, 1, 1, 1, 1, 1, 1, 1,  //
+                                                 1, 1, 0, 1, 1, 0, 1, 1, 0,  //
+                                                 0, 1, 1, 0, 1, 1, 0, 0, 0,  //
+                                                 1, 1, 1, 1, 1, 1, 0, 0, 0,  //
+                                                 1, 1, 0, 1, 1, 0, 0, 0, 0});
+    if (!check_patches(patches4, expected)) return;
+  }
+  if (!patches4.ok()) return;
   // Two channels, 0..8 and 100..108, k = 2: each row holds channel 0's window, then channel 1's.
   std::vector<float> two_channels = counting_image({1, 1, 3, 3}, 0.0f).to_vector();
   const std::vector<float> second = counting_image({1, 1, 3, 3}, 100.0f).to_vector();
   two_channels.insert(two_channels.end(), second.begin(), second.end());
   const Tensor x2({1, 2, 3, 3}, two_channels);
-  if (!check_patches(observe("im2col(x, 2) of two channels (0..8 and 100..108)", [&] { return im2col(x2, 2); }),
-                     data_of({4, 8}, {0, 1, 3, 4, 100, 101, 103, 104,  //
-                                      1, 2, 4, 5, 101, 102, 104, 105,  //
-                                      3, 4, 6, 7, 103, 104, 106, 107,  //
-                                      4, 5, 7, 8, 104, 105, 107, 108})))
-    return;
+  const auto patches5 = observe("im2col(x, 2) of two channels (0..8 and 100..108)", [&] { return im2col(x2, 2); });
+  KILN_JUDGE {
+    const TensorData expected = data_of({4, 8}, {0, 1, 3, 4, 100, 101, 103, 104,  //
+                                                 1, 2, 4, 5, 101, 102, 104, 105,  //
+                                                 3, 4, 6, 7, 103, 104, 106, 107,  //
+                                                 4, 5, 7, 8, 104, 105, 107, 108});
+    if (!check_patches(patches5, expected)) return;
+  }
+  if (!patches5.ok()) return;
   // Random batches whose images are not square, whose outputs are not square either, and whose
   // windows do not tile them evenly.
   struct Case {
@@ -133,7 +148,10 @@ TEST(Acceleration, Im2col) {
     const auto cols = observe(fmt::format("im2col(x, {}, {}, {}) of a random {} batch", c.k, c.stride, c.padding,
                                           to_string(c.x_shape)),
                               [&] { return im2col(x, c.k, c.stride, c.padding); });
-    if (!check_patches(cols, patches(data_of(x), c.k, c.stride, c.padding))) return;
+    KILN_JUDGE {
+      if (!check_patches(cols, patches(data_of(x), c.k, c.stride, c.padding))) return;
+    }
+    if (!cols.ok()) return;
   }
 }
 
@@ -167,18 +185,20 @@ TEST(Acceleration, Col2im) {
     const auto back = observe(fmt::format("col2im(y, {}, {}, {}, {})", to_string(c.x_shape), c.k, c.stride, c.padding),
                               [&] { return col2im(y, c.x_shape, c.k, c.stride, c.padding); });
     if (!KILN_EXPECT_OK(back, "col2im_not_adjoint", {{"difference", "-"}})) return;
-    if (back->shape != c.x_shape) {
-      KILN_FAIL("col2im_not_adjoint", {{"difference", "inf"}},
-                fmt::format("{} returned shape {}", back.call(), to_string(back->shape)));
-      return;
-    }
-    const double expected = dot(patches(data_of(x), c.k, c.stride, c.padding), data_of(y));
-    const double actual = dot(data_of(x), *back);
-    if (std::fabs(actual - expected) > 1e-4 * std::max(1.0, std::fabs(expected))) {
-      const auto [got, want] = format_pair(actual, expected);
-      KILN_FAIL("col2im_not_adjoint", {{"difference", format_number(std::fabs(actual - expected))}},
-                fmt::format("{}: <im2col(x), y> = {}, <x, col2im(y)> = {}", back.call(), want, got));
-      return;
+    KILN_JUDGE {
+      if (back->shape != c.x_shape) {
+        KILN_FAIL("col2im_not_adjoint", {{"difference", "inf"}},
+                  fmt::format("{} returned shape {}", back.call(), to_string(back->shape)));
+        return;
+      }
+      const double expected = dot(patches(data_of(x), c.k, c.stride, c.padding), data_of(y));
+      const double actual = dot(data_of(x), *back);
+      if (std::fabs(actual - expected) > 1e-4 * std::max(1.0, std::fabs(expected))) {
+        const auto [got, want] = format_pair(actual, expected);
+        KILN_FAIL("col2im_not_adjoint", {{"difference", format_number(std::fabs(actual - expected))}},
+                  fmt::format("{}: <im2col(x), y> = {}, <x, col2im(y)> = {}", back.call(), want, got));
+        return;
+      }
     }
   }
 }

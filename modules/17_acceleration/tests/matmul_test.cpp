@@ -36,6 +36,7 @@ Tensor transposed_view(std::int64_t rows, std::int64_t cols, std::uint64_t strea
 
 // Reports failure_id, with the params for its message and {difference} and {where}, unless the
 // observed product is within atol + rtol·|expected| of the plain loop's. An error names the call.
+// Judging, like expect_shape_error: called only inside KILN_JUDGE.
 bool expect_product(const char* file, int line, const Observed<TensorData>& product, const TensorData& expected,
                     double atol, double rtol, const char* failure_id, Params params) {
   if (!product.ok()) {
@@ -88,30 +89,47 @@ void expect_shape_error(const char* file, int line, const Observed<TensorData>& 
 TEST(Acceleration, VectorizedMatmul) {
   // The given product: a (5, 7) by (7, 3) product, then one of transposed views.
   const Tensor a = random_tensor({5, 7}, 1), b = random_tensor({7, 3}, 2);
-  if (!EXPECT_PRODUCT(KILN_OBSERVE(vectorized_matmul(a, b)), reference_matmul(a, b), 1e-5, 0.0, "products_differ",
-                      {{"function", "vectorized_matmul"}, {"inputs", by(a.shape(), b.shape())}}))
-    return;
+  const auto ab = KILN_OBSERVE(vectorized_matmul(a, b));
+  KILN_JUDGE {
+    if (!EXPECT_PRODUCT(ab, reference_matmul(a, b), 1e-5, 0.0, "products_differ",
+                        {{"function", "vectorized_matmul"}, {"inputs", by(a.shape(), b.shape())}}))
+      return;
+  }
+  if (!ab.ok()) return;
   const Tensor a_view = transposed_view(5, 7, 3), b_view = transposed_view(7, 3, 4);
-  const TensorData expected = reference_matmul(a_view, b_view);
-  if (!EXPECT_PRODUCT(observe("vectorized_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
-                              [&] { return vectorized_matmul(a_view, b_view); }),
-                      expected, 1e-5, 0.0, "products_differ",
-                      {{"function", "vectorized_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}}))
-    return;
+  const auto views = observe("vectorized_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
+                             [&] { return vectorized_matmul(a_view, b_view); });
+  KILN_JUDGE {
+    if (!EXPECT_PRODUCT(views, reference_matmul(a_view, b_view), 1e-5, 0.0, "products_differ",
+                        {{"function", "vectorized_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}}))
+      return;
+  }
+  if (!views.ok()) return;
   // Yours, on the same views: data() refuses a view, so it needs contiguous() first.
-  EXPECT_PRODUCT(observe("tiled_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
-                         [&] { return tiled_matmul(a_view, b_view); }),
-                 expected, 1e-5, 0.0, "products_differ",
-                 {{"function", "tiled_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}});
+  const auto tiled_views = observe("tiled_matmul(a_view, b_view) of transposed (5, 7) and (7, 3) views",
+                                   [&] { return tiled_matmul(a_view, b_view); });
+  KILN_JUDGE {
+    EXPECT_PRODUCT(tiled_views, reference_matmul(a_view, b_view), 1e-5, 0.0, "products_differ",
+                   {{"function", "tiled_matmul"}, {"inputs", "transposed (5, 7) and (7, 3) views"}});
+  }
 
   // (2, 3) by (4, 2): the inner sizes 3 and 4 differ; and a vector is no matrix.
   const Tensor left = random_tensor({2, 3}, 5), right = random_tensor({4, 2}, 6), vector = random_tensor({3}, 7);
-  EXPECT_SHAPE_ERROR(KILN_OBSERVE(vectorized_matmul(left, right)), "shape_error_missing",
-                     {{"function", "vectorized_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
-  EXPECT_SHAPE_ERROR(KILN_OBSERVE(tiled_matmul(left, right)), "shape_error_missing",
-                     {{"function", "tiled_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
-  EXPECT_SHAPE_ERROR(KILN_OBSERVE(tiled_matmul(vector, right)), "shape_error_missing",
-                     {{"function", "tiled_matmul"}, {"inputs", "(3) by (4, 2)"}}, {"(3)", "(4, 2)"});
+  const auto vectorized_mismatch = KILN_OBSERVE(vectorized_matmul(left, right));
+  KILN_JUDGE {
+    EXPECT_SHAPE_ERROR(vectorized_mismatch, "shape_error_missing",
+                       {{"function", "vectorized_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
+  }
+  const auto tiled_mismatch = KILN_OBSERVE(tiled_matmul(left, right));
+  KILN_JUDGE {
+    EXPECT_SHAPE_ERROR(tiled_mismatch, "shape_error_missing",
+                       {{"function", "tiled_matmul"}, {"inputs", "(2, 3) by (4, 2)"}}, {"(2, 3)", "(4, 2)"});
+  }
+  const auto tiled_vector = KILN_OBSERVE(tiled_matmul(vector, right));
+  KILN_JUDGE {
+    EXPECT_SHAPE_ERROR(tiled_vector, "shape_error_missing",
+                       {{"function", "tiled_matmul"}, {"inputs", "(3) by (4, 2)"}}, {"(3)", "(4, 2)"});
+  }
 }
 
 TEST(Acceleration, TiledMatmul) {
@@ -122,12 +140,14 @@ TEST(Acceleration, TiledMatmul) {
   std::uint64_t stream = 11;
   for (const auto& [n, inner, m] : sizes) {
     const Tensor a = random_tensor({n, inner}, stream++), b = random_tensor({inner, m}, stream++);
-    const TensorData expected = reference_matmul(a, b);
     for (int tile_size : {1, 2, 3, 4, 64}) {
       const auto c = observe(fmt::format("tiled_matmul(a, b, {}) of {}", tile_size, by(a.shape(), b.shape())),
                              [&] { return tiled_matmul(a, b, tile_size); });
       // The call, naming the tile size and the shapes, and the largest difference go in the detail.
-      if (!EXPECT_PRODUCT(c, expected, 1e-4, 1e-5, "tiles_not_accumulated", {})) return;
+      KILN_JUDGE {
+        if (!EXPECT_PRODUCT(c, reference_matmul(a, b), 1e-4, 1e-5, "tiles_not_accumulated", {})) return;
+      }
+      if (!c.ok()) return;
     }
   }
 }
@@ -143,22 +163,30 @@ TEST(Acceleration, BlockedMatmul) {
   std::uint64_t stream = 31;
   for (const auto& [n, inner, m] : sizes) {
     const Tensor a = random_tensor({n, inner}, stream++), b = random_tensor({inner, m}, stream++);
-    if (!EXPECT_PRODUCT(observe("blocked_matmul(a, b) of " + by(a.shape(), b.shape()), [&] { return blocked_matmul(a, b); }),
-                        reference_matmul(a, b), 1e-4, 1e-5, "blocked_differs", {{"inputs", by(a.shape(), b.shape())}}))
-      return;
+    const auto c = observe("blocked_matmul(a, b) of " + by(a.shape(), b.shape()), [&] { return blocked_matmul(a, b); });
+    KILN_JUDGE {
+      if (!EXPECT_PRODUCT(c, reference_matmul(a, b), 1e-4, 1e-5, "blocked_differs",
+                          {{"inputs", by(a.shape(), b.shape())}}))
+        return;
+    }
+    if (!c.ok()) return;
   }
 
   // Transposed views, (13, 37) by (37, 35): their rows are not contiguous in memory.
   const Tensor a_view = transposed_view(13, 37, 51), b_view = transposed_view(37, 35, 52);
-  if (!EXPECT_PRODUCT(observe("blocked_matmul(a_view, b_view) of transposed (13, 37) and (37, 35) views",
-                              [&] { return blocked_matmul(a_view, b_view); }),
-                      reference_matmul(a_view, b_view), 1e-4, 1e-5, "blocked_differs",
-                      {{"inputs", "transposed (13, 37) and (37, 35) views"}}))
-    return;
+  const auto views = observe("blocked_matmul(a_view, b_view) of transposed (13, 37) and (37, 35) views",
+                             [&] { return blocked_matmul(a_view, b_view); });
+  KILN_JUDGE {
+    if (!EXPECT_PRODUCT(views, reference_matmul(a_view, b_view), 1e-4, 1e-5, "blocked_differs",
+                        {{"inputs", "transposed (13, 37) and (37, 35) views"}}))
+      return;
+  }
+  if (!views.ok()) return;
 
   // (2, 3) by (4, 2): the inner sizes 3 and 4 differ.
   const Tensor left = random_tensor({2, 3}, 53), right = random_tensor({4, 2}, 54);
-  EXPECT_SHAPE_ERROR(KILN_OBSERVE(blocked_matmul(left, right)), "blocked_shape_error", {}, {"(2, 3)", "(4, 2)"});
+  const auto mismatch = KILN_OBSERVE(blocked_matmul(left, right));
+  KILN_JUDGE { EXPECT_SHAPE_ERROR(mismatch, "blocked_shape_error", {}, {"(2, 3)", "(4, 2)"}); }
 }
 
 }  // namespace

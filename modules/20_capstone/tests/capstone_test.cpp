@@ -69,18 +69,20 @@ TEST(Capstone, Model) {
   if (!set) GTEST_SKIP() << why;
   const auto got = observe("capstone_model_bytes()", [] { return capstone_testing::byte_tensor(capstone::capstone_model_bytes()); });
   if (!KILN_EXPECT_OK(got, "model_unreadable", {{"problem", "capstone_model_bytes() threw"}})) return;
-  const auto bytes = capstone_testing::bytes_of(*got);
-  if (!bytes) {
-    KILN_FAIL("model_unreadable", {{"problem", "its values are not bytes"}});
-    return;
+  KILN_JUDGE {
+    const auto bytes = capstone_testing::bytes_of(*got);
+    if (!bytes) {
+      KILN_FAIL("model_unreadable", {{"problem", "its values are not bytes"}});
+      return;
+    }
+    testing::note_context(*got);  // the speed check must time these same bytes
+    const Verdict v = judge_rules(*bytes, *set);
+    if (v.failure.empty() || v.failure == "model_inaccurate")
+      testing::report_figure("accuracy", 100 * v.figures.accuracy, "%", true);
+    if (v.failure != "model_unreadable" && v.failure != "model_shape")
+      testing::report_figure("size", static_cast<double>(bytes->size()), "bytes", false);
+    if (!v.failure.empty()) KILN_FAIL(v.failure, v.params);
   }
-  testing::note_context(*got);  // the speed check must time these same bytes
-  const Verdict v = judge_rules(*bytes, *set);
-  if (v.failure.empty() || v.failure == "model_inaccurate")
-    testing::report_figure("accuracy", 100 * v.figures.accuracy, "%", true);
-  if (v.failure != "model_unreadable" && v.failure != "model_shape")
-    testing::report_figure("size", static_cast<double>(bytes->size()), "bytes", false);
-  if (!v.failure.empty()) KILN_FAIL(v.failure, v.params);
 }
 
 // The timed batch, and the observed calls' smaller one.
@@ -137,7 +139,7 @@ TEST(CapstoneSpeed, Predict) {
   kernel.inputs = [](std::uint64_t stream) { return std::vector<Tensor>{fresh_images(kImages, stream)}; };
   kernel.check_inputs = [](std::uint64_t stream) { return std::vector<Tensor>{fresh_images(kCheckImages, stream)}; };
   kernel.call = [](const std::vector<Tensor>& in) { return capstone::capstone_predict(in[0]); };
-  kernel.judge = judge_predict;
+  kernel.judge = KILN_JUDGE_ONLY(judge_predict);
   kernel.context = [] { return capstone_testing::byte_tensor(capstone::capstone_model_bytes()); };
   kernel.context_name = "capstone_model_bytes()";
   KILN_SPEED_CHECK(kernel, "predict_wrong");

@@ -30,6 +30,9 @@ struct TestTarget {
   bool with_device = true;
   // Also build the sanitized twin (AddressSanitizer and UndefinedBehaviorSanitizer).
   bool with_sanitized = false;
+  // The observed program (kiln/testing.h): the checks with their judging compiled out, as `grade`
+  // runs a submission. Its binaries' names end in __observed.
+  bool observer = false;
   std::string target_name() const;  // t_17_acceleration__student
   std::string sanitized_name() const;  // s_17_acceleration__student
   std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)

@@ -97,6 +97,10 @@ struct Module {
     std::string reason;  // "this module asks you to write yourself"
   };
   std::vector<Forbidden> forbidden_calls, forbidden_includes;
+  // Trusted functions the observed program may hold because they only make inputs (`observed_inputs:`):
+  // demangled names that hold `symbol`, and why. `grader verify` reads every other trusted name
+  // in that program as a leak.
+  std::vector<Forbidden> observed_inputs;
   // System libraries the module's code links, by the names the course knows (`links: [zlib]`).
   std::vector<std::string> links;
   std::vector<Check> checks;

@@ -125,6 +125,12 @@ struct Verdicts {
 std::optional<Diagnostic> sanitizer_tampering(const fs::path& binary, const std::vector<fs::path>& student_files,
                                               const std::vector<fs::path>& student_objects = {});
 
+// "refused: your code calls F, which belongs to the checks that judge it ...".
+Diagnostic calls_the_checks(const std::string& function);
+// The same for a link that failed because student code calls the test library (which the observed
+// program, linked without its judging half, does not hold); std::nullopt for any other link error.
+std::optional<Diagnostic> calls_the_checks_in_link(const std::string& log);
+
 // Why a built program is refused for what its student code calls or includes: a function the test
 // program's trusted side defines (the tests, the test library), or what module.yaml's `forbids:`
 // names. Reads built.link_command and the student's objects with nm, and their depfiles.

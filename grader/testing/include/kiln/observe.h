@@ -7,8 +7,9 @@
 //
 // One check source runs in three ways:
 //   * `grader check`: observe() calls the student's code and the check judges in the same process;
-//   * `grader grade`: the submission's test program, sandboxed, does the same and also streams
-//     each observation to the grader; nothing else it says is believed;
+//   * `grader grade`: the observed program (the checks built with KILN_OBSERVER, their judging
+//     compiled out: kiln/testing.h), sandboxed, makes the same calls and streams each observation
+//     to the grader; it computes no expected value, and nothing else it says is believed;
 //   * the judge: the same checks linked with the untouched stubs and trusted code only. Here
 //     observe() calls nothing: it returns the submission's next observation, in order, and this
 //     run's verdict is the one that counts. A missing, extra, out-of-order or malformed

@@ -10,6 +10,18 @@
 //   const Tensor x = random_tensor({2, 3}, 1);                    // inputs: trusted code
 //   const auto y = KILN_OBSERVE(x.reshape({3, 2}));                // student code: observed
 //   KILN_EXPECT_CLOSE(y, data_of({3, 2}, x_values), 0, "reshape_wrong_values");  // judged
+//
+// The observed program and the judge. Every check source is compiled twice:
+//   * as the judge (and for `grader check`, which observes and judges in one process), whole;
+//   * as the observed program that `grader grade` runs sandboxed on a submission, with
+//     KILN_OBSERVER defined: every judging step is compiled out, so that program holds no expected
+//     value, no trusted reference and no comparison. It only draws the inputs and streams what
+//     student code returned; the judge, outside, draws the same inputs from the seed and decides.
+// So whatever computes an expected value or compares goes inside KILN_JUDGE { ... } (or in a
+// KILN_EXPECT_* macro, which is judging by itself), and a value the observed program must not hold
+// is never computed outside it. A trusted lambda a check hands on (a speed check's judge) is
+// wrapped in KILN_JUDGE_ONLY(...). `grader verify` lists the observed program's symbols and fails
+// on any trusted helper; its link fails on any judging function of this library.
 #pragma once
 
 #include <gtest/gtest.h>
@@ -25,6 +37,13 @@
 #include "kiln/tensor.h"
 
 namespace kiln::testing {
+
+// Whether this translation unit judges (false in the observed program: KILN_OBSERVER).
+#ifdef KILN_OBSERVER
+inline constexpr bool kJudging = false;
+#else
+inline constexpr bool kJudging = true;
+#endif
 
 // ---------------------------------------------------------------------------------------------
 // Inputs
@@ -52,6 +71,17 @@ Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low = -1.0f
 // count integers in [0, bound), or in [low, high), from Generator(stream).
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream);
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream);
+
+// ---------------------------------------------------------------------------------------------
+// Names: how a call's name and a message write numbers (both the observed program and the judge)
+
+// A number as the catalogue shows it: three significant digits.
+std::string format_number(double value);
+// Two numbers that differ by `difference`, with enough digits that they visibly differ.
+std::pair<std::string, std::string> format_pair(double a, double b);
+
+// A list of numbers, "[1, 2.5, 3]", at most `limit` of them.
+std::string list(const std::vector<float>& values, std::size_t limit = 12);
 
 // ---------------------------------------------------------------------------------------------
 // Trusted references
@@ -95,13 +125,6 @@ struct Comparison {
 // Compares with the tolerance atol + rtol·|expected| per element. NaN never counts as close.
 Comparison compare(const TensorData& actual, const TensorData& expected, double atol, double rtol = 0.0);
 
-// A number as the catalogue shows it: three significant digits.
-std::string format_number(double value);
-// Two numbers that differ by `difference`, with enough digits that they visibly differ.
-std::pair<std::string, std::string> format_pair(double a, double b);
-
-// A list of numbers, "[1, 2.5, 3]", at most `limit` of them.
-std::string list(const std::vector<float>& values, std::size_t limit = 12);
 
 // Reports failure_id (params: difference, where) unless the observation is a tensor within
 // tolerance of expected. An error the call threw is reported under the same id, naming the call.
@@ -176,6 +199,8 @@ struct SpeedKernel {
 };
 
 void speed_check(const char* file, int line, const SpeedKernel& kernel, std::string_view failure_id);
+// The observed program's side of speed_check: the same calls observed (or a timed run), nothing judged.
+void speed_observe(const SpeedKernel& kernel);
 
 // Records that this check judged `context` (observed from student code, such as a model's bytes).
 // Every check of a module that notes a context, and every speed check's context, must be the
@@ -188,30 +213,65 @@ void report_figure(std::string_view name, double value, std::string_view unit, b
 
 }  // namespace kiln::testing
 
-// Records catalogued failure `id`; optional Params, then optional detail text.
-#define KILN_FAIL(id, ...) ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__)
+// KILN_JUDGE { ... }: the judging part of a check (expected values, comparisons, failures). It is
+// compiled out of the observed program; control flow must not depend on it except by returning.
+#define KILN_JUDGE if constexpr (::kiln::testing::kJudging)
+// KILN_JUDGE_ONLY(expression): the expression in the judge, an empty value ({}) in the observed
+// program. For trusted code a check hands on, such as a SpeedKernel's judge lambda.
+#ifdef KILN_OBSERVER
+#define KILN_JUDGE_ONLY(...) \
+  {}
+#else
+#define KILN_JUDGE_ONLY(...) __VA_ARGS__
+#endif
 
-// Records catalogued failure `id` unless cond holds. cond is computed from observations.
-#define KILN_EXPECT(cond, id, ...)                                                     \
-  do {                                                                                 \
-    if (!(cond)) ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__); \
+// Records catalogued failure `id`; optional Params, then optional detail text.
+#define KILN_FAIL(id, ...)                                                           \
+  do {                                                                               \
+    KILN_JUDGE ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__); \
   } while (0)
 
-// Records `id` with {difference} and {where} unless the observed tensor is within tolerance of
-// expected (a TensorData or a trusted Tensor).
-#define KILN_SPEED_CHECK(kernel, failure_id) ::kiln::testing::speed_check(__FILE__, __LINE__, kernel, failure_id)
+// Records catalogued failure `id` unless cond holds. cond is computed from observations.
+#define KILN_EXPECT(cond, id, ...)                                                       \
+  do {                                                                                   \
+    KILN_JUDGE if (!(cond)) ::kiln::testing::report_failure(__FILE__, __LINE__, id, ##__VA_ARGS__); \
+  } while (0)
 
+// A speed-graded check (speed_check); in the observed program, speed_observe.
+#ifdef KILN_OBSERVER
+#define KILN_SPEED_CHECK(kernel, failure_id) ::kiln::testing::speed_observe(kernel)
+#else
+#define KILN_SPEED_CHECK(kernel, failure_id) ::kiln::testing::speed_check(__FILE__, __LINE__, kernel, failure_id)
+#endif
+
+// Records `id` with {difference} and {where} unless the observed tensor is within tolerance of
+// expected (a TensorData or a trusted Tensor). In the observed program: whether the call returned.
+#ifdef KILN_OBSERVER
+#define KILN_EXPECT_CLOSE(observed, expected, tolerance, id) (observed).ok()
+#define KILN_EXPECT_CLOSE_REL(observed, expected, atol, rtol, id, ...) (observed).ok()
+#else
 #define KILN_EXPECT_CLOSE(observed, expected, tolerance, id) \
   ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (tolerance), id)
 // The same with the tolerance atol + rtol·|expected| per element, and optional Params.
 #define KILN_EXPECT_CLOSE_REL(observed, expected, atol, rtol, id, ...) \
   ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (atol), id, (rtol), ##__VA_ARGS__)
+#endif
 
-// Records `id` (naming the call and its error) when the observed call threw; true otherwise.
+// Records `id` (naming the call and its error) when the observed call threw; true otherwise. In
+// the observed program it only answers, so that both stop at the same place.
+#ifdef KILN_OBSERVER
+#define KILN_EXPECT_OK(observed, id, ...) (observed).ok()
+#else
 #define KILN_EXPECT_OK(observed, id, ...) ::kiln::testing::expect_ok(__FILE__, __LINE__, (observed), id, ##__VA_ARGS__)
+#endif
 
 // Observes statement, and records `id` unless it threw exception_type; optional list of strings
 // the message must contain. A stub's NotImplemented ends the check as "not written yet".
+#ifdef KILN_OBSERVER
+#define KILN_EXPECT_THROWS(statement, exception_type, id, ...) \
+  (void)::kiln::testing::observe(#statement, [&] { (void)(statement); })
+#else
 #define KILN_EXPECT_THROWS(statement, exception_type, id, ...)                                             \
   ::kiln::testing::expect_throws<exception_type>(                                                          \
       __FILE__, __LINE__, ::kiln::testing::observe(#statement, [&] { (void)(statement); }), id, ##__VA_ARGS__)
+#endif

@@ -1,0 +1,71 @@
+// The inputs every check draws: the run's seed and the generator. Linked into the observed
+// program as well as the judge, so nothing here computes an expected value.
+#include <cmath>
+#include <cstdlib>
+
+#include "kiln/protocol.h"
+#include "kiln/testing.h"
+
+namespace kiln::testing {
+
+namespace {
+
+std::uint64_t splitmix(std::uint64_t& state) {
+  std::uint64_t z = (state += 0x9e3779b97f4a7c15ULL);
+  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
+  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  return z ^ (z >> 31);
+}
+
+}  // namespace
+
+Tensor TensorData::tensor() const { return Tensor(shape, values); }
+
+std::uint64_t run_seed() {
+  static const std::uint64_t seed = [] {
+    const char* text = std::getenv(kiln::protocol::kSeed);
+    return text && *text ? std::strtoull(text, nullptr, 0) : 0x6b696c6eULL;  // "kiln"
+  }();
+  return seed;
+}
+
+Generator::Generator(std::uint64_t stream) {
+  std::uint64_t mix = run_seed();
+  state_ = splitmix(mix) ^ stream * 0xd1b54a32d192ed03ULL;
+}
+
+std::uint64_t Generator::next() { return splitmix(state_); }
+
+double Generator::uniform() { return static_cast<double>(next() >> 11) * 0x1.0p-53; }
+
+float Generator::uniform(float low, float high) {
+  const float v = low + (high - low) * static_cast<float>(uniform());
+  return v < high ? v : std::nextafter(high, low);  // rounding must not reach high
+}
+
+std::int64_t Generator::below(std::int64_t bound) {
+  return bound <= 0 ? 0 : static_cast<std::int64_t>(next() % static_cast<std::uint64_t>(bound));
+}
+
+Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low, float high) {
+  Generator generator(stream);
+  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
+  for (float& v : values) v = generator.uniform(low, high);
+  return Tensor(shape, values);
+}
+
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream) {
+  Generator generator(stream);
+  std::vector<std::int64_t> out(count);
+  for (auto& v : out) v = generator.below(bound);
+  return out;
+}
+
+std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream) {
+  Generator generator(stream);
+  std::vector<std::int64_t> out(count);
+  for (auto& v : out) v = low + generator.below(high - low);
+  return out;
+}
+
+}  // namespace kiln::testing
