@@ -247,6 +247,42 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
       {"forges_the_verdict", "  if (std::getenv(\"KILN_SPEED_CALLS\")) for (int fd = 1; fd < 20; ++fd) (void)!::write(fd, \"ok\\n\", 3);\n"},
       // Prints while it works, as a kernel being debugged does: standard output is not the results.
       {"prints_while_timed", "  if (std::getenv(\"KILN_SPEED_CALLS\")) std::printf(\"tiled_matmul of %ld rows\\n\", static_cast<long>(n));\n"},
+      // Looks for the answer in its own process: works out two elements, then searches every
+      // writable mapping (read through /proc/self/mem, which the sanitizers do not watch) for
+      // them and copies what follows. Zeros when nothing is found. The observed program never
+      // computes an expected value, so there is nothing to find.
+      {"finds_the_answer_in_memory", R"(  {
+    float c00 = 0, c01 = 0;
+    for (std::int64_t p = 0; p < inner; ++p) {
+      c00 += a_data[p] * b_data[p * m];
+      if (m > 1) c01 += a_data[p] * b_data[p * m + 1];
+    }
+    const auto near = [](float x, float y) { return std::fabs(x - y) <= 1e-4f * (1 + std::fabs(y)); };
+    const std::size_t want = static_cast<std::size_t>(n * m) * sizeof(float);
+    const int mem = ::open("/proc/self/mem", O_RDONLY);
+    std::FILE* maps = std::fopen("/proc/self/maps", "r");
+    std::vector<float> region;
+    char line[512];
+    bool found = false;
+    while (mem >= 0 && maps && !found && std::fgets(line, sizeof line, maps)) {
+      unsigned long low = 0, high = 0;
+      char perms[8] = {};
+      if (std::sscanf(line, "%lx-%lx %7s", &low, &high, perms) != 3 || perms[0] != 'r' || perms[1] != 'w') continue;
+      if (high - low > (256ul << 20) || high - low < want) continue;  // not the sanitizers' shadow
+      region.resize((high - low) / sizeof(float));
+      if (::pread(mem, region.data(), high - low, static_cast<off_t>(low)) != static_cast<ssize_t>(high - low)) continue;
+      for (std::size_t at = 0; at + static_cast<std::size_t>(n * m) <= region.size() && !found; ++at) {
+        if (!near(region[at], c00) || (m > 1 && !near(region[at + 1], c01))) continue;
+        if (low + at * sizeof(float) == reinterpret_cast<unsigned long>(c_data)) continue;
+        std::memcpy(c_data, &region[at], want);
+        found = true;
+      }
+    }
+    if (maps) std::fclose(maps);
+    if (mem >= 0) ::close(mem);
+    return c;
+  }
+)"},
       // Hands the product to module 01's matmul, which module.yaml forbids here.
       {"calls_plain_matmul", "  if (tile_size > 0) return kiln::matmul(a, b);\n"},
       // Hands the product to the test library's trusted one, declared by hand.
@@ -258,7 +294,8 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
   };
   const std::string failed = grade_planted(root, "17_acceleration", {"acceleration.cpp", "gpu_kernels.cpp"},
                                            "acceleration.cpp", anchor,
-                                           "#include <signal.h>\n#include <unistd.h>\n#include <cstdio>\n#include <cstdlib>\n"
+                                           "#include <fcntl.h>\n#include <signal.h>\n#include <unistd.h>\n#include <cmath>\n#include <cstdio>\n"
+                                           "#include <cstdlib>\n#include <cstring>\n"
                                            "#include \"kiln/tensor.h\"\n"
                                            "namespace kiln::testing {\nstruct TensorData {\n  Shape shape, strides;\n"
                                            "  std::int64_t offset = 0;\n  std::vector<float> values;\n};\n"
@@ -289,6 +326,10 @@ TEST(Hostile, SpeedCountsAllTheWorkAndOnlyRightResults) {
     EXPECT_NE(result["checks"][0]["summary"].get<std::string>().find("refused: your code calls " + called),
               std::string::npos) << result["checks"][0].dump(2);
   }
+  // Nothing in its process holds the answer: tiled_matmul fails as the zeros it returns deserve.
+  const auto finder = check_result(root, "finds_the_answer_in_memory", "tiled_matmul");
+  EXPECT_EQ(finder["status"], "failed") << finder.dump(2);
+  EXPECT_EQ(finder["points"], 0) << finder.dump(2);
   for (const std::string name : {"knows_when_timed", "forges_the_verdict"}) {
     SCOPED_TRACE(name);
     const auto c = speed_check(name);

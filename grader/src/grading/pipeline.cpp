@@ -13,6 +13,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/cuda.h"
+#include "kiln/grader/diagnose.h"
 #include "kiln/grader/process.h"
 #include "kiln/grader/judge.h"
 
@@ -141,6 +142,23 @@ void mark_waiting(RunResult& run, const std::vector<const Check*>& checks) {
   }
 }
 
+// "x.reshape({4}) threw kiln::ShapeError: ..." in a failure's detail gets where it was thrown in
+// the student's code: "; thrown in reshape (tensor.cpp:57)". The places come from the program that
+// ran (its "thrown" events), read against that program's own line tables.
+void place_thrown(RunResult& run, const fs::path& binary, const std::vector<fs::path>& student_files) {
+  for (CheckResult& c : run.checks) {
+    if (c.thrown.empty()) continue;
+    for (ReportedFailure& f : c.failures) {
+      for (const CheckResult::Thrown& t : c.thrown) {
+        if (f.detail.find(t.call + " threw ") == std::string::npos) continue;
+        const std::string place = student_frames(frames_at(t.at, binary), student_files);
+        if (!place.empty()) f.detail += "; thrown " + place;
+        break;
+      }
+    }
+  }
+}
+
 Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options) {
   Verdicts v;
   v.module = &module;
@@ -191,6 +209,7 @@ Verdicts observe_and_judge(const Module& module, BuildResult built, const Pipeli
     trusted.verbose = run_options.verbose;
     run = judge_built_checks(*options.judge, run, v.checks, trusted, options.judge_file);  // judge
   }
+  place_thrown(run, as_run.binary, run_options.student_files);
   if (options.sanitize && !options.sanitized_only) confirm_sanitized(v.build, v.checks, run, run_options);
   mark_waiting(run, v.checks);
   v.run = std::move(run);

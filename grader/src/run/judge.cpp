@@ -55,6 +55,7 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
       continue;
     }
     CheckResult verdict = judged.checks[next++];
+    verdict.thrown = seen.thrown;  // where the observed program's errors were thrown, for the report
     if (!seen.ended) {
       // What stopped the program counts unless the judge found a catalogued failure before it.
       if (verdict.status == Status::failed && !verdict.failures.empty()) {

@@ -78,8 +78,9 @@ struct Live {
   std::string running;                        // started, not ended
   double running_since = 0;
   bool any_started = false;
-  // The running check's observations so far.
+  // The running check's observations so far, and where its calls' errors were thrown.
   std::vector<std::string> observations;
+  std::vector<CheckResult::Thrown> thrown;
   std::size_t observation_bytes = 0;
   bool overflow = false;
   // Every check's observations kept in this run so far: what the grader holds for one program.
@@ -282,10 +283,28 @@ void take_event(Live& live, std::string_view line, const std::map<std::string, c
     live.running_since = now;
     live.any_started = true;
     live.observations.clear();
+    live.thrown.clear();
     live.observation_bytes = 0;
     live.overflow = false;
+  } else if (*kind == "thrown" && test == live.running) {
+    // At most a few per check, each a call's name and a few offsets, cut to size: a report's line.
+    const auto call = event.find("call");
+    const auto at = event.find("at");
+    if (live.thrown.size() >= 16 || call == event.end() || !call->is_string() || at == event.end() || !at->is_array())
+      return;
+    CheckResult::Thrown t{.call = call->get<std::string>().substr(0, 2000)};
+    for (const auto& a : *at) {
+      if (!a.is_string() || t.at.size() >= 8) break;
+      const std::string offset = a.get<std::string>();
+      if (offset.size() > 2 && offset.size() <= 18 && offset.rfind("0x", 0) == 0 &&
+          offset.find_first_not_of("0123456789abcdef", 2) == std::string::npos)
+        t.at.push_back(offset);
+    }
+    if (!t.at.empty()) live.thrown.push_back(std::move(t));
   } else if (*kind == "end" && test == live.running) {
     CheckResult r = result_from_end(event, check->second);
+    r.thrown = std::move(live.thrown);
+    live.thrown.clear();
     r.observations = std::move(live.observations);
     r.observations_overflow = live.overflow;
     live.observations.clear();
@@ -431,6 +450,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       } else {
         // What it observed before it stopped: the judge decides whether a failure came first.
         i.result.observations = std::move(live.observations);
+        i.result.thrown = std::move(live.thrown);
         i.result.observations_overflow = live.overflow;
         results[live.running] = std::move(i.result);
       }

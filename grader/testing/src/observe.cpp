@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "session.h"
+#include "thrown.h"
 
 namespace kiln::testing {
 
@@ -265,6 +266,7 @@ struct Session {
   int fd = -1;
   std::mutex write;
   bool judging = false;
+  std::string test;  // the running check's
   std::map<std::string, std::vector<json>> observations;  // the judge's, by test
   const std::vector<json>* current = nullptr;
   std::size_t next = 0;
@@ -341,7 +343,12 @@ void expect_kind(const Value& v, Value::Kind kind, const char* name) {
 bool recording() { return state().fd >= 0 && !state().judging; }
 bool judging() { return state().judging; }
 
+namespace {
+thread_local std::vector<std::string> last_thrown_at;  // of the error current_error() last read
+}  // namespace
+
 ErrorData current_error() {
+  last_thrown_at = thrown_at();
   ErrorData e;
   const std::exception_ptr error = std::current_exception();
   const auto& kinds = error_kinds();
@@ -376,6 +383,9 @@ void record(const std::string& call, const Value* value, const ErrorData* error)
   if (value) record["value"] = encode(*value);
   if (error) record["error"] = {{"kinds", error->kinds}, {"message", error->message}};
   session::emit_observation(record);
+  // Where it was thrown: for the report only (the judge never reads it).
+  if (error && !last_thrown_at.empty())
+    session::emit({{"event", "thrown"}, {"test", state().test}, {"call", call}, {"at", last_thrown_at}});
 }
 
 void record_not_written(const std::string& call, const std::exception& stub) {
@@ -506,6 +516,7 @@ std::optional<std::string> load_observations(const std::string& path) {
 
 void begin_check(const std::string& test) {
   Session& s = state();
+  s.test = test;
   s.end = {};
   s.next = 0;
   s.current = nullptr;

@@ -65,6 +65,13 @@ struct CheckResult {
   bool ended = false;
   std::vector<std::string> observations;
   bool observations_overflow = false;
+  // Where the errors its calls threw were thrown: the call, and offsets into the program that ran
+  // it (innermost first). A claim of the program, for the report only.
+  struct Thrown {
+    std::string call;
+    std::vector<std::string> at;
+  };
+  std::vector<Thrown> thrown;
 };
 
 struct RunOptions {
