@@ -55,6 +55,10 @@ int run_grade(const Workspace& ws, const GradeOptions& options, const GradeOutpu
   std::fprintf(stderr, "per submission: staging %.2f s, compiling and linking %.2f s, its checks (observed and judged) "
                        "%.2f s, timing the speed-graded checks %.2f s, clean-up %.2f s\n",
                p.stage / n, p.compile / n, p.checks / n, p.speed / n, p.end / n);
+  if (results.reference_retimed > 0)
+    std::fprintf(stderr, "the reference's speed, timed once per %d submissions, was timed again %d time%s and moved by "
+                         "at most %.1f%%\n", kReferenceReuse, results.reference_retimed,
+                 results.reference_retimed == 1 ? "" : "s", 100 * results.reference_drift);
   std::fprintf(stderr, "graded %zu submissions in %.1f s (%.1f per minute); results in %s\n", results.submissions.size(),
                results.seconds, results.seconds > 0 ? 60.0 * results.submissions.size() / results.seconds : 0.0,
                out.string().c_str());

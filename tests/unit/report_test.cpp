@@ -150,6 +150,20 @@ TEST(RenderOptional, AnOpenChallengeIsNamedAndDoesNotStandBetweenAModuleAndDone)
 namespace kiln::grader {
 namespace {
 
+TEST(ReferenceTimes, OneTimingServesAFixedNumberOfSubmissionsThenTheDriftIsMeasured) {
+  ReferenceTimes times(3);
+  EXPECT_FALSE(times.take("speed"));  // nothing timed yet: the first submission times it
+  times.put("speed", {.reference_ms = 10, .empty_s = 0.02});  // and uses it once
+  ASSERT_TRUE(times.take("speed"));
+  EXPECT_EQ(times.take("speed")->reference_ms, 10);
+  EXPECT_FALSE(times.take("speed"));  // three uses: timed again
+  EXPECT_FALSE(times.take("other"));  // each check its own
+  times.put("speed", {.reference_ms = 11, .empty_s = 0.02});
+  EXPECT_EQ(times.retimed(), 1);
+  EXPECT_NEAR(times.largest_drift(), 0.1, 1e-12);
+  EXPECT_EQ(times.take("speed")->reference_ms, 11);
+}
+
 TEST(SpeedPoints, FullAtTheFirstRatioNoneAtTheSecondAndALogarithmicCurveBetween) {
   const Speed speed{.full_at = 1.2, .zero_at = 10};
   EXPECT_EQ(speed_fraction(speed, 0.5), 1);

@@ -65,6 +65,7 @@ class ModuleGrader {
   ModuleGrader(const Workspace& ws, const Module& m, const GradeOptions& options);
   // Grades one submission in its own work folder, as sandbox user `uid` (SandboxUser).
   Report grade(const Submission& sub, int slot, int uid, GradePhases& phases);
+  const ReferenceTimes& reference_times() const { return reference_times_; }
 
  private:
   void build_speed_references();
@@ -76,6 +77,7 @@ class ModuleGrader {
   BuildResult judge_;
   Recipe recipe_, speed_recipe_;
   fs::path reference_program_;
+  ReferenceTimes reference_times_{kReferenceReuse};  // shared by the batch's submissions
   bool device_ = false;
   std::vector<fs::path> headers_;  // what a compile may read of the course: the headers it includes
 };
@@ -207,7 +209,7 @@ Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases
     phases.checks += seconds_since(t);
     t = std::chrono::steady_clock::now();
     // 5. Speed timing of the speed-graded checks that passed, beside the reference.
-    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_);
+    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_);
     time_speed_checks(v, reference_program_.empty() ? nullptr : &timing);
     end_sandbox_user(sandbox ? uid : 0);
     phases.speed += seconds_since(t);
@@ -265,6 +267,8 @@ GradeResults grade_submissions(const Workspace& ws, const GradeOptions& options)
     std::vector<std::thread> pool;
     for (int j = 0; j < std::max(1, options.jobs); ++j) pool.emplace_back(worker, j);
     for (auto& t : pool) t.join();
+    results.reference_retimed += grader.reference_times().retimed();
+    results.reference_drift = std::max(results.reference_drift, grader.reference_times().largest_drift());
   }
   results.seconds = seconds_since(started);
   return results;

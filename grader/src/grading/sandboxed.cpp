@@ -219,8 +219,12 @@ BuildResult SandboxedBuilder::build() {
 }
 
 SandboxedSpeedTiming::SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
-                                           fs::path reference_program)
-    : compile_(compile), recipe_(recipe), sources_(std::move(sources)), reference_(std::move(reference_program)) {}
+                                           fs::path reference_program, ReferenceTimes* batch)
+    : compile_(compile),
+      recipe_(recipe),
+      sources_(std::move(sources)),
+      reference_(std::move(reference_program)),
+      batch_(batch) {}
 
 bool SandboxedSpeedTiming::prepare(std::string& why_not) {
   if (ready_) return true;
@@ -258,7 +262,7 @@ bool SandboxedSpeedTiming::prepare(std::string& why_not) {
 }
 
 SpeedResult SandboxedSpeedTiming::time(const Check& check, const std::string& context) {
-  SpeedResult result = time_speed_check(check, programs_, context);
+  SpeedResult result = time_speed_check(check, programs_, context, batch_);
   end_sandbox_user(compile_.sandbox ? compile_.uid : 0);
   return result;
 }

@@ -61,8 +61,9 @@ class SandboxedBuilder : public Builder {
 // reference's program, each in the same sandbox seeing only its own program.
 class SandboxedSpeedTiming : public SpeedTiming {
  public:
+  // batch: the reference's timings shared by the submissions of one grade (may be null).
   SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
-                       fs::path reference_program);
+                       fs::path reference_program, ReferenceTimes* batch = nullptr);
   bool prepare(std::string& why_not) override;
   SpeedResult time(const Check& check, const std::string& context) override;
 
@@ -71,6 +72,7 @@ class SandboxedSpeedTiming : public SpeedTiming {
   const Recipe& recipe_;
   fs::path sources_;
   fs::path reference_;
+  ReferenceTimes* batch_;
   SpeedPrograms programs_;
   bool ready_ = false;
 };

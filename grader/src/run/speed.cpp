@@ -101,41 +101,123 @@ std::mutex timing;
 
 }  // namespace
 
-SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context) {
-  const std::lock_guard<std::mutex> one_at_a_time(timing);
+std::optional<ReferenceTimes::Timed> ReferenceTimes::take(const std::string& check) {
+  const std::lock_guard<std::mutex> hold(lock_);
+  const auto it = entries_.find(check);
+  if (it == entries_.end() || it->second.uses >= reuse_) return std::nullopt;
+  ++it->second.uses;
+  return it->second.timed;
+}
+
+void ReferenceTimes::put(const std::string& check, const Timed& t) {
+  const std::lock_guard<std::mutex> hold(lock_);
+  const auto it = entries_.find(check);
+  if (it != entries_.end()) {
+    ++retimed_;
+    if (it->second.timed.reference_ms > 0)
+      drift_ = std::max(drift_, std::fabs(t.reference_ms / it->second.timed.reference_ms - 1));
+  }
+  entries_[check] = Entry{.timed = t, .uses = 1};
+}
+
+int ReferenceTimes::retimed() const {
+  const std::lock_guard<std::mutex> hold(lock_);
+  return retimed_;
+}
+
+double ReferenceTimes::largest_drift() const {
+  const std::lock_guard<std::mutex> hold(lock_);
+  return drift_;
+}
+
+namespace {
+
+// Whether the per-call times so far agree well enough to stop: three or more, and the standard
+// error of their mean under 2% of it.
+bool settled(const std::vector<double>& times) {
+  const std::size_t n = times.size();
+  if (n < 3) return false;
+  double mean = 0;
+  for (double t : times) mean += t / static_cast<double>(n);
+  if (!(mean > 0)) return false;
+  double variance = 0;
+  for (double t : times) variance += (t - mean) * (t - mean) / static_cast<double>(n - 1);
+  return std::sqrt(variance / static_cast<double>(n)) < 0.02 * mean;
+}
+
+}  // namespace
+
+SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context,
+                             ReferenceTimes* batch) {
+  std::unique_lock<std::mutex> one_at_a_time(timing);
   const Speed& speed = *check.speed;
   SpeedResult result;
   std::vector<double> student, reference, empties;
+  std::vector<std::string> outputs;  // each round's results, judged once the timing is done
   fs::create_directories(programs.scratch);
+  // In a batch, the reference's figure is timed once for several submissions (ReferenceTimes).
+  std::optional<ReferenceTimes::Timed> reused = batch ? batch->take(check.id) : std::nullopt;
+  if (batch && !reused) {
+    for (int round = 1; round <= speed.rounds; ++round) {
+      const TimedRun empty = run_timed(programs.reference, check, programs, round, speed.calls, Mode::empty);
+      const TimedRun theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
+      if (!empty.problem.empty() || !theirs.problem.empty()) {
+        result.problem = "the reference's timed run failed: " + empty.problem + theirs.problem;
+        return result;
+      }
+      empties.push_back(empty.cpu_s);
+      reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
+    }
+    reused = ReferenceTimes::Timed{.reference_ms = 1e3 * median(reference), .empty_s = median(empties)};
+    batch->put(check.id, *reused);
+  }
   for (int round = 1; round <= speed.rounds; ++round) {
-    const TimedRun empty = run_timed(programs.reference, check, programs, round, speed.calls, Mode::empty);
-    if (!empty.problem.empty()) {
-      result.problem = "the reference's empty run failed: " + empty.problem;
-      return result;
-    }
-    // Alternate which program goes first, so that neither always finds the caches warm.
-    TimedRun mine, theirs;
-    if (round % 2) {
-      mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
-      theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
+    TimedRun empty, mine, theirs;
+    if (!reused) {
+      empty = run_timed(programs.reference, check, programs, round, speed.calls, Mode::empty);
+      if (!empty.problem.empty()) {
+        result.problem = "the reference's empty run failed: " + empty.problem;
+        return result;
+      }
+      // Alternate which program goes first, so that neither always finds the caches warm.
+      if (round % 2) {
+        mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
+        theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
+      } else {
+        theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
+        mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
+      }
+      if (!theirs.problem.empty()) {
+        result.problem = "the reference's timed run failed: " + theirs.problem;
+        return result;
+      }
     } else {
-      theirs = run_timed(programs.reference, check, programs, round, speed.calls, Mode::timed);
       mine = run_timed(programs.student, check, programs, round, speed.calls, Mode::timed);
-    }
-    if (!theirs.problem.empty()) {
-      result.problem = "the reference's timed run failed: " + theirs.problem;
-      return result;
     }
     if (!mine.problem.empty()) {
       result.problem = mine.problem;
       result.wrong = true;
       return result;
     }
-    // Every result of the student's run, judged by trusted code before its time counts.
+    outputs.push_back(std::move(mine.process.out));
+    result.rounds = round;
+    if (reused) {
+      student.push_back(std::max(0.0, mine.cpu_s - reused->empty_s) / speed.calls);
+      if (settled(student)) break;
+      continue;
+    }
+    empties.push_back(empty.cpu_s);
+    student.push_back(std::max(0.0, mine.cpu_s - empty.cpu_s) / speed.calls);
+    reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
+  }
+  // Every result of the student's runs, judged by trusted code before its time counts. The
+  // judging is not timed: other checks' timing may go on meanwhile.
+  one_at_a_time.unlock();
+  for (int round = 1; round <= static_cast<int>(outputs.size()); ++round) {
     const fs::path results = programs.scratch / fmt::format("round-{}-{}.bin", ::getpid(), round);
     {
       std::ofstream out(results, std::ios::binary);
-      out << mine.process.out;
+      out << outputs[static_cast<std::size_t>(round - 1)];
       if (!out) {
         result.problem = "the grader could not keep a timed run's results (" + results.string() + ")";
         return result;
@@ -162,13 +244,10 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
       result.wrong = true;
       return result;
     }
-    empties.push_back(empty.cpu_s);
-    student.push_back(std::max(0.0, mine.cpu_s - empty.cpu_s) / speed.calls);
-    reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
   }
-  result.rounds = speed.rounds;
   result.student_ms = 1e3 * median(student);
-  result.reference_ms = 1e3 * median(reference);
+  result.reference_ms = reused ? reused->reference_ms : 1e3 * median(reference);
+  if (reused) empties = {reused->empty_s};
   // The reference's calls must stand out from the cost of starting and drawing inputs, or the
   // ratio is noise.
   if (result.reference_ms * speed.calls < 1e3 * 0.05 * median(empties) || result.reference_ms <= 0) {

@@ -247,7 +247,13 @@ struct GradeResults {
   std::vector<std::vector<Report>> reports;  // per submission, per module
   double seconds = 0;
   GradePhases phases;
+  // The speed-graded checks' reference, timed once per kReferenceReuse submissions: how often it
+  // was timed again, and the most its figure moved from one timing to the next.
+  int reference_retimed = 0;
+  double reference_drift = 0;
 };
+// How many submissions of a batch one timing of the reference serves (speed.h: ReferenceTimes).
+inline constexpr int kReferenceReuse = 8;
 GradeResults grade_submissions(const Workspace& ws, const GradeOptions& options);
 // The batch's gradebook: a row per submission, a column per check.
 std::string render_gradebook(const GradeResults& results);

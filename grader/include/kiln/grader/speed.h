@@ -7,11 +7,14 @@
 // from round to round. Each program's time is the CPU time of all its processes as the kernel
 // accounted it (a CPU cgroup; without one, the sandbox wrapper's report or wait4), less the
 // round's empty run. The student's results of every round are judged by the trusted verifier
-// before its time counts. One check is timed at a time.
+// before its time counts (after the timing, so that judging one submission's results overlaps
+// timing another's). One check is timed at a time. In a batch the reference's rounds are timed
+// once for several submissions (ReferenceTimes), and a round then runs the student's program only.
 #pragma once
 
 #include <map>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -43,11 +46,44 @@ struct SpeedResult {
   int rounds = 0;
 };
 
+// A batch's timings of the reference (grade --batch): each speed check's reference is timed once
+// (its rounds of empty and timed runs) and the figure serves the next `reuse` submissions; then
+// it is timed again, so that a machine whose speed drifts over a batch favours no one. Thread-safe.
+class ReferenceTimes {
+ public:
+  explicit ReferenceTimes(int reuse) : reuse_(reuse) {}
+  struct Timed {
+    double reference_ms = 0;  // median per call
+    double empty_s = 0;       // median of the empty runs: starting and drawing the inputs
+  };
+  // The figure for `check`, when one is there to reuse; counts the use.
+  std::optional<Timed> take(const std::string& check);
+  void put(const std::string& check, const Timed& t);
+  // Of every time a check's reference was timed again: how far its median moved from the last.
+  int retimed() const;
+  double largest_drift() const;  // |new / old - 1|, largest
+
+ private:
+  struct Entry {
+    Timed timed;
+    int uses = 0;
+  };
+  int reuse_;
+  mutable std::mutex lock_;
+  std::map<std::string, Entry> entries_;
+  int retimed_ = 0;
+  double drift_ = 0;
+};
+
 // The share of the points a ratio earns under `speed`'s curve.
 double speed_fraction(const Speed& speed, double ratio);
 
 // `context`: the digest of the kernel's context in the checked run ("" when it has none); every
 // timed run's must be the same.
-SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context = "");
+// With `batch`, the reference's figure comes from there (timed when it has none to reuse), and each
+// round times only the student's program; a check's rounds stop early once three or more agree
+// (the standard error of their mean under 2% of it).
+SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, const std::string& context = "",
+                             ReferenceTimes* batch = nullptr);
 
 }  // namespace kiln::grader
