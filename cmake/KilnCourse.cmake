@@ -57,6 +57,10 @@ function(kiln_module name)
     add_library(${name}_device_tests OBJECT ${M_DEVICE_TESTS})
     target_link_libraries(${name}_device_tests PRIVATE ${name}_headers kiln_testing)
     kiln_use_testing_pch(${name}_device_tests)
+    add_library(${name}_device_observer_tests OBJECT EXCLUDE_FROM_ALL ${M_DEVICE_TESTS})  # as ${name}_observer_tests
+    target_link_libraries(${name}_device_observer_tests PRIVATE ${name}_headers kiln_observer)
+    target_compile_definitions(${name}_device_observer_tests PRIVATE KILN_OBSERVER)
+    kiln_use_testing_pch(${name}_device_observer_tests)
   endif()
   if(KILN_NVCC AND M_DEVICE_BENCH_CUDA)
     set(objects)
@@ -188,16 +192,22 @@ function(kiln_device_kernels name)
   set(${name}_OBJECT ${object} PARENT_SCOPE)
 endfunction()
 
-# kiln_device_test_binary(TARGET MODULE name KERNELS student-src... LIBRARIES lib...): the
+# kiln_device_test_binary(TARGET MODULE name KERNELS student-src... LIBRARIES lib... [OBSERVER]): the
 # module's device checks, run against one variant's kernels on a CUDA device. The libraries are
 # the module's prerequisites (for Tensor and the test helpers); the module's own host library is
 # not linked, since its emulator kernels carry the same names as the device kernels.
 function(kiln_device_test_binary target)
-  cmake_parse_arguments(D "" "MODULE;VARIANT" "KERNELS;LIBRARIES" ${ARGN})
+  cmake_parse_arguments(D "OBSERVER" "MODULE;VARIANT" "KERNELS;LIBRARIES" ${ARGN})
   kiln_device_kernels(${D_VARIANT}_cuda MODULE ${D_MODULE} KERNELS ${D_KERNELS})
-  add_executable(${target} $<TARGET_OBJECTS:${D_MODULE}_device_tests> ${${D_VARIANT}_cuda_OBJECT}
+  set(tests ${D_MODULE}_device_tests)
+  set(testing kiln_testing)
+  if(D_OBSERVER)  # the observed program, as kiln_test_binary's
+    set(tests ${D_MODULE}_device_observer_tests)
+    set(testing kiln_observer)
+  endif()
+  add_executable(${target} $<TARGET_OBJECTS:${tests}> ${${D_VARIANT}_cuda_OBJECT}
                  $<TARGET_OBJECTS:kiln_testing_main>)
-  target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${D_LIBRARIES} kiln_testing CUDA::cudart_static)
+  target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${testing} ${D_LIBRARIES} CUDA::cudart_static)
   target_link_options(${target} PRIVATE -Wl,--wrap=__cxa_throw)  # as kiln_test_binary
 endfunction()
 

@@ -27,7 +27,9 @@ std::string TestTarget::sanitized_name() const {
   return fmt::format("s_{}__{}{}", module->name(), own.name, observer ? "__observed" : "");
 }
 std::string TestTarget::bench_name() const { return fmt::format("b_{}__{}", module->name(), own.name); }
-std::string TestTarget::device_name() const { return fmt::format("d_{}__{}", module->name(), own.name); }
+std::string TestTarget::device_name() const {
+  return fmt::format("d_{}__{}{}", module->name(), own.name, observer ? "__observed" : "");
+}
 std::string TestTarget::gpu_bench_name() const { return fmt::format("g_{}__{}", module->name(), own.name); }
 
 CourseBuild::CourseBuild(const Course& course, fs::path dir, fs::path kiln_home, std::string cxx_flags)
@@ -120,22 +122,22 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     if (t.module->test_sources().empty()) continue;
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {}{})\n", t.target_name(), t.module->name(),
                        library_target(*t.module, t.own.name), t.observer ? " OBSERVER" : "");
-    // A variant built both ways (verify) gets its device and bench binaries once.
-    if (!variants_done.insert(t.module->name() + "/" + t.own.name).second) continue;
+    // A variant built both ways (verify) gets a device test program each way, its benches once.
+    const bool first_of_variant = variants_done.insert(t.module->name() + "/" + t.own.name).second;
     if (!nvcc_.empty() && t.module->has_device_checks()) {
       // The device binaries link the prerequisites, not the module's own (emulator) library.
       std::string kernels, libraries;
       for (const auto& f : t.module->device_files) kernels += " " + cmake_path(t.own.root / f);
       for (int n : t.module->requires_) libraries += " " + library_target(*course_.by_number(n), t.base_name);
       const std::string variant = library_target(*t.module, t.own.name);
-      out += fmt::format("kiln_device_test_binary({} MODULE m_{} VARIANT {}\n  KERNELS{}\n  LIBRARIES{})\n",
-                         t.device_name(), t.module->name(), variant, kernels, libraries);
-      if (!t.module->device_bench_sources().empty()) {
+      out += fmt::format("kiln_device_test_binary({} MODULE m_{} VARIANT {}\n  KERNELS{}\n  LIBRARIES{}{})\n",
+                         t.device_name(), t.module->name(), variant, kernels, libraries, t.observer ? " OBSERVER" : "");
+      if (first_of_variant && !t.module->device_bench_sources().empty()) {
         out += fmt::format("kiln_gpu_bench_binary({} MODULE m_{} VARIANT {}\n  KERNELS{}\n  LIBRARIES{})\n",
                            t.gpu_bench_name(), t.module->name(), variant, kernels, libraries);
       }
     }
-    if (const auto bench = t.module->bench_sources(); !bench.empty()) {
+    if (const auto bench = t.module->bench_sources(); first_of_variant && !bench.empty()) {
       out += fmt::format("kiln_bench_binary({} MODULE m_{}\n  SOURCES", t.bench_name(), t.module->name());
       for (const auto& b : bench) out += " " + cmake_path(b);
       out += fmt::format("\n  LIBRARIES {})\n", library_target(*t.module, t.own.name));

@@ -70,7 +70,8 @@ struct Job {
   bool sanitize = false;
   Verdicts verdicts;
   Report judged, in_process;
-  fs::path observed_binary;  // the observed program, as built
+  fs::path observed_binary;         // the observed program, as built
+  fs::path observed_device_binary;  // and its device checks' (where nvcc built them)
   std::string judge_error;   // when the module's judge (the untouched stubs, whole) did not build
   std::vector<std::string> judge_fuzz;  // the reference's: what the judge did wrong on hostile observations
   int judge_fuzz_runs = 0;
@@ -334,6 +335,7 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
       }
       BuildResult& observed = built[plan.jobs.size() + i];
       j.observed_binary = observed.binary;
+      j.observed_device_binary = observed.device_binary;
       if (j.variant == "solution" && observed.ok) note_link(observed, build_dir, j.observed);  // its calls are checked
       PrebuiltBuilder observed_builder(observed);
       j.verdicts = run_pipeline(*j.module, observed_builder, options);
@@ -492,7 +494,11 @@ void prove_observer(const Module& m, const Job& stub, const fs::path& testing_ar
   std::set<std::string> judging;
   for (const auto& name : defined_symbols(testing_archive, /*strong=*/true))
     if (name.rfind("kiln::", 0) == 0) judging.insert(name);
-  const std::vector<std::string> symbols = defined_symbols(stub.observed_binary);
+  std::vector<std::string> symbols = defined_symbols(stub.observed_binary);
+  if (!stub.observed_device_binary.empty() && fs::exists(stub.observed_device_binary)) {
+    const auto device = defined_symbols(stub.observed_device_binary);
+    symbols.insert(symbols.end(), device.begin(), device.end());
+  }
   std::vector<std::string> found;
   for (const auto& name : symbols) {
     if (name.rfind("std::", 0) == 0 || name.rfind("void std::", 0) == 0) continue;
@@ -509,7 +515,10 @@ void prove_observer(const Module& m, const Job& stub, const fs::path& testing_ar
   if (symbols.empty()) {
     v.fail("the observed program's symbols could not be read (nm)");
   } else if (found.empty()) {
-    v.pass(fmt::format("the observed program holds no trusted code ({} symbols read{})", symbols.size(),
+    v.pass(fmt::format("{} no trusted code ({} symbols read{})",
+                       stub.observed_device_binary.empty() ? "the observed program holds"
+                                                           : "the observed programs, host and device, hold",
+                       symbols.size(),
                        m.observed_inputs.empty() ? "" : fmt::format("; {} listed in module.yaml as only making inputs",
                                                                     m.observed_inputs.size() == 1 ? "one function"
                                                                     : fmt::format("{} functions", m.observed_inputs.size()))));

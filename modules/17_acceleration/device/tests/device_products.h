@@ -1,5 +1,5 @@
 // What the device checks share: each matrix-product kernel run on the device for every size and
-// compared with a product summed in double. Trusted code.
+// compared with a product summed in double (in the judge only: kiln/testing.h, KILN_JUDGE).
 #pragma once
 
 #include <cstdint>
@@ -47,12 +47,15 @@ inline void check_device_products(const Kernels& kernels, const Sizes& sizes, st
         return;
       }
       if (!KILN_EXPECT_OK(c, differs, {{"kernel", name}, {"difference", "-"}})) return;
-      const testing::Comparison comparison = testing::compare(testing::data_of({n, m}, *c), testing::reference_matmul(a, b), 1e-4);
-      if (!comparison.close) {
-        KILN_FAIL(differs, {{"kernel", name}, {"difference", testing::format_number(comparison.max_abs_diff)}},
-                  c.call() + (comparison.shapes_match ? ": " + comparison.describe()
-                                                      : fmt::format(" gave {} values, expected {}", c->size(), n * m)));
-        return;
+      KILN_JUDGE {
+        const testing::Comparison comparison =
+            testing::compare(testing::data_of({n, m}, *c), testing::reference_matmul(a, b), 1e-4);
+        if (!comparison.close) {
+          KILN_FAIL(differs, {{"kernel", name}, {"difference", testing::format_number(comparison.max_abs_diff)}},
+                    c.call() + (comparison.shapes_match ? ": " + comparison.describe()
+                                                        : fmt::format(" gave {} values, expected {}", c->size(), n * m)));
+          return;
+        }
       }
     }
   }
