@@ -4,14 +4,17 @@
 
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <limits>
 #include <string>
 
+#include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
 #include <nlohmann/json.hpp>
 
 #include "../../grader/testing/src/session.h"
+#include "kiln/protocol.h"
 #include "kiln/testing.h"
 
 namespace kiln::testing {
@@ -120,6 +123,40 @@ TEST(Observe, WhatIsRecordedIsWhatTheJudgeReplaysAndNothingElseIsAccepted) {
   session::begin_check("T.Replayed");
   observe("transpose", [] { return Tensor(); });
   EXPECT_TRUE(session::end_check(true).unobserved.empty());
+}
+
+// check -v: a failing comparison shows the whole tensors, small ones inline as numpy prints them,
+// larger ones in files it names.
+TEST(ExpectClose, UnderVerboseShowsTheWholeTensors) {
+  const std::string folder = ::testing::TempDir() + "kiln-tensors-" + std::to_string(::getpid());
+  ::setenv(kiln::protocol::kTensors, folder.c_str(), 1);
+  auto failure_of = [](const Observed<TensorData>& got, const TensorData& expected) {
+    ::testing::TestPartResultArray failures;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      expect_close("f.cpp", 1, got, expected, 1e-6, "wrong");
+    }
+    return failures.size() == 1 ? std::string(failures.GetTestPartResult(0).message()) : std::string();
+  };
+  const std::string small = failure_of(Observed<TensorData>("f(x)", data_of({2, 2}, {1, 2, 3, 4.5f})),
+                                       data_of({2, 2}, {1, 2, 3, 4}));
+  EXPECT_NE(small.find("got = [[1, 2], [3, 4.5]], expected = [[1, 2], [3, 4]]"), std::string::npos) << small;
+  const std::string large = failure_of(Observed<TensorData>("f(x)", data_of({10, 10}, std::vector<float>(100, 1))),
+                                       data_of({10, 10}, std::vector<float>(100, 2)));
+  const auto at = large.find("the whole tensors: ");
+  ASSERT_NE(at, std::string::npos) << large;
+  std::ifstream got(large.substr(at + 19, large.find(" and ", at) - at - 19));
+  std::string header, first_row;
+  std::getline(got, header);
+  std::getline(got, first_row);
+  EXPECT_EQ(header, "# shape (10, 10)");
+  EXPECT_EQ(first_row, "[[1, 1, 1, 1, 1, 1, 1, 1, 1, 1],");
+  ::unsetenv(kiln::protocol::kTensors);
+  // Without -v, nothing of the kind.
+  EXPECT_EQ(failure_of(Observed<TensorData>("f(x)", data_of({1}, {1})), data_of({1}, {2})).find("got ="),
+            std::string::npos);
+  std::filesystem::remove_all(folder);
 }
 
 TEST(FormatPair, ShowsDigitsEnoughToReadTheDifference) {

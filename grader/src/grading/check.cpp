@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "kiln/grader/grading.h"
+#include "kiln/protocol.h"
 
 namespace kiln::grader {
 
@@ -18,6 +19,8 @@ Verdicts check_verdicts(const Workspace& ws, const TestTarget& target, const std
   options.only_checks = only;
   options.run.limits = default_limits();
   options.run.verbose = verbose;
+  // -v: a failing comparison shows its whole tensors (in a file under .grader/tensors when large).
+  if (verbose) options.run.env.push_back({protocol::kTensors, (ws.state_dir() / "tensors").string()});
   options.run.student_files = student_files_of(ws.course, target);
   options.sanitize = full;  // so that a memory error is heard of before grading
   const std::vector<const Check*> checks = chosen_checks(*target.module, only);

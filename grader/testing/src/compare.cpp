@@ -1,10 +1,15 @@
 // Trusted references and tensor comparisons, on plain data: the judge's side only.
+#include <cctype>
 #include <cmath>
 #include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <functional>
 #include <limits>
 
 #include <fmt/format.h>
 
+#include "kiln/protocol.h"
 #include "kiln/testing.h"
 
 namespace kiln::testing {
@@ -97,6 +102,53 @@ Comparison compare(const TensorData& actual, const TensorData& expected, double 
   return result;
 }
 
+namespace {
+
+// A tensor's values as numpy prints them: nested brackets, one row a line when `rows`.
+std::string numpy_style(const TensorData& t, bool rows) {
+  if (t.shape.empty()) return t.values.empty() ? "[]" : fmt::format("{:.7g}", t.values[0]);
+  std::string out;
+  std::size_t at = 0;
+  const std::function<void(std::size_t)> dim = [&](std::size_t d) {
+    out += '[';
+    for (std::int64_t i = 0; i < t.shape[d]; ++i) {
+      if (i > 0) out += d + 1 == t.shape.size() ? ", " : rows ? ",\n" + std::string(d + 1, ' ') : ", ";
+      if (d + 1 == t.shape.size()) out += fmt::format("{:.7g}", t.values[at++]);
+      else dim(d + 1);
+    }
+    out += ']';
+  };
+  dim(0);
+  return out;
+}
+
+// check -v (KILN_TENSORS names a folder): the whole got and expected tensors of a failing
+// comparison, inline when both are small, else in two files of that folder, which it names.
+std::string whole_tensors(const TensorData& got, const TensorData& expected) {
+  const char* folder = std::getenv(kiln::protocol::kTensors);
+  if (folder == nullptr || *folder == '\0') return "";
+  constexpr std::int64_t kInline = 36;
+  if (got.numel() <= kInline && expected.numel() <= kInline)
+    return fmt::format("; got = {}, expected = {}", numpy_style(got, false), numpy_style(expected, false));
+  const auto* test = ::testing::UnitTest::GetInstance()->current_test_info();
+  std::string name = test ? std::string(test->test_suite_name()) + "." + test->name() : "check";
+  for (char& c : name)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.') c = '_';
+  std::error_code ec;
+  std::filesystem::create_directories(folder, ec);
+  static int count = 0;
+  ++count;
+  std::string paths;
+  for (const auto& [which, t] : {std::pair<const char*, const TensorData*>{"got", &got}, {"expected", &expected}}) {
+    const std::filesystem::path path = std::filesystem::path(folder) / fmt::format("{}-{}-{}.txt", name, count, which);
+    std::ofstream(path) << "# shape " << to_string(t->shape) << "\n" << numpy_style(*t, true) << "\n";
+    paths += (paths.empty() ? "" : " and ") + path.string();
+  }
+  return "; the whole tensors: " + paths;
+}
+
+}  // namespace
+
 bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const TensorData& expected,
                   double atol, std::string_view failure_id, double rtol, const Params& extra) {
   auto with = [&](Params p) {
@@ -113,11 +165,11 @@ bool expect_close(const char* file, int line, const Observed<TensorData>& actual
   if (!c.shapes_match) {
     report_failure(file, line, failure_id, with({{"difference", "inf"}, {"where", "-"}}),
                    fmt::format("{} has shape {}, expected shape {}", actual.call(), to_string(actual->shape),
-                               to_string(expected.shape)));
+                               to_string(expected.shape)) + whole_tensors(*actual, expected));
   } else {
     report_failure(file, line, failure_id,
                    with({{"difference", format_number(c.max_abs_diff)}, {"where", to_string(c.where)}}),
-                   actual.call() + ": " + c.describe());
+                   actual.call() + ": " + c.describe() + whole_tensors(*actual, expected));
   }
   return false;
 }

@@ -17,6 +17,7 @@ inline constexpr char kSpeedRound[] = "KILN_SPEED_ROUND";          // a speed ch
 inline constexpr char kSpeedCalls[] = "KILN_SPEED_CALLS";          // calls in a timed run
 inline constexpr char kSpeedSkip[] = "KILN_SPEED_SKIP";            // the empty run: draw inputs, call nothing
 inline constexpr char kSpeedVerify[] = "KILN_SPEED_VERIFY";        // the verifier: a timed run's results
+inline constexpr char kTensors[] = "KILN_TENSORS";                 // check -v: a failing comparison's whole tensors
 
 // The event channel's descriptor in the test program, and the sandbox wrapper's status descriptor.
 inline constexpr int kEventFd = 3;
