@@ -85,8 +85,9 @@ int run_hint(const Workspace& ws, const std::string& module, const std::string& 
   // Failing checks first, and within a check the failures it reported first.
   std::stable_sort(shown.begin(), shown.end(), [&](const Check* a, const Check* b) { return failing(*a) > failing(*b); });
   for (const Check* c : shown) {
-    print(fmt::format("{}  {}{}\n", bold(c->id), wrap(c->description, width, "  "),
-                      failing(*c) ? "  (did not pass last time)" : ""));
+    // The id starts the first line, so the description is wrapped with it.
+    print(wrap(bold(c->id) + " · " + c->description + (failing(*c) ? " (did not pass last time)" : ""), width, "  ") +
+          "\n");
     if (c->visibility == Visibility::hidden) {
       print("  (a hidden check: its failures are not listed)\n\n");
       continue;

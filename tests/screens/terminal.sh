@@ -4,6 +4,12 @@
 #   compile-error.png  a type mismatch in a template call, with the compiler's note
 #   hang.png           a check stopped at its time limit, and where it was
 #   watch.png          `grader watch` after a save: the rule with the time and the file
+#   thrown.png         an error that escapes the student's reshape, placed where it was thrown
+#   building.png       a module's first build, saying what it builds
+#   values.png         a GELU constant off in its fourth digit: got and expected with digits enough
+#   link-error.png     a definition whose parameter differs from the header's declaration
+#   cascade.png        a wrong tie rule in train_bpe: one failure, the checks that need it waiting
+#   hint.png           `grader hint 17 im2col`: the course's catalogued sentence, verbatim, and its hint
 #   bench.png, bench-roofline.png   module 17's bench plots (the reference kernels)
 # Usage: tests/screens/terminal.sh [OUT_DIR]   (default: build/screenshots)
 # The grader runs on a scratch copy of this repository, so nothing here is changed.
@@ -77,6 +83,39 @@ for _ in $(seq 1 300); do
   sleep 1
 done
 shoot watch watch 34
+
+# A -1 in reshape refused although it is the only one: the error names where it was thrown.
+cp solutions/01_tensor/src/tensor.cpp "$tensor"
+sed -i 's/if (shape\[d\] == -1 \&\& inferred == shape.size()) {/if (shape[d] == -1 \&\& inferred != shape.size()) {/' "$tensor"
+run80 thrown "points" bin/grader check 01 --check reshape
+shoot thrown thrown 12
+cp solutions/01_tensor/src/tensor.cpp "$tensor"
+
+# Module 02's first build, shot while it runs; then its checks with a GELU constant typo.
+activations=modules/02_activations/src
+cp solutions/02_activations/src/*.cpp "$activations/"
+sed -i 's/0\.044715f/0.04715f/' "$activations/elementwise.cpp"
+run80 building "Building module 02" bin/grader check 02 --check gelu
+shoot building building 6
+for _ in $(seq 1 600); do tmux capture-pane -t building -p | grep -q "points" && break; sleep 1; done
+run80 values "points" bin/grader check 02 --check gelu
+shoot values values 16
+
+# softmax defined with an int dim where the header declares std::int64_t.
+cp solutions/02_activations/src/elementwise.cpp "$activations/"
+sed -i 's/^Tensor softmax(const Tensor& x, std::int64_t dim) {/Tensor softmax(const Tensor\& x, int dim) {/' \
+  "$activations/softmax.cpp"
+run80 link "points" bin/grader check 02
+shoot link link-error 26
+
+# train_bpe that lets the last of tied pairs win: bpe_ties fails, bpe_train waits for it.
+cp solutions/10_tokenization/src/*.cpp modules/10_tokenization/src/
+sed -i 's/if (count > best_count) {/if (count >= best_count) {/' modules/10_tokenization/src/bpe.cpp
+run80 cascade "points" bin/grader check 10
+shoot cascade cascade 34
+
+run80 hint "end of the hint" "bin/grader hint 17 im2col; echo end of the hint"
+shoot hint hint 24
 
 # The bench plots, as pictures.
 bin/grader bench 17 --solution >/dev/null 2>&1 || true

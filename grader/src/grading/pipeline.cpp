@@ -58,9 +58,10 @@ BuildResult LocalBuilder::build() {
   std::thread notice([&] {
     std::unique_lock lock(m);
     if (done_cv.wait_for(lock, std::chrono::seconds(1), [&] { return done; })) return;
-    std::fprintf(stderr, "Building module %s's checks (%s)... the first build of a module takes a minute or two; "
-                         "after that only what you changed is compiled.\n",
-                 wanted_.module->number_text().c_str(), wanted_.own.name.c_str());
+    const std::string text = fmt::format("Building module {}'s checks ({})... the first build of a module takes a "
+                                         "minute or two; after that only what you changed is compiled.",
+                                         wanted_.module->number_text(), wanted_.own.name);
+    std::fputs((wrap(text, terminal_width(), "") + "\n").c_str(), stderr);
   });
   BuildResult built = build.build(all_, wanted_);
   {
