@@ -443,6 +443,34 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, flat_backward, "grad_output_shape_unchecked",
                                                 {"(2, 3)", "(6)"});
+
+  // A tensor that does not require grad has no graph to walk: a constant, a frozen parameter, the
+  // plain result of an operation on it, and a one-element constant through backward().
+  const auto constant_backward = observe("c.backward(Tensor::ones({2, 3})) on a constant c of shape (2, 3)", [&] {
+    x.tensor().backward(Tensor::ones({2, 3}));
+  });
+  KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, constant_backward,
+                                                      "untracked_backward_allowed");
+  const auto frozen_backward = observe(
+      "w.backward(Tensor::ones({4, 1})) on a parameter w of shape (4, 1) after w.set_requires_grad(false)", [&] {
+        Tensor w = column.tensor().set_requires_grad(true);
+        w.set_requires_grad(false);
+        w.backward(Tensor::ones({4, 1}));
+      });
+  KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, frozen_backward,
+                                                      "untracked_backward_allowed");
+  const auto product_backward = observe("y.backward() on y = sum(w·w) of a frozen parameter w of shape (2, 3)", [&] {
+    Tensor w = x.tensor().set_requires_grad(true);
+    w.set_requires_grad(false);
+    trusted_sum(trusted_mul(w, w)).backward();
+  });
+  KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, product_backward,
+                                                      "untracked_backward_allowed");
+  const auto scalar_backward = observe("c.backward() on a constant c = Tensor::scalar(2)", [&] {
+    Tensor::scalar(2.0f).backward();
+  });
+  KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, scalar_backward,
+                                                      "untracked_backward_allowed");
 }
 
 TEST(Autograd, FrozenTensorsGetNoGrad) {
@@ -467,6 +495,29 @@ TEST(Autograd, FrozenTensorsGetNoGrad) {
     KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, "x requires grad but received none");
     KILN_EXPECT(!w_got, "grad_for_frozen_tensor", {}, "w.set_requires_grad(false) was called, yet w received a gradient");
     KILN_EXPECT(!constant_got, "grad_for_frozen_tensor", {}, "a constant that never required grad received a gradient");
+    if (::testing::Test::HasFailure()) return;
+  }
+
+  // Constants of different shapes beside x: loss = Σ reshape(x·c, (3, 2))·d with c (2, 3) and d
+  // (3, 2). The nodes return gradients for c and d anyway (Function::backward may): the walk must
+  // drop them, not keep them, nor add the (3, 2) one to the (2, 3) one.
+  const TensorData d = data_of(random_tensor({3, 2}, 104));
+  const auto mixed = observe(
+      "has_grad(x), has_grad(c) and has_grad(d) after sum(reshape(x·c, (3, 2))·d).backward(), c (2, 3) and d (3, 2) "
+      "constants",
+      [&] {
+        const Tensor parameter = x.tensor().set_requires_grad(true);
+        const Tensor c = constant.tensor(), fixed = d.tensor();
+        Tensor loss = trusted_sum(trusted_mul(trusted_reshape(trusted_mul(parameter, c), {3, 2}), fixed));
+        loss.backward();
+        return std::tuple<bool, bool, bool>{ag::has_grad(parameter), ag::has_grad(c), ag::has_grad(fixed)};
+      });
+  if (!KILN_EXPECT_OK(mixed, "grad_for_frozen_tensor")) return;
+  KILN_JUDGE {
+    const auto [x_got, c_got, d_got] = *mixed;
+    KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, mixed.call() + ": x requires grad but received none");
+    KILN_EXPECT(!c_got && !d_got, "grad_for_frozen_tensor", {},
+                mixed.call() + ": a constant that never required grad received a gradient");
   }
 }
 

@@ -478,7 +478,14 @@ TEST(Optimizers, Momentum) {
                         "PyTorch's SGD with momentum 0.9 on Σ c·(x - 1)²", "momentum_wrong"))
     return;
   if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 200), sgd(0.05f, 0.9f), "momentum_wrong")) return;
-  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 300), sgd(0.1f, 0.5f), "momentum_wrong");
+  if (!EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 300), sgd(0.1f, 0.5f), "momentum_wrong")) return;
+  // Momentum 1, the largest the constructor accepts: buf = g, then buf + g, a sum that never
+  // forgets. By hand, lr 0.1 on x²: buf = 6, x = 2.4; buf = 6 + 4.8 = 10.8, x = 1.32;
+  // buf = 10.8 + 2.64 = 13.44, x = -0.024.
+  if (!EXPECT_QUADRATIC(square_from_3, sgd(0.1f, 1.0f), 3, expected_trajectory({3.0f}, {{2.4f}, {1.32f}, {-0.024f}}),
+                        "f(x) = x² from x = 3, lr 0.1, momentum 1", "momentum_wrong"))
+    return;
+  EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 5, 350), sgd(0.05f, 1.0f), "momentum_wrong");
 }
 
 TEST(Optimizers, Nesterov) {
@@ -523,6 +530,20 @@ TEST(Optimizers, Adam) {
       return;
   }
   if (!first_run.ok()) return;
+  // Gradients as small as eps (1e-8, the default): the step is lr·g/(|g| + eps), between 0 and
+  // lr/2 in size, with eps added to √v̂, never subtracted from it.
+  GradientRun tiny = random_run({{3, 7}, {1}}, 1, 750);
+  for (auto& step : tiny.gradients)
+    for (auto& gradient : step)
+      for (float& g : gradient->values) g *= 2e-8f;
+  const auto tiny_run = observe_run(tiny, first_settings);
+  KILN_JUDGE {
+    if (!expect_trajectories(__FILE__, __LINE__, tiny_run, reference_trajectories(tiny, first_settings), all_of(tiny),
+                             "random (3, 7) and (1,) parameters, gradients below 2e-8, eps 1e-8, lr 0.01",
+                             "adam_first_step", 1e-6, 1e-6))
+      return;
+  }
+  if (!tiny_run.ok()) return;
 
   // Step 2 on x², by hand: g = 5.8, m = 0.54 + 0.58 = 1.12, v = 0.035964 + 0.03364 = 0.069604,
   // m̂ = 1.12/0.19, v̂ = 0.069604/0.001999, x = 2.9 - 0.1·5.8947/5.9008 = 2.8001027.

@@ -10,6 +10,8 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <memory>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -65,6 +67,17 @@ double step_difference(const std::vector<float>& cached, const TensorData& full,
   }
   return largest;
 }
+
+// The model's head, counting its forward calls: how many steps a generation runs through the
+// model, measured against one forward_step's count (inside an observation only).
+struct CountingHead : nn::Linear {
+  using nn::Linear::Linear;
+  Tensor forward(const Tensor& x) override {
+    ++runs;
+    return nn::Linear::forward(x);
+  }
+  std::int64_t runs = 0;
+};
 
 // Sizes drawn by the run: H heads of d_h, N layers, a vocabulary and a context of awkward sizes.
 GptSizes drawn_sizes(testing::Generator& draw) {
@@ -200,6 +213,74 @@ TEST(Memoization, GenerateCached) {
       return;
     }
   }
+  // The model goes into evaluation mode, and the steps run: every prompt token and every new one
+  // but the last, once each. Counted by the head's forward calls, against one forward_step's.
+  for (const Case& c : cases) {
+    if (c.n_new < 1) continue;
+    const auto runs = observe(
+        fmt::format("the head's forward calls in one forward_step, then in generate_cached(model, {}, {}, {}, {}, "
+                    "WichmannHill({})) with {}, and model.training() after it",
+                    ids_text(c.prompt), c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s)),
+        [&] {
+          nn::GPT model = gpt_with(s, p);
+          WichmannHill generator(c.seed);
+          const auto head = std::make_shared<CountingHead>(s.width, s.vocab, generator);
+          model.head = head;
+          nn::KVCache cache(model.config);
+          nn::forward_step(model, cache, c.prompt.front());
+          const std::int64_t per_step = head->runs;
+          head->runs = 0;
+          WichmannHill sampler(c.seed);
+          nn::generate_cached(model, c.prompt, c.n_new, c.temperature, c.top_k, sampler);
+          return std::make_tuple(per_step, head->runs, model.training());
+        });
+    if (!KILN_EXPECT_OK(runs, "generate_differs",
+                        {{"prompt", std::to_string(c.prompt.size())},
+                         {"n_new", std::to_string(c.n_new)},
+                         {"temperature", fmt::format("{}", c.temperature)},
+                         {"top_k", std::to_string(c.top_k)},
+                         {"step", "0"}})) {
+      return;
+    }
+    KILN_JUDGE {
+      const auto& [per_step, generate_runs, training] = *runs;
+      if (training) {
+        KILN_FAIL("left_in_training_mode", {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
+                  runs.call() + ": model.training() is still true");
+        return;
+      }
+      // A step that never calls the head cannot be counted this way.
+      if (per_step == 0) continue;
+      const std::int64_t steps = static_cast<std::int64_t>(c.prompt.size()) + c.n_new - 1;
+      if (generate_runs != per_step * steps) {
+        KILN_FAIL("steps_miscounted",
+                  {{"prompt", std::to_string(c.prompt.size())},
+                   {"n_new", std::to_string(c.n_new)},
+                   {"runs", fmt::format("{:.3g}", static_cast<double>(generate_runs) / static_cast<double>(per_step))},
+                   {"steps", std::to_string(steps)}},
+                  fmt::format("{}: one forward_step calls the head {} times, generate_cached called it {} times",
+                              runs.call(), per_step, generate_runs));
+        return;
+      }
+    }
+  }
+  // An empty prompt has no last token to sample from, and n_new < 0 no meaning: both refused.
+  const std::vector<std::int64_t> one = random_ints(1, s.vocab, stream++);
+  for (const auto& [prompt, n_new] : {std::pair<std::vector<std::int64_t>, std::int64_t>{{}, 0},
+                                      {{}, 3},
+                                      {one, -1}}) {
+    const auto out = observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
+                                         sizes_text(s)),
+                             [&] {
+                               nn::GPT model = gpt_with(s, p);
+                               WichmannHill generator(1);
+                               return nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+                             });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_arguments_not_checked", {},
+                                                    {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
+    }
+  }
 }
 
 TEST(Memoization, CacheMemory) {
@@ -323,6 +404,18 @@ TEST(Memoization, PastMaxLength) {
     return logits;
   });
   KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, step, "full_cache_not_rejected", {"3"}); }
+  // A token outside [0, V) has no row in the token table: refused, as the table's lookup would.
+  for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
+    const auto bad = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
+      nn::GPT model = gpt_with(s, p);
+      nn::KVCache cache(model.config);
+      return nn::forward_step(model, cache, token);
+    });
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, bad, "token_not_rejected", {std::to_string(token)},
+                                         {{"token", std::to_string(token)}, {"vocab", std::to_string(s.vocab)}});
+    }
+  }
   for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {
     const std::vector<std::int64_t> prompt = random_ints(prompt_length, s.vocab, 1833 + prompt_length);
     const auto out = observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
