@@ -171,7 +171,21 @@ TEST(Embeddings, Lookup) {
   // No ids: no rows.
   const auto no_rows =
       observe("embedding_lookup(W, {}) with W (703, 27)", [&] { return embedding_lookup(weight, {}); });
-  KILN_JUDGE { expect_shape(__FILE__, __LINE__, no_rows, {0, kDim}, "lookup_wrong"); }
+  KILN_JUDGE {
+    if (!expect_shape(__FILE__, __LINE__, no_rows, {0, kDim}, "lookup_wrong")) return;
+  }
+
+  // A table that is not a matrix: (2, 3, 4), and one of the run's own with a third dimension.
+  // Without the check it would be read as a (2, 3) table and return rows of the wrong size.
+  const Tensor cube = random_tensor({2, 3, 4}, 707);
+  KILN_EXPECT_THROWS(embedding_lookup(cube, {1, 0}), ShapeError, "lookup_shape_error");
+  if (::testing::Test::HasFailure()) return;
+  testing::Generator draw(1117);
+  const std::int64_t a = 2 + draw.below(6), b = 2 + draw.below(6), c = 2 + draw.below(6);
+  const Tensor run_cube = random_tensor({a, b, c}, 1118);
+  const auto run_cube_lookup = observe(fmt::format("embedding_lookup(W, {{0, 1}}) with W ({}, {}, {})", a, b, c),
+                                       [&] { return embedding_lookup(run_cube, {0, 1}); });
+  KILN_JUDGE { testing::expect_throws<ShapeError>(__FILE__, __LINE__, run_cube_lookup, "lookup_shape_error"); }
 }
 
 TEST(Embeddings, IndexOutOfRange) {
@@ -259,9 +273,27 @@ TEST(Embeddings, BackwardScatterAdd) {
   // 1,000 ids into 703 rows must repeat: every row receives the sum of its rows of G.
   const Indices ids = random_ids(1000, kRows, 27);
   const Tensor grad_output = random_tensor({1000, kDim}, 1000);
-  KILN_EXPECT_CLOSE_REL(observe("embedding_backward(G, ids, 703) with G (1000, 27) and 1,000 ids",
-                                [&] { return embedding_backward(grad_output, ids, kRows); }),
-                        trusted_scatter(grad_output, ids, kRows), 1e-5, 1e-5, "repeated_indices_not_added");
+  if (!KILN_EXPECT_CLOSE_REL(observe("embedding_backward(G, ids, 703) with G (1000, 27) and 1,000 ids",
+                                     [&] { return embedding_backward(grad_output, ids, kRows); }),
+                             trusted_scatter(grad_output, ids, kRows), 1e-5, 1e-5, "repeated_indices_not_added"))
+    return;
+
+  // A gradient that does not have one row per id: (3, 2) for 2 ids, a (2, 1, 2) one, and one of
+  // the run's own with 1 to 4 rows too many. (Never too few: without the check, the loop would
+  // then read past G.)
+  const Tensor three_rows({3, 2}, {1, 2, 3, 4, 5, 6});
+  KILN_EXPECT_THROWS(embedding_backward(three_rows, {0, 1}, 4), ShapeError, "backward_shape_error");
+  if (::testing::Test::HasFailure()) return;
+  const Tensor cube({2, 1, 2}, {1, 2, 3, 4});
+  KILN_EXPECT_THROWS(embedding_backward(cube, {0, 1}, 4), ShapeError, "backward_shape_error");
+  if (::testing::Test::HasFailure()) return;
+  const Indices few = random_ids(static_cast<std::size_t>(n), rows, 1119);
+  const std::int64_t extra = 1 + draw.below(4);
+  const Tensor tall = random_tensor({n + extra, dim}, 1120);
+  const auto tall_backward = observe(fmt::format("embedding_backward(G, {}, {}) with G ({}, {})", ids_text(few), rows,
+                                                 n + extra, dim),
+                                     [&] { return embedding_backward(tall, few, rows); });
+  KILN_JUDGE { testing::expect_throws<ShapeError>(__FILE__, __LINE__, tall_backward, "backward_shape_error"); }
 }
 
 TEST(Embeddings, EmbeddingLayer) {
@@ -415,6 +447,37 @@ TEST(Embeddings, Sinusoidal) {
       if (!KILN_EXPECT_CLOSE(got, data_of({rows, columns}, expected), 1e-5, "sinusoid_wrong")) return;
     }
   }
+
+  // The bounds: length 0 is an empty (0, dim) table and dim 1 a single column of sines, sin p;
+  // a negative length, or a dim of 0 or less, raises IndexError.
+  const std::int64_t empty_dim = 1 + draw.below(8);
+  if (!KILN_EXPECT_CLOSE(observe(fmt::format("sinusoidal_positional_embedding(0, {})", empty_dim),
+                                 [&] { return sinusoidal_positional_embedding(0, empty_dim); }),
+                         data_of({0, empty_dim}, {}), 0.0, "sinusoid_bounds"))
+    return;
+  const std::int64_t sines = 2 + draw.below(10);
+  const auto one_column = observe(fmt::format("sinusoidal_positional_embedding({}, 1)", sines),
+                                  [&] { return sinusoidal_positional_embedding(sines, 1); });
+  KILN_JUDGE {
+    std::vector<float> expected;
+    for (std::int64_t p = 0; p < sines; ++p) expected.push_back(static_cast<float>(std::sin(static_cast<double>(p))));
+    if (!KILN_EXPECT_CLOSE(one_column, data_of({sines, 1}, expected), 1e-6, "sinusoid_bounds")) return;
+  }
+  if (!one_column.ok()) return;
+  KILN_EXPECT_THROWS(sinusoidal_positional_embedding(3, 0), IndexError, "sinusoid_bounds");
+  if (::testing::Test::HasFailure()) return;
+  KILN_EXPECT_THROWS(sinusoidal_positional_embedding(-1, 4), IndexError, "sinusoid_bounds");
+  if (::testing::Test::HasFailure()) return;
+  const std::int64_t bad_dim = -draw.below(3), bad_length = -1 - draw.below(5);
+  const auto zero_dim = observe(fmt::format("sinusoidal_positional_embedding({}, {})", sines, bad_dim),
+                                [&] { return sinusoidal_positional_embedding(sines, bad_dim); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, zero_dim, "sinusoid_bounds");
+    if (::testing::Test::HasFailure()) return;
+  }
+  const auto negative_length = observe(fmt::format("sinusoidal_positional_embedding({}, {})", bad_length, empty_dim),
+                                       [&] { return sinusoidal_positional_embedding(bad_length, empty_dim); });
+  KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, negative_length, "sinusoid_bounds"); }
 }
 
 }  // namespace kiln

@@ -96,6 +96,19 @@ TEST(Quantization, ActivationObserver) {
     if (!got.ok()) return;
   }
 
+  // Small batches of the run, every magnitude below 1: the scale is still max/127, not 1 (1 is
+  // only for a max_abs() of 0).
+  const std::vector<Tensor> small = {testing::random_tensor({2, 5}, 1544, -0.9f, 0.9f),
+                                     testing::random_tensor({3, 3}, 1545, -0.5f, 0.5f)};
+  {
+    const auto got = observe("an ActivationObserver fed (2, 5) and (3, 3) batches of the run, all below 1 in magnitude",
+                             [&] { return feed(small); });
+    KILN_JUDGE {
+      if (!EXPECT_READINGS(got, small)) return;
+    }
+    if (!got.ok()) return;
+  }
+
   // Batches of the run, shrinking so that a later batch's maximum is below an earlier one's, one
   // of them a transposed view and one of them a (2, 3, 7) tensor.
   const std::vector<Tensor> drawn = {
@@ -162,6 +175,19 @@ TEST(Quantization, QuantizeActivations) {
       }
     }
   }
+
+  // Activations that are not a matrix: a (2, 2, 3) tensor, then a 3-D one of the run. Without the
+  // check they are quantized as a (2, 2) matrix whose codes do not fit rows·cols. (A 1-D one would
+  // be read out of bounds.)
+  const Tensor cube({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12});
+  KILN_EXPECT_THROWS(quant::quantize_activations(cube, 0.1f), ShapeError, "activation_shape_error", {"(2, 2, 3)"});
+  if (::testing::Test::HasFailure()) return;
+  const std::int64_t a = 1 + draw.below(4), b = 1 + draw.below(4), d = 2 + draw.below(4);
+  const Tensor run_cube = testing::random_tensor({a, b, d}, 1560);
+  const std::string cube_shape = fmt::format("({}, {}, {})", a, b, d);
+  const auto got = observe(fmt::format("quantize_activations(x {}, 0.01)", cube_shape),
+                           [&] { return parts_of(quant::quantize_activations(run_cube, 0.01f)); });
+  KILN_JUDGE { testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "activation_shape_error", {cube_shape}); }
 }
 
 }  // namespace kiln
