@@ -225,16 +225,47 @@ void judge_exit(const ProcessResult& r, const Workspace& ws, const Milestone& m,
   }
 }
 
+// Where to look when the first steps differ: of the modules the trainer uses (and what they
+// build on), those changed since their checks last all passed, and those whose checks do not all
+// pass (grader status knows both). "" when every one passed as it is now.
+std::string suspects(const Workspace& ws, const Milestone& m) {
+  std::vector<const Module*> used;
+  for (int n : m.modules) {
+    const Module* module = ws.course.by_number(n);
+    if (!module) continue;
+    for (const Module* dep : ws.course.prerequisites(*module))
+      if (std::find(used.begin(), used.end(), dep) == used.end()) used.push_back(dep);
+    if (std::find(used.begin(), used.end(), module) == used.end()) used.push_back(module);
+  }
+  const auto progress = load_progress(ws);
+  std::string changed, failing;
+  for (const Module* module : used) {
+    const auto entry = progress.find(module->name());
+    const bool same = entry != progress.end() && entry->second.fingerprint == fingerprint(*module, module->dir);
+    if (entry != progress.end() && entry->second.all_passed && !same)
+      changed += (changed.empty() ? "" : ", ") + module->number_text();
+    else if (!same || !entry->second.all_passed)
+      failing += (failing.empty() ? "" : ", ") + module->number_text();
+  }
+  std::string out;
+  if (!changed.empty()) out += " Changed since their checks last all passed: " + changed + ".";
+  if (!failing.empty()) out += " Not known to pass all their checks as they are now: " + failing + ".";
+  if (!out.empty()) out += " `grader status` shows each; run `grader check` on them first.";
+  return out;
+}
+
 // Judges the golden first steps: a correct library, seeded the same way, computes these losses.
-void judge_first_steps(const MilestoneRun& run, MilestoneResult& result) {
+void judge_first_steps(const Workspace& ws, const Milestone& m, const MilestoneRun& run, bool solution,
+                       MilestoneResult& result) {
   if (run.golden.empty()) return;
   if (result.first_losses.size() < run.golden.size())
     fail(result, "the trainer reported fewer steps than the golden trajectory has");
   for (std::size_t i = 0; i < std::min(result.first_losses.size(), run.golden.size()); ++i) {
     if (std::fabs(result.first_losses[i] - run.golden[i]) > run.golden_tolerance) {
       fail(result, fmt::format("step {}'s loss is {:.7f}, and a correct library's is {:.7f}: the seeded first steps "
-                               "must match to {:g} (the initialisation, the shuffle, the loss or the optimizer differs)",
-                               i + 1, result.first_losses[i], run.golden[i], run.golden_tolerance));
+                               "must match to {:g} (the initialisation, the shuffle, the loss or the optimizer differs).{}",
+                               i + 1, result.first_losses[i], run.golden[i], run.golden_tolerance,
+                               solution ? "" : suspects(ws, m)));
       break;
     }
   }
@@ -467,7 +498,7 @@ MilestoneResult run_milestone(const Workspace& ws, const Milestone& m, const Mil
 
   judge_exit(trained.process, ws, m, run, result);
   if (trained.process.ok()) {
-    judge_first_steps(run, result);
+    judge_first_steps(ws, m, run, cmd.solution, result);
     judge_parameters(events, out, result);
     Logits logits(events, out, test_labels(m), run.test_count, result);
     judge_targets(cmd.quick ? m.quick_targets : m.targets, logits, result);
