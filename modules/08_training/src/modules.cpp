@@ -57,8 +57,13 @@ Linear::Linear(std::int64_t in, std::int64_t out, WichmannHill& generator) : in_
 }
 
 Tensor Linear::forward(const Tensor& x) {
-  // x (N, in)·weight (in, out) + bias (out), with autograd::matmul and autograd::add (which
-  // broadcasts the bias over the N rows and sums its gradient back over them).
+  // x (*, in) -> (*, out), on x's last dimension. First ShapeError, naming x's shape and
+  // weight.shape(), when x.dim() < 1 or x.shape().back() != in_features (check the dimension
+  // first: a 0-D shape has no back()). Then R = the product of the leading sizes (x.numel() /
+  // in_features, 1 for a 1-D x), and, all recorded:
+  //   autograd::reshape(x, {R, in}), autograd::matmul by weight (in, out), autograd::add the bias
+  //   (out), which broadcasts it over the R rows and sums its gradient back over them, and
+  //   autograd::reshape to x's shape with the last size out_features.
   throw kiln::NotImplemented();
 }
 

@@ -64,18 +64,38 @@ std::string quoted(const std::vector<std::string>& names) {
 // Σ G ⊙ y recorded in the graph, so that backward() sends G into y.
 Tensor weighted(const Tensor& y, const Tensor& g) { return ag::sum(ag::mul(y, g)); }
 
-// x·W + b in double: x (N, in), W (in, out), b (out).
-TensorData reference_linear(const TensorData& x, const TensorData& w, const TensorData& b) {
-  const std::int64_t n = x.shape[0], in = x.shape[1], out = w.shape[1];
-  std::vector<float> y(static_cast<std::size_t>(n * out));
-  for (std::int64_t r = 0; r < n; ++r) {
+// Linear on x's last dimension, in double: x (*, in) taken as R rows of in values, W (in, out),
+// b (out), G (*, out). The values y (*, out) = x·W + b, and the gradients of Σ G ⊙ y:
+// dx = G·Wᵀ (*, in), dW = Σ over the R rows of xᵀ·G (in, out), db = Σ over the R rows of G (out).
+struct LinearExpected {
+  TensorData y, dx, dw, db;
+};
+
+LinearExpected reference_linear(const TensorData& x, const TensorData& w, const TensorData& b, const TensorData& g) {
+  const std::int64_t in = w.shape[0], out = w.shape[1];
+  const std::int64_t rows = static_cast<std::int64_t>(x.values.size()) / in;
+  Shape y_shape = x.shape;
+  y_shape.back() = out;
+  std::vector<double> y(static_cast<std::size_t>(rows * out)), dx(static_cast<std::size_t>(rows * in)),
+      dw(static_cast<std::size_t>(in * out), 0.0), db(static_cast<std::size_t>(out), 0.0);
+  for (std::int64_t r = 0; r < rows; ++r) {
     for (std::int64_t o = 0; o < out; ++o) {
       double total = b.values[static_cast<std::size_t>(o)];
       for (std::int64_t i = 0; i < in; ++i) total += static_cast<double>(x.values[r * in + i]) * w.values[i * out + o];
-      y[static_cast<std::size_t>(r * out + o)] = static_cast<float>(total);
+      y[static_cast<std::size_t>(r * out + o)] = total;
+      db[static_cast<std::size_t>(o)] += g.values[r * out + o];
+    }
+    for (std::int64_t i = 0; i < in; ++i) {
+      double total = 0.0;
+      for (std::int64_t o = 0; o < out; ++o) {
+        total += static_cast<double>(g.values[r * out + o]) * w.values[i * out + o];
+        dw[static_cast<std::size_t>(i * out + o)] += static_cast<double>(x.values[r * in + i]) * g.values[r * out + o];
+      }
+      dx[static_cast<std::size_t>(r * in + i)] = total;
     }
   }
-  return data_of({n, out}, y);
+  const auto floats = [](const std::vector<double>& v) { return std::vector<float>(v.begin(), v.end()); };
+  return {data_of(y_shape, floats(y)), data_of(x.shape, floats(dx)), data_of({in, out}, floats(dw)), data_of({out}, floats(db))};
 }
 
 }  // namespace
@@ -305,13 +325,21 @@ TEST(Training, LinearInit) {
 
 TEST(Training, LinearForward) {
   struct Case {
-    Tensor x, w, b, g;  // input, weight, bias, and G for the gradients
+    Tensor x, w, b, g;  // input (*, in), weight, bias, and G (*, out) for the gradients
   };
+  // Module 03's hand case as a (2, 3) batch, with two more rows as a (2, 2, 3) and its first row
+  // alone as a (3); then layers of the run on 2-D, 3-D (B, T, in), 4-D and 1-D inputs.
+  const Tensor w_hand({3, 2}, {7, 8, 9, 10, 11, 12}), b_hand({2}, {0.5f, -1.0f});
   const std::vector<Case> cases = {
-      {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), Tensor({3, 2}, {7, 8, 9, 10, 11, 12}), Tensor({2}, {0.5f, -1.0f}),
-       Tensor({2, 2}, {1, -2, 0.5f, 3})},
+      {Tensor({2, 3}, {1, 2, 3, 4, 5, 6}), w_hand, b_hand, Tensor({2, 2}, {1, -2, 0.5f, 3})},
+      {Tensor({2, 2, 3}, {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12}), w_hand, b_hand,
+       Tensor({2, 2, 2}, {1, -2, 0.5f, 3, -1, 0, 2, 0.25f})},
+      {Tensor({3}, {1, 2, 3}), w_hand, b_hand, Tensor({2}, {1, -2})},
       {random_tensor({5, 7}, 831), random_tensor({7, 3}, 832), random_tensor({3}, 833), random_tensor({5, 3}, 834)},
       {random_tensor({1, 1}, 835), random_tensor({1, 1}, 836), random_tensor({1}, 837), random_tensor({1, 1}, 838)},
+      {random_tensor({3, 5, 4}, 839), random_tensor({4, 6}, 840), random_tensor({6}, 851), random_tensor({3, 5, 6}, 852)},
+      {random_tensor({2, 1, 3, 5}, 853), random_tensor({5, 2}, 854), random_tensor({2}, 855), random_tensor({2, 1, 3, 2}, 856)},
+      {random_tensor({7}, 857), random_tensor({7, 3}, 858), random_tensor({3}, 859), random_tensor({3}, 860)},
   };
   for (const Case& c : cases) {
     const std::int64_t in = c.w.shape()[0], out = c.w.shape()[1];
@@ -326,57 +354,59 @@ TEST(Training, LinearForward) {
       return linear(c.x);
     });
     KILN_JUDGE {
-      if (!testing::expect_close(__FILE__, __LINE__, y, reference_linear(x, w, b), 1e-4, "linear_forward_wrong", 1e-5, params))
+      if (!testing::expect_close(__FILE__, __LINE__, y, reference_linear(x, w, b, g).y, 1e-4, "linear_forward_wrong", 1e-5,
+                                 params))
         return;
     }
 
-    const auto grads = observe(layer + ": backward() of Σ G ⊙ forward(x), the gradients of x, W and b", [&] {
-      WichmannHill generator(8);
-      nn::Linear linear(in, out, generator);
-      training_testing::set_values(linear.weight, w);
-      training_testing::set_values(linear.bias, b);
-      Tensor input = c.x.clone();
-      input.set_requires_grad();
-      weighted(linear(input), c.g).backward();
-      return std::tuple(input.grad(), linear.weight.grad(), linear.bias.grad());
-    });
+    const auto grads = observe(layer + ": backward() of Σ G ⊙ forward(x) on x " + to_string(c.x.shape()) +
+                                   ", the gradients of x, W and b",
+                               [&] {
+                                 WichmannHill generator(8);
+                                 nn::Linear linear(in, out, generator);
+                                 training_testing::set_values(linear.weight, w);
+                                 training_testing::set_values(linear.bias, b);
+                                 Tensor input = c.x.clone();
+                                 input.set_requires_grad();
+                                 weighted(linear(input), c.g).backward();
+                                 return std::tuple(input.grad(), linear.weight.grad(), linear.bias.grad());
+                               });
     KILN_JUDGE {
-      // dL/dx = G·Wᵀ, dL/dW = xᵀ·G, dL/db = Σ_n G[n, :], in double.
-      const std::int64_t n = x.shape[0];
-      std::vector<float> gx(static_cast<std::size_t>(n * in)), gw(static_cast<std::size_t>(in * out)), gb(static_cast<std::size_t>(out));
-      for (std::int64_t r = 0; r < n; ++r)
-        for (std::int64_t i = 0; i < in; ++i) {
-          double total = 0.0;
-          for (std::int64_t o = 0; o < out; ++o) total += static_cast<double>(g.values[r * out + o]) * w.values[i * out + o];
-          gx[static_cast<std::size_t>(r * in + i)] = static_cast<float>(total);
-        }
-      for (std::int64_t i = 0; i < in; ++i)
-        for (std::int64_t o = 0; o < out; ++o) {
-          double total = 0.0;
-          for (std::int64_t r = 0; r < n; ++r) total += static_cast<double>(x.values[r * in + i]) * g.values[r * out + o];
-          gw[static_cast<std::size_t>(i * out + o)] = static_cast<float>(total);
-        }
-      for (std::int64_t o = 0; o < out; ++o) {
-        double total = 0.0;
-        for (std::int64_t r = 0; r < n; ++r) total += g.values[r * out + o];
-        gb[static_cast<std::size_t>(o)] = static_cast<float>(total);
-      }
+      const LinearExpected expected = reference_linear(x, w, b, g);
       testing::Params p = params;
       p.emplace_back("which", "x");
       if (!KILN_EXPECT_OK(grads, "linear_not_recorded", p)) return;
       const std::vector<std::tuple<std::string, TensorData, TensorData>> parts = {
-          {"x", std::get<0>(*grads), data_of({n, in}, gx)},
-          {"the weight", std::get<1>(*grads), data_of({in, out}, gw)},
-          {"the bias", std::get<2>(*grads), data_of({out}, gb)},
+          {"x", std::get<0>(*grads), expected.dx},
+          {"the weight", std::get<1>(*grads), expected.dw},
+          {"the bias", std::get<2>(*grads), expected.db},
       };
-      for (const auto& [which, actual, expected] : parts) {
+      for (const auto& [which, actual, want] : parts) {
         testing::Params q = params;
         q.emplace_back("which", which);
         if (!testing::expect_close(__FILE__, __LINE__, testing::Observed<TensorData>(grads.call() + ": " + which, actual),
-                                   expected, 1e-4, "linear_not_recorded", 1e-5, q))
+                                   want, 1e-4, "linear_not_recorded", 1e-5, q))
           return;
       }
     }
+  }
+
+  // x whose last dimension is not in_features, or 0-D: a ShapeError naming x's shape and the
+  // weight's (3, 2). A (4, 2, 6) holds a whole number of rows of 3, so reshaping to (-1, 3)
+  // alone would not notice.
+  for (const Tensor& x : {random_tensor({2, 4}, 861), random_tensor({4, 2, 6}, 862), random_tensor({2}, 863),
+                          Tensor::scalar(0.5f)}) {
+    const std::string shape = to_string(x.shape());
+    const auto error = observe("Linear(3, 2).forward(x) on x " + shape, [&] {
+      WichmannHill generator(9);
+      nn::Linear linear(3, 2, generator);
+      return linear(x);
+    });
+    KILN_JUDGE {
+      testing::expect_throws<ShapeError>(__FILE__, __LINE__, error, "linear_shape_unchecked", {shape, "(3, 2)"},
+                                         {{"in", "3"}, {"out", "2"}, {"x_shape", shape}});
+    }
+    if (error.ok()) return;
   }
 }
 

@@ -78,7 +78,19 @@ Linear::Linear(std::int64_t in, std::int64_t out, WichmannHill& generator) : in_
   bias = register_parameter("bias", Tensor({out}, std::move(bias_values)));
 }
 
-Tensor Linear::forward(const Tensor& x) { return autograd::add(autograd::matmul(x, weight), bias); }
+Tensor Linear::forward(const Tensor& x) {
+  if (x.dim() < 1 || x.shape().back() != in_features) {
+    throw ShapeError("Linear: x of shape " + to_string(x.shape()) + " must end in in_features = " +
+                     std::to_string(in_features) + ", the rows of weight " + to_string(weight.shape()));
+  }
+  // x (*, in) as R rows (R, in), R the product of the leading sizes, then back to (*, out). For a
+  // 2-D x the reshapes change no value: the result is matmul(x, W) + b bit for bit.
+  const std::int64_t rows = x.numel() / in_features;
+  Shape y_shape = x.shape();
+  y_shape.back() = out_features;
+  const Tensor y = autograd::add(autograd::matmul(autograd::reshape(x, {rows, in_features}), weight), bias);
+  return autograd::reshape(y, y_shape);
+}
 
 Tensor ReLU::forward(const Tensor& x) { return autograd::relu(x); }
 

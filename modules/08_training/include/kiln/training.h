@@ -14,9 +14,9 @@
 //
 // Layouts, all row-major float32:
 //   x         (N, features): row n is example n; Flatten turns (N, d1, d2, ...) into (N, d1·d2·...)
-//   Linear    weight (in, out), bias (out); y (N, out) = x·weight + bias, the bias added to every
-//             row (kiln keeps the weight (in, out) so that y = x·W reads like the math; PyTorch
-//             stores the transpose, (out, in))
+//   Linear    weight (in, out), bias (out); y (*, out) = x·weight + bias for x (*, in), applied to
+//             x's last dimension, the bias added to every row (kiln keeps the weight (in, out) so
+//             that y = x·W reads like the math; PyTorch stores the transpose, (out, in))
 //   logits    (N, C): row n holds the C class scores of example n; targets are N class ids in [0, C)
 #pragma once
 
@@ -107,9 +107,15 @@ class Linear : public Module {
   // grad. Throws std::invalid_argument when in_features or out_features is less than 1.
   Linear(std::int64_t in_features, std::int64_t out_features, WichmannHill& generator);
 
-  // x (N, in) -> autograd::add(autograd::matmul(x, weight), bias): (N, out), the bias
-  // broadcast over the rows. A wrong x raises the ShapeError of the matrix product, naming both
-  // shapes.
+  // x (*, in) -> y (*, out), like PyTorch's nn.Linear: the layer acts on x's last dimension, and
+  // * is any number of leading dimensions, none included (x (in) gives (out); x (B, T, in) gives
+  // (B, T, out)). Every row x[..., :] of in values gives y[..., :] = x[..., :]·weight + bias.
+  // Through module 06's recorded operations, so that backward() reaches x, weight and bias (their
+  // gradients summed over all the leading dimensions): autograd::reshape x to (R, in), R the
+  // product of the leading sizes (1 for a 1-D x), autograd::matmul by weight, autograd::add the
+  // bias (broadcast over the R rows), autograd::reshape back to (*, out).
+  // Throws ShapeError, naming x's shape and the weight's shape (in, out), when x is 0-D or its
+  // last dimension is not in_features.
   Tensor forward(const Tensor& x) override;
 
   std::int64_t in_features = 0;
