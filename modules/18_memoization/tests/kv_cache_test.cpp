@@ -51,6 +51,18 @@ std::string ids_text(const std::vector<std::int64_t>& ids) {
   return testing::list(std::vector<float>(ids.begin(), ids.end()), 16);
 }
 
+// generate_cached, greedy, on a fresh model of the test's parameters, observed and named as the
+// report quotes it (for the checks of what it refuses).
+auto observe_greedy(const GptSizes& s, const Parameters& p, const std::vector<std::int64_t>& prompt, std::int64_t n_new) {
+  return observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
+                             sizes_text(s)),
+                 [&] {
+                   nn::GPT model = gpt_with(s, p);
+                   WichmannHill generator(1);
+                   return nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+                 });
+}
+
 // The (1, T) token tensor of ids, built here.
 Tensor tokens_of(const std::vector<std::int64_t>& ids) {
   return Tensor({1, static_cast<std::int64_t>(ids.size())}, std::vector<float>(ids.begin(), ids.end()));
@@ -269,13 +281,7 @@ TEST(Memoization, GenerateCached) {
   for (const auto& [prompt, n_new] : {std::pair<std::vector<std::int64_t>, std::int64_t>{{}, 0},
                                       {{}, 3},
                                       {one, -1}}) {
-    const auto out = observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
-                                         sizes_text(s)),
-                             [&] {
-                               nn::GPT model = gpt_with(s, p);
-                               WichmannHill generator(1);
-                               return nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
-                             });
+    const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_arguments_not_checked", {},
                                                     {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
@@ -418,13 +424,7 @@ TEST(Memoization, PastMaxLength) {
   }
   for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {
     const std::vector<std::int64_t> prompt = random_ints(prompt_length, s.vocab, 1833 + prompt_length);
-    const auto out = observe(fmt::format("generate_cached(model, {}, {}, 0, 0, generator) with {}", ids_text(prompt), n_new,
-                                         sizes_text(s)),
-                             [&] {
-                               nn::GPT model = gpt_with(s, p);
-                               WichmannHill generator(1);
-                               return nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
-                             });
+    const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_length_not_checked", {"3"},
                                                     {{"prompt", std::to_string(prompt_length)}, {"n_new", std::to_string(n_new)}});
