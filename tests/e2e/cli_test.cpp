@@ -299,22 +299,17 @@ TEST_F(Cli, GradescopeResultsUseOnlyDocumentedFieldsAndHideHiddenChecks) {
 // An error that escapes the student's code is placed where it was thrown, in `check` (one process)
 // and in `grade` (the observed program, sandboxed): the function and its line.
 TEST_F(Cli, AnUnexpectedErrorNamesWhereItWasThrown) {
-  const std::string thrower = R"(#include <stdexcept>
-namespace kiln {
-int add(int a, int b) {
-  if (a < b) throw std::invalid_argument("a must not be smaller than b");
-  return a + b;
-}
-int crash() { return 1; }
-int spin() { return 2; }
-int quit() { return 3; }
-int mul(int a, int b) { return a * b; }
-}  // namespace kiln
-)";
+  // The fixture's solution, with add() throwing from line 7 of the file.
+  std::string thrower = "#include <stdexcept>\n" + read_file(root_ / "solutions" / "01_probe" / "src" / "probe.cpp");
+  const std::string add = "int add(int a, int b) { return a + b; }";
+  ASSERT_NE(thrower.find(add), std::string::npos);
+  thrower.replace(thrower.find(add), add.size(),
+                  "int add(int a, int b) {\n  if (a < b) throw std::invalid_argument(\"a must not be smaller than b\");\n"
+                  "  return a + b;\n}");
   write_student(thrower);
   const std::string checked = check_json().dump();
   EXPECT_NE(checked.find("add(2, 3) threw std::invalid_argument"), std::string::npos) << checked;
-  EXPECT_NE(checked.find("thrown in add (probe.cpp:4)"), std::string::npos) << checked;
+  EXPECT_NE(checked.find("thrown in add (probe.cpp:7)"), std::string::npos) << checked;
   const fs::path submission = root_ / "thrower";
   fs::create_directories(submission);
   std::ofstream(submission / "probe.cpp") << thrower;
@@ -322,7 +317,7 @@ int mul(int a, int b) { return a * b; }
   const ProcessResult r = grader({"grade", submission.string(), "--module", "1", "--format", "json", "--out", out.string()});
   ASSERT_EQ(r.exit_code, 0) << r.out << r.err;
   const std::string graded = read_file(out);
-  EXPECT_NE(graded.find("thrown in add (probe.cpp:4)"), std::string::npos) << graded;
+  EXPECT_NE(graded.find("thrown in add (probe.cpp:7)"), std::string::npos) << graded;
   write_student(stub_);
 }
 
