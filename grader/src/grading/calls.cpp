@@ -16,24 +16,6 @@ namespace kiln::grader {
 
 namespace {
 
-// The symbols of `files` (objects or archives), as nm -P lists them: name and type letter.
-std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files) {
-  std::vector<std::pair<std::string, char>> out;
-  if (files.empty()) return out;
-  std::vector<std::string> argv = {"nm", "-P", "-A"};
-  for (const auto& f : files) argv.push_back(f.string());
-  const ProcessResult nm = run_process({.argv = argv, .output_cap = 256 << 20});
-  std::istringstream lines(nm.out);
-  for (std::string line; std::getline(lines, line);) {
-    // "file.o: name T 0000 10" or, for an archive, "lib.a[member.o]: name U"
-    const std::size_t colon = line.find(": ");
-    if (colon == std::string::npos) continue;
-    std::istringstream fields(line.substr(colon + 2));
-    std::string name, type;
-    if (fields >> name >> type && type.size() == 1) out.emplace_back(name, type[0]);
-  }
-  return out;
-}
 
 // The object files and archives a link command names, relative to `dir` unless absolute.
 std::vector<fs::path> link_inputs(const std::string& command, const fs::path& dir) {
@@ -98,6 +80,24 @@ const std::set<std::string>& trusted_symbols(const std::vector<fs::path>& files)
 }
 
 }  // namespace
+
+std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files) {
+  std::vector<std::pair<std::string, char>> out;
+  if (files.empty()) return out;
+  std::vector<std::string> argv = {"nm", "-P", "-A"};
+  for (const auto& f : files) argv.push_back(f.string());
+  const ProcessResult nm = run_process({.argv = argv, .output_cap = 256 << 20});
+  std::istringstream lines(nm.out);
+  for (std::string line; std::getline(lines, line);) {
+    // "file.o: name T 0000 10" or, for an archive, "lib.a[member.o]: name U"
+    const std::size_t colon = line.find(": ");
+    if (colon == std::string::npos) continue;
+    std::istringstream fields(line.substr(colon + 2));
+    std::string name, type;
+    if (fields >> name >> type && type.size() == 1) out.emplace_back(name, type[0]);
+  }
+  return out;
+}
 
 Diagnostic calls_the_checks(const std::string& function) {
   return Diagnostic{.message = fmt::format("refused: your code calls {}, which belongs to the checks that judge it, "

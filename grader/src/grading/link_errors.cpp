@@ -55,15 +55,8 @@ std::pair<std::string, std::vector<std::string>> split_signature(const std::stri
 // The functions the student's objects define, demangled.
 std::vector<std::string> defined_by(const std::vector<fs::path>& objects) {
   std::vector<std::string> out;
-  if (objects.empty()) return out;
-  std::vector<std::string> argv = {"nm", "-P", "--defined-only"};
-  for (const auto& o : objects) argv.push_back(o.string());
-  std::istringstream lines(run_process({.argv = argv, .output_cap = 64 << 20}).out);
-  for (std::string line; std::getline(lines, line);) {
-    std::istringstream fields(line);
-    std::string name, type;
-    if (fields >> name >> type && (type == "T" || type == "W")) out.push_back(demangled_symbol(name));
-  }
+  for (const auto& [name, type] : symbols_of(objects))
+    if (type == 'T' || type == 'W') out.push_back(demangled_symbol(name));
   return out;
 }
 

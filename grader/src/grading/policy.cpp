@@ -38,22 +38,11 @@ bool switching_call(const std::string& name) {
 // "defines __asan_default_options" or "calls __sanitizer_set_death_callback", for the first such
 // symbol of `files` (the student's objects, or the linked program); "" when there is none.
 std::string tampering_symbol(const std::vector<fs::path>& files) {
-  std::vector<std::string> argv = {"nm", "-P", "-A"};
-  for (const auto& f : files) argv.push_back(f.string());
-  const ProcessResult nm = run_process({.argv = argv, .output_cap = 64 << 20});
-  if (!nm.ok()) return "";
-  std::istringstream all(nm.out);
-  for (std::string line; std::getline(all, line);) {
-    // "file.o: name T 0000 10"
-    const std::size_t colon = line.find(": ");
-    if (colon == std::string::npos) continue;
-    std::istringstream fields(line.substr(colon + 2));
-    std::string name, type;
-    if (!(fields >> name >> type)) continue;
-    const bool undefined = type == "U" || type == "w" || type == "v";
+  for (const auto& [name, type] : symbols_of(files)) {
+    const bool undefined = type == 'U' || type == 'w' || type == 'v';
     // A hook is a function the runtime looks up by name. The instrumentation's own data (a type
     // cache, the stack options) is defined in every sanitized program.
-    const bool function = type == "T" || type == "t" || type == "W" || type == "i";
+    const bool function = type == 'T' || type == 't' || type == 'W' || type == 'i';
     if (function && sanitizer_name(name)) return "defines " + name;
     if (undefined && switching_call(name)) return "calls " + name;
   }

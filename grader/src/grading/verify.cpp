@@ -126,6 +126,18 @@ std::vector<Damage> damages() {
       return out;
     };
   };
+  // Every element of every tensor, and every number, replaced by `value` (written `as` outside a tensor).
+  auto every_number = [&](float value, json as) {
+    return per_value([value, as](json& v) {
+      if (is_tensor(v)) {
+        std::size_t count = 1;
+        for (const auto& d : v["shape"]) count *= d.get<std::size_t>();
+        v["f32"] = f32_of(count, value);
+      } else if (v.is_number()) {
+        v = as;
+      }
+    });
+  };
   return {
       {"a number for every call's name", true,
        [](const std::vector<json>& records) {
@@ -144,24 +156,8 @@ std::vector<Damage> damages() {
          if (is_tensor(v)) v["shape"] = json::array({std::int64_t(1) << 40, std::int64_t(1) << 40});
          if (is_tensor(v)) v["strides"] = json::array({1, 1});
        })},
-      {"NaN for every number", false, per_value([](json& v) {
-         if (is_tensor(v)) {
-           std::size_t count = 1;
-           for (const auto& d : v["shape"]) count *= d.get<std::size_t>();
-           v["f32"] = f32_of(count, std::numeric_limits<float>::quiet_NaN());
-         } else if (v.is_number_float()) {
-           v = json{{"real", "nan"}};
-         }
-       })},
-      {"infinity for every number", false, per_value([](json& v) {
-         if (is_tensor(v)) {
-           std::size_t count = 1;
-           for (const auto& d : v["shape"]) count *= d.get<std::size_t>();
-           v["f32"] = f32_of(count, std::numeric_limits<float>::infinity());
-         } else if (v.is_number()) {
-           v = json{{"real", "-inf"}};
-         }
-       })},
+      {"NaN for every number", false, every_number(std::numeric_limits<float>::quiet_NaN(), {{"real", "nan"}})},
+      {"infinity for every number", false, every_number(-std::numeric_limits<float>::infinity(), {{"real", "-inf"}})},
       {"every tensor's shape reversed", false, per_value([](json& v) {
          if (!is_tensor(v)) return;
          json shape = json::array(), strides = json::array();
@@ -340,7 +336,7 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
       PrebuiltBuilder observed_builder(observed);
       j.verdicts = run_pipeline(*j.module, observed_builder, options);
       j.judged = report_of(ws.course, j.verdicts, j.variant);
-      if (j.variant == "solution" && judge->ok && j.verdicts.in_process && j.judged.every_check_passed()) {
+      if (j.variant == "solution" && j.verdicts.in_process && j.judged.every_check_passed()) {
         RunOptions trusted;
         trusted.limits = default_limits();
         trusted.env = options.run.env;
@@ -467,17 +463,10 @@ void prove_judge_holds(const Job& solution, Proof& v) {
 // strong: only those it defines outright (nm's T, t, D, d, B, b, R, r), not the inline and
 // template code every object that uses it holds a copy of.
 std::vector<std::string> defined_symbols(const fs::path& file, bool strong = false) {
-  const ProcessResult nm = run_process({.argv = {"nm", "-C", "--defined-only", file.string()}, .output_cap = 256 << 20});
   std::vector<std::string> out;
-  if (!nm.ok()) return out;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = nm.out.find('\n', start)) != std::string::npos; start = nl + 1) {
-    const std::string line = nm.out.substr(start, nl - start);
-    // "0000000000001234 T kiln::testing::compare(...)": address, kind, name.
-    const std::size_t kind = line.find(' ');
-    if (kind == std::string::npos || kind + 3 > line.size()) continue;
-    if (strong && std::string_view("TtDdBbRr").find(line[kind + 1]) == std::string_view::npos) continue;
-    out.push_back(line.substr(kind + 3));
+  for (const auto& [name, type] : symbols_of({file})) {
+    if (std::string_view(strong ? "TtDdBbRr" : "TtDdBbRrWwVvGgSsi").find(type) == std::string_view::npos) continue;
+    out.push_back(demangled_symbol(name));
   }
   return out;
 }

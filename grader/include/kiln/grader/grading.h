@@ -146,6 +146,9 @@ std::optional<Diagnostic> link_error(const std::string& log, const std::vector<f
 // A symbol's name as a person writes it: demangled, std::vector<long> without its allocator,
 // std::string for the long form.
 std::string demangled_symbol(const std::string& mangled);
+// Every symbol of `files` (objects, archives or programs), as nm -P lists them: the mangled name
+// and nm's type letter (T defined code, U undefined, W weak, ...). Empty when nm cannot read them.
+std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files);
 
 // Fills built's link_command, link_dir and student_objects for `target`'s program in the local
 // build `dir` (what forbidden_calls reads).
