@@ -99,9 +99,10 @@ ModuleGrader::ModuleGrader(const Workspace& ws, const Module& m, const GradeOpti
   // (kiln/testing.h), so that nothing in its process computes an expected value.
   TestTarget observed_target = judge_target;
   observed_target.observer = true;
-  judge_ = reference.build({judge_target, observed_target}, judge_target);
+  std::vector<BuildResult> built = reference.build_many({judge_target, observed_target}, {judge_target, observed_target});
+  judge_ = built[0];
   if (!judge_.ok) throw CourseError("the course's own tests for module " + m.number_text() + " do not build:\n" + judge_.log);
-  const BuildResult observed = reference.build({judge_target, observed_target}, observed_target);
+  const BuildResult& observed = built[1];
   if (!observed.ok)
     throw CourseError("the observed program of module " + m.number_text() + " does not build:\n" + observed.log);
   device_ = !judge_.device_binary.empty();
