@@ -174,6 +174,26 @@ TEST_F(Cli, HintShowsTheCataloguedMessageAndHint) {
   EXPECT_EQ(grader({"hint", "probe", "nonsense"}).exit_code, 2);
 }
 
+// After a check, `hint` shows each failure as it read, its placeholders filled, and after a crash
+// it points to the crash, not to the catalogue's usual causes.
+TEST_F(Cli, HintAfterACheckFillsTheMessageAndPointsToACrash) {
+  std::string wrong = kHostile;
+  wrong.replace(wrong.find("return a + b;"), 13, "return a - b;");
+  write_student(wrong);
+  grader({"check", "1"});
+  const ProcessResult adds = grader({"hint", "1", "adds"});
+  EXPECT_NE(adds.out.find("Last time: add(2, 3) should be 5, got -1"), std::string::npos) << adds.out;
+  EXPECT_EQ(adds.out.find("{got}"), std::string::npos) << adds.out;
+  const ProcessResult crash = grader({"hint", "1", "survives_segfault"});
+  EXPECT_NE(crash.out.find("Last time it crashed"), std::string::npos) << crash.out;
+  EXPECT_NE(crash.out.find("probe.cpp:5"), std::string::npos) << crash.out;
+  EXPECT_NE(crash.out.find("fix that first"), std::string::npos) << crash.out;
+  // Without a hint asked for by name, the checks that failed come first.
+  const ProcessResult all = grader({"hint", "1"});
+  EXPECT_LT(all.out.find("adds"), all.out.find("multiplies")) << all.out;
+  EXPECT_NE(all.out.find("did not pass last time"), std::string::npos) << all.out;
+}
+
 TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   write_student(stub_);  // verify proves that no check passes on the stubs in modules/
   const ProcessResult good = grader({"verify", "--all"});

@@ -25,6 +25,10 @@ set -e
 cat "$work/check.out" | tail -5
 [[ $status -eq 1 ]] || { echo "FAIL: check 01 on the stubs should exit 1, exited $status"; exit 1; }
 grep -q "not written yet" "$work/check.out" || { echo "FAIL: the stubs should read 'not written yet'"; exit 1; }
+# The first run builds for a minute or more; it says what it builds and counts the steps.
+for said in "building the grader (first run only)" "kiln: building: step [0-9]* of [0-9]*" "Building module 01's checks"; do
+  grep -q "$said" "$work/check.out" || { echo "FAIL: the first check should say '$said' while it builds"; exit 1; }
+done
 
 echo "== bin/test (the browser test, which needs chromium)"
 bin/test -R '^site_browser$' >"$work/test.out" 2>&1 || { tail -40 "$work/test.out"; echo "FAIL: bin/test after check"; exit 1; }
