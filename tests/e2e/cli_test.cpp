@@ -198,6 +198,7 @@ TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   write_student(stub_);  // verify proves that no check passes on the stubs in modules/
   const ProcessResult good = grader({"verify", "--all"});
   EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("5 promises of the 5 functions the student writes"), std::string::npos) << good.out;
   const fs::path mutant = root_ / "solutions" / "01_probe" / "mutants" / "wrong_sum.yaml";
   const std::string original = read_file(mutant);
   std::string harmless = original;
@@ -207,6 +208,16 @@ TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   std::ofstream(mutant) << original;
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("mutant wrong_sum should fail adds"), std::string::npos) << bad.out;
+  // A function without a promise is named.
+  const fs::path yaml = root_ / "modules" / "01_probe" / "module.yaml";
+  const std::string listed = read_file(yaml);
+  std::string unlisted = listed;
+  unlisted.erase(unlisted.find("  - function: mul"));
+  std::ofstream(yaml) << unlisted;
+  const ProcessResult unpromised = grader({"verify", "1"});
+  std::ofstream(yaml) << listed;
+  EXPECT_EQ(unpromised.exit_code, 1) << unpromised.out;
+  EXPECT_NE(unpromised.out.find("lists no promise of mul"), std::string::npos) << unpromised.out;
 }
 
 TEST_F(Cli, StartListsTheFunctionsToWrite) {

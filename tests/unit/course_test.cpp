@@ -124,6 +124,30 @@ TEST(CourseLoading, RejectsDuplicateFailureIdsAndMissingStudentFiles) {
   EXPECT_NE(error_of(missing).find("'src/absent.cpp' does not exist"), std::string::npos);
 }
 
+TEST(CourseLoading, ReadsPromisesAndRejectsOneHeldByNoCheckOfTheModule) {
+  std::string yaml = std::string(kValid) +
+                     "promises:\n"
+                     "  - function: add\n"
+                     "    promise: returns the sum of its two arguments\n"
+                     "    checks: [adds]\n";
+  CourseFolder folder(yaml);
+  const Course course = load_course(folder.root());
+  ASSERT_EQ(course.modules[0].promises.size(), 1u);
+  const Promise& p = course.modules[0].promises[0];
+  EXPECT_EQ(p.function, "add");
+  EXPECT_EQ(p.checks, std::vector<std::string>{"adds"});
+  EXPECT_EQ(p.line, 14);
+  std::string unknown = yaml;
+  unknown.replace(unknown.find("checks: [adds]"), 14, "checks: [subtracts]");
+  const std::string error = error_of(unknown);
+  EXPECT_NE(error.find("promise of add names the check 'subtracts', which this module does not have"),
+            std::string::npos) << error;
+  EXPECT_NE(error.find("module.yaml:16"), std::string::npos) << error;
+  std::string none = yaml;
+  none.replace(none.find("checks: [adds]"), 14, "checks: []");
+  EXPECT_NE(error_of(none).find("at least one check"), std::string::npos);
+}
+
 TEST(CourseLoading, RejectsAFolderThatDoesNotMatchNumberAndSlug) {
   CourseFolder folder(kValid, "02_probe");
   EXPECT_THROW(load_course(folder.root()), CourseError);

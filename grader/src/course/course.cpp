@@ -356,6 +356,18 @@ void read_forbids_and_equivalents(const Reader& r, const YAML::Node& root, Modul
       m.equivalent_mutants.push_back(std::move(eq));
     }
   }
+  if (const auto promises = r.list(root, "promises", false)) {
+    for (const auto& p : promises) {
+      if (!p.IsMap()) r.fail(p, "each entry of 'promises' is a mapping with function, promise and checks");
+      Promise promise{r.text(p, "function"), r.text(p, "promise"), r.texts(p, "checks", true), p.Mark().line + 1};
+      if (promise.checks.empty()) r.fail(p["checks"], "a promise names at least one check that holds a submission to it");
+      for (const auto& id : promise.checks)
+        if (!check_ids.count(id))
+          r.fail(p["checks"], fmt::format("promise of {} names the check '{}', which this module does not have",
+                                          promise.function, id));
+      m.promises.push_back(std::move(promise));
+    }
+  }
 }
 
 }  // namespace

@@ -11,11 +11,13 @@
 #include <thread>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "kiln/grader/grading.h"
 #include "kiln/grader/judge.h"
 #include "kiln/grader/mutants.h"
+#include "kiln/grader/site.h"
 #include "kiln/protocol.h"
 
 namespace kiln::grader {
@@ -37,6 +39,39 @@ struct Proof {
     std::fputs(fmt::format("  {} {}\n", color ? "\033[36m-\033[0m" : "-", text).c_str(), stdout);
   }
 };
+
+// The module's promise list (`promises:`): every function the student writes has at least one
+// promise, and every promise is of one of those functions (the checks it names exist: the
+// course's loader made sure).
+void prove_promises(const Course& course, const Module& m, Proof& v) {
+  if (m.promises.empty()) {
+    v.not_here("no promise list yet (promises: in module.yaml, what each function promises and the checks that hold it)");
+    return;
+  }
+  const std::vector<StudentFunction> functions = student_functions(course, m);
+  std::set<std::string> names, promised;
+  for (const auto& f : functions) names.insert(f.name);
+  int problems = 0;
+  for (const auto& p : m.promises) {
+    promised.insert(p.function);
+    if (!names.count(p.function)) {
+      ++problems;
+      v.fail(fmt::format("{}:{}: the promise of {} is not of a function the student writes (they are: {})",
+                         m.yaml.string(), p.line, p.function, fmt::join(names, ", ")));
+    }
+  }
+  std::vector<std::string> unpromised;
+  for (const auto& name : names)
+    if (!promised.count(name)) unpromised.push_back(name);
+  if (!unpromised.empty()) {
+    ++problems;
+    v.fail(fmt::format("{} lists no promise of {}: say what each promises and which checks hold it",
+                       m.yaml.string(), fmt::join(unpromised, ", ")));
+  }
+  if (problems == 0)
+    v.pass(fmt::format("{} promises of the {} functions the student writes, each held by a named check",
+                       m.promises.size(), names.size()));
+}
 
 // "; 2 device checks skipped: no CUDA device: ..." for a report whose device checks did not run.
 std::string skipped_note(const Report& r) {
@@ -578,6 +613,7 @@ int verify_course(const Workspace& ws, const VerifyOptions& options) {
     std::set<std::string> proven, needs_device;
     for (const auto& mu : plan.mutants[m]) prove_mutant(*m, mu, plan.jobs[at++], v, proven, needs_device);
     prove_catalogue(*m, proven, needs_device, v);
+    prove_promises(ws.course, *m, v);
     for (const auto& stray : stray_solution_files(ws.course, *m))
       v.fail(fmt::format("{} is not one of the module's student_files, so no build reads it: list it in "
                          "module.yaml's student_files or remove it", stray));

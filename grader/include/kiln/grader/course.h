@@ -77,6 +77,15 @@ struct EquivalentMutant {
   std::string reason;    // one line: why no program can tell the two apart
 };
 
+// One promise a student's function makes (`promises:` in module.yaml): what its header, stub
+// comment or chapter says it does, and the checks that hold a submission to it.
+struct Promise {
+  std::string function;             // "matmul"
+  std::string promise;              // "raises ShapeError naming both shapes when the inner sizes differ"
+  std::vector<std::string> checks;  // check ids of the same module
+  int line = 0;                     // in module.yaml
+};
+
 struct Module {
   int number = 0;
   std::string slug;
@@ -105,6 +114,7 @@ struct Module {
   std::vector<std::string> links;
   std::vector<Check> checks;
   std::vector<EquivalentMutant> equivalent_mutants;
+  std::vector<Promise> promises;
   fs::path dir;       // modules/NN_slug
   fs::path yaml;      // modules/NN_slug/module.yaml
 
