@@ -307,6 +307,13 @@ TEST(SiteGeneration, WhatYouWriteListsEveryStubWithItsDeclaration) {
   for (const char* signature : {"int add(int a, int b)", "int crash()", "int spin()", "int quit()", "int mul(int a, int b)"})
     EXPECT_NE(html.find(signature), std::string::npos) << signature;
   EXPECT_NE(html.find("5 functions in"), std::string::npos);
+  // Each function's promises from module.yaml, with the checks that hold it; a hidden one unnamed.
+  EXPECT_NE(html.find("What the checks hold it to (1)"), std::string::npos);
+  EXPECT_NE(html.find("returns the sum of its two arguments <span class=\"muted\">· <a href=\"#fail-adds\">"),
+            std::string::npos);
+  EXPECT_NE(html.find("returns the product of its two arguments <span class=\"muted\">· a hidden check"),
+            std::string::npos);
+  EXPECT_EQ(html.find("#fail-multiplies"), std::string::npos) << "the hidden check is named";
   fs::remove_all(root);
 }
 

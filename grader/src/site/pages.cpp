@@ -126,7 +126,7 @@ std::string chapter_part(const Course& course, const Module& m) {
 }
 
 // One function the student writes: its signature, description, where it is, and the header's comment.
-std::string function_card(const StudentFunction& f) {
+std::string function_card(const StudentFunction& f, const Module& m) {
   std::string h = "<div class=\"function\">\n";
   h += "<pre class=\"signature\"><code class=\"language-cpp\">" + escape(f.signature) + "</code></pre>\n";
   h += "<p class=\"fn-desc\">" + (f.description.empty() ? "<span class=\"muted\">(no comment in the header)</span>"
@@ -137,6 +137,26 @@ std::string function_card(const StudentFunction& f) {
   if (trim(f.contract) != trim(f.description) && !f.contract.empty())
     h += "<details class=\"contract\"><summary>What the header says</summary><pre>" + escape(f.contract) +
          "</pre></details>\n";
+  // module.yaml's promises of this function, each with the checks that hold it (hidden ones unnamed).
+  std::string promises;
+  int count = 0;
+  for (const auto& p : m.promises) {
+    if (p.function != f.name) continue;
+    ++count;
+    std::string held;
+    for (const auto& id : p.checks) {
+      const Check* c = m.check(id);
+      held += held.empty() ? "" : ", ";
+      held += c && c->visibility == Visibility::hidden
+                  ? std::string("a hidden check")
+                  : fmt::format("<a href=\"#fail-{0}\"><code>{0}</code></a>", escape(id));
+    }
+    promises += "<li>" + escape(p.promise) + " <span class=\"muted\">· " + held + "</span></li>\n";
+  }
+  if (count > 0)
+    h += fmt::format("<details class=\"contract\"><summary>What the checks hold it to ({})</summary><ul>\n{}</ul>"
+                     "</details>\n",
+                     count, promises);
   return h + "</div>\n";
 }
 
@@ -163,7 +183,7 @@ std::string what_you_write_section(const Course& course, const Module& m) {
                      "modules/{}/{}</h3>\n<div class=\"functions\">\n",
                      escape(m.name()), escape(file));
     for (const auto& f : functions)
-      if (f.file == file) h += function_card(f);
+      if (f.file == file) h += function_card(f, m);
     h += "</div>\n";
   }
   return h + "</section>\n";
