@@ -194,13 +194,10 @@ int run_bundle(const Workspace& ws, const std::string& kind, const std::string& 
   if (kind != "gradescope") throw CourseError(fmt::format("unknown bundle '{}': the one kind is gradescope", kind));
   if (!all && modules.empty()) throw CourseError("name the module the assignment grades with --module N, or --all");
   std::string selection = all ? "--all" : "";
-  std::string first;
   for (const auto& name : modules) {
     const Module& m = ws.course.find(name);
     selection += fmt::format("{}--module {}", selection.empty() ? "" : " ", m.number_text());
-    if (first.empty()) first = m.number_text();
   }
-  if (first.empty()) first = ws.course.modules.front().number_text();
 
   const fs::path zip = fs::absolute(zip_name);
   const fs::path stage = ws.state_dir() / "bundle";
@@ -215,7 +212,7 @@ int run_bundle(const Workspace& ws, const std::string& kind, const std::string& 
     else if (fs::is_regular_file(ws.course.root / rel)) copy_preserving_mode(ws.course.root / rel, stage / "kiln" / rel);
   }
   const fs::path templates = ws.kiln_home / "grader" / "templates" / "gradescope";
-  write_executable(stage / "setup.sh", replace_all(read_file(templates / "setup.sh"), "@MODULE@", first));
+  write_executable(stage / "setup.sh", replace_all(read_file(templates / "setup.sh"), "@SELECTION@", selection));
   write_executable(stage / "run_autograder",
                    replace_all(read_file(templates / "run_autograder"), "@SELECTION@", selection));
   fs::remove(zip);

@@ -595,9 +595,12 @@ std::string render_gradescope(const std::vector<Report>& reports, double executi
       tests.push_back(std::move(test));
     }
   }
+  // The top-level output is HTML to Gradescope unless told otherwise: as text, a compiler's
+  // "std::vector<float>" reads as written instead of losing "<float>" as a tag.
   nlohmann::json j = {{"score", score},
                       {"execution_time", execution_s},
                       {"output", output},
+                      {"output_format", "text"},
                       {"visibility", "visible"},
                       {"stdout_visibility", "hidden"},
                       {"tests", tests}};

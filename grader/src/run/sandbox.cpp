@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <stdexcept>
@@ -18,16 +19,30 @@
 namespace kiln::grader {
 
 bool sandbox_available(std::string& why) {
-  const ProcessResult r = run_process({.argv = {"bwrap", "--ro-bind", "/", "/", "--unshare-all", "--die-with-parent", "true"}});
-  if (!r.ok()) {
-    why = r.started && r.exit_code != 127
-              ? "bubblewrap cannot create namespaces here (" + r.err.substr(0, r.err.find('\n')) +
-                    "); user namespaces may be disabled"
-              : "bubblewrap is not installed: apt-get install bubblewrap";
+  const ProcessResult version = run_process({.argv = {"bwrap", "--version"}});
+  if (!version.ok()) {
+    why = "bubblewrap is not installed: apt-get install bubblewrap";
+    return false;
+  }
+  // "bubblewrap 0.6.1": the sandbox bounds its /tmp with --size, which came with 0.7.
+  int major = 0, minor = 0;
+  if (std::sscanf(version.out.c_str(), "bubblewrap %d.%d", &major, &minor) == 2 && major == 0 && minor < 7) {
+    why = fmt::format("{} is too old: the sandbox needs bubblewrap 0.7 or later (--size)",
+                      version.out.substr(0, version.out.find('\n')));
     return false;
   }
   if (geteuid() == 0 && !run_process({.argv = {"setpriv", "--version"}}).ok()) {
     why = "setpriv (util-linux) is missing: apt-get install util-linux";
+    return false;
+  }
+  // The probe is the sandbox itself, as the checks get it (as the sandbox user when root, with a
+  // /proc of its own): a container can allow a bare namespace yet refuse the user or the /proc.
+  std::vector<std::string> probe = sandbox_prefix({.uid = geteuid() == 0 ? kSandboxUid : 0});
+  probe.push_back("true");
+  if (const ProcessResult r = run_process({.argv = probe}); !r.ok()) {
+    why = "bubblewrap cannot set up the sandbox here (" + r.err.substr(0, r.err.find('\n')) +
+          "): it needs unprivileged user namespaces and a /proc that no mount covers in part (in a "
+          "container, one that allows both)";
     return false;
   }
   if (!fs::exists(sandbox_wrapper())) {
