@@ -55,7 +55,8 @@ TEST(Random, WichmannHill) {
 
   // Seeding: the notebook's seed, 0, and a seed of this run.
   const std::uint64_t run_seed = testing::Generator(111).next() >> 8;
-  const std::vector<std::uint64_t> seeds = {kSeed, 0, run_seed};
+  // The largest seed, 2^64 - 1, needs unsigned arithmetic all the way.
+  const std::vector<std::uint64_t> seeds = {kSeed, 0, run_seed, 18446744073709551615ull};
   for (std::size_t which = 0; which < seeds.size(); ++which) {
     const std::uint64_t seed = seeds[which];
     const auto state = observe("WichmannHill(" + std::to_string(seed) + ").state()",

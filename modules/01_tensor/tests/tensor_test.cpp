@@ -162,8 +162,10 @@ TEST(Tensor, ElementAccess) {
     const auto outside = observe("x.at(" + to_string(bad) + ") on shape (2, 3)", [&] { return x.at(bad); });
     KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, outside, "index_not_checked");
   }
-  const auto set_outside = observe("x.set({0, 3}, 1) on shape (2, 3)", [] { x_matrix().set({0, 3}, 1.0f); });
-  KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, set_outside, "index_not_checked");
+  for (const Shape& bad : {Shape{0, 3}, Shape{-1, 0}, Shape{0}}) {
+    const auto set_outside = observe("x.set(" + to_string(bad) + ", 1) on shape (2, 3)", [&] { x_matrix().set(bad, 1.0f); });
+    KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, set_outside, "index_not_checked");
+  }
   const Tensor row = make_view(x, {3}, {1}, 3);
   const auto past_row = observe("row.at({3}) on the row view of shape (3)", [&] { return row.at({3}); });
   KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, past_row, "index_not_checked");
@@ -222,9 +224,28 @@ TEST(Tensor, Reshape) {
   const Tensor rt = make_view(r, {5, 4}, {1, 5}, 0);
   EXPECT_VALUES(observe("reshape({2, 10}) of the transpose of a random (4, 5) tensor", [&] { return rt.reshape({2, 10}); }),
                 view_values(r, {5, 4}, {1, 5}, 0), "reshape_wrong_values");
+  // A contiguous view that starts in the middle: x's second row (offset 3) keeps its own elements.
+  const Tensor second = make_view(x, {3}, {1}, 3);
+  EXPECT_VALUES(observe("reshape({3, 1}) of x's second row (offset 3)", [&] { return second.reshape({3, 1}); }),
+                {3, 4, 5}, "reshape_wrong_values");
+  // A contiguous input is not copied: a write to x's storage shows in its reshape.
+  const auto shared = observe("y = x.reshape({3, 2}), then x's storage position 5 set to 42, then y", [] {
+    Tensor x = x_matrix();
+    const Tensor y = x.reshape({3, 2});
+    x.storage_data()[5] = 42.0f;
+    return y;
+  });
+  EXPECT_VALUES(shared, {0, 1, 2, 3, 4, 42}, "reshape_not_a_view");
   KILN_EXPECT_THROWS(x.reshape({4}), ShapeError, "reshape_count_not_checked", {"(2, 3)", "(4)"});
   KILN_EXPECT_THROWS(x.reshape({4, -1}), ShapeError, "reshape_count_not_checked", {"(2, 3)"});
   KILN_EXPECT_THROWS(x.reshape({2, 2, 2}), ShapeError, "reshape_count_not_checked", {"(2, 3)", "(2, 2, 2)"});
+  // Sizes whose product is 6 but that are not sizes: a second -1, and negative sizes.
+  KILN_EXPECT_THROWS(x.reshape({-1, 3, -1}), ShapeError, "reshape_size_not_checked", {"(2, 3)", "(-1, 3, -1)"});
+  KILN_EXPECT_THROWS(x.reshape({-2, -3}), ShapeError, "reshape_size_not_checked", {"(2, 3)", "(-2, -3)"});
+  // The other side of that bound: 0 is a size. A (0, 3) tensor has no elements, and (3, 0) neither.
+  const Tensor empty = Tensor::zeros({0, 3});
+  EXPECT_SHAPE(observe("reshape({3, 0}) of a (0, 3) tensor", [&] { return empty.reshape({3, 0}); }), Shape({3, 0}),
+               "reshape_size_not_checked");
 }
 
 TEST(Tensor, Transpose) {
@@ -294,6 +315,7 @@ TEST(Tensor, Unsqueeze) {
 
   KILN_EXPECT_THROWS(c.unsqueeze(2), IndexError, "unsqueeze_dim_not_checked");
   KILN_EXPECT_THROWS(x.unsqueeze(5), IndexError, "unsqueeze_dim_not_checked");
+  KILN_EXPECT_THROWS(c.unsqueeze(-1), IndexError, "unsqueeze_dim_not_checked");
 }
 
 TEST(Tensor, ExpandIsAView) {
@@ -323,6 +345,12 @@ TEST(Tensor, ExpandIsAView) {
                 "expand_not_a_view", {},
                 "r.expand({3, 2, 5, 4}) on shape (2, 1, 4) has strides " + to_string(grown->strides) +
                     ", expected (0, 4, 0, 1)");
+  // A view with an offset: x's second row (offset 3) repeated in two rows.
+  const Tensor second = make_view(x_matrix(), {3}, {1}, 3);
+  const auto repeated = observe("expand({2, 3}) of x's second row (offset 3)", [&] { return second.expand({2, 3}); });
+  if (KILN_EXPECT_OK(repeated, "expand_not_a_view"))
+    KILN_EXPECT(repeated->values == (std::vector<float>{3, 4, 5, 3, 4, 5}), "expand_not_a_view", {},
+                repeated.call() + " lists " + list(repeated->values) + ", expected [3, 4, 5, 3, 4, 5]");
   // Nothing is copied: a write to c shows in both expansions.
   const auto shared = observe("c.set({1}, 99), then rows.at({2, 1}), columns.at({1, 2}), columns.at({2, 0})", [] {
     Tensor c = c_vector();
@@ -475,6 +503,7 @@ TEST(Tensor, SumAndMean) {
       {"m.sum(0)", [&] { return m.sum(0); }, {3}, {12, 15, 18}},
       {"m.sum(1)", [&] { return m.sum(1); }, {3}, {6, 15, 24}},
       {"m.sum(-1)", [&] { return m.sum(-1); }, {3}, {6, 15, 24}},
+      {"m.sum(-2)", [&] { return m.sum(-2); }, {3}, {12, 15, 18}},
       {"x.sum(0)", [&] { return x.sum(0); }, {3}, {3, 5, 7}},
       {"x.sum(1)", [&] { return x.sum(1); }, {2}, {3, 12}},
       {"x.sum(0, true)", [&] { return x.sum(0, true); }, {1, 3}, {3, 5, 7}},

@@ -224,6 +224,10 @@ TEST(Activations, Errors) {
   KILN_EXPECT_THROWS(softmax(x, 2), IndexError, "dim_not_reported", {"2", "(3, 7)"});
   KILN_EXPECT_THROWS(log_softmax(x, -3), IndexError, "dim_not_reported", {"-3", "(3, 7)"});
   KILN_EXPECT_THROWS(softmax_backward(x, x, 2), IndexError, "dim_not_reported", {"2", "(3, 7)"});
+  // The other side of the range, for each of the three functions.
+  KILN_EXPECT_THROWS(softmax(x, -3), IndexError, "dim_not_reported", {"-3", "(3, 7)"});
+  KILN_EXPECT_THROWS(log_softmax(x, 2), IndexError, "dim_not_reported", {"2", "(3, 7)"});
+  KILN_EXPECT_THROWS(softmax_backward(x, x, -3), IndexError, "dim_not_reported", {"-3", "(3, 7)"});
   const Tensor cube = random_tensor({2, 3, 5}, 908);
   KILN_EXPECT_THROWS(softmax(cube, 3), IndexError, "dim_not_reported", {"3", "(2, 3, 5)"});
 }

@@ -94,6 +94,10 @@ std::vector<Case> cases(const std::vector<Case>& hand, std::uint64_t stream, flo
   const Tensor base = random_tensor({3, 7}, stream, low, high);
   out.push_back({"a (7, 3) first argument that is the transpose of a random (3, 7) matrix",
                  make_view(base, {7, 3}, {1, 7}, 0), make_second({7, 3}, stream + 1)});
+  // The second argument a view too: a (7, 3) transpose, read through its strides.
+  const Tensor second_base = make_second({3, 7}, stream + 2);
+  out.push_back({"a random (7, 3) first argument and a second that is the transpose of a (3, 7) matrix",
+                 random_tensor({7, 3}, stream + 3, low, high), make_view(second_base, {7, 3}, {1, 7}, 0)});
   return out;
 }
 
@@ -220,7 +224,7 @@ TEST(Losses, Errors) {
   const Tensor scores = random_tensor({3, 6}, 707);
   const std::int64_t far = 7 + sizes.below(93);
   const std::vector<std::pair<Targets, std::string>> bad_ids = {
-      {{6, 0, 2}, "6"}, {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}};
+      {{6, 0, 2}, "6"}, {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}, {{0, 5, -1}, "-1"}};
   for (const auto& [targets, id] : bad_ids) {
     for (const auto& [name, function] : classifiers) {
       const auto got =
@@ -229,10 +233,12 @@ TEST(Losses, Errors) {
       KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "target_not_reported", {id});
     }
   }
-  // Scores that are not (N, C) with N targets: 5 targets for 7 rows, and 1-D scores.
+  // Scores that are not (N, C) with N targets: 5 or 9 targets for 7 rows, 1-D and 3-D scores.
   const std::vector<std::tuple<Tensor, Targets, std::vector<std::string>>> misfits = {
       {random_tensor({7, 3}, 708), random_ints(5, 3, 709), {"(7, 3)", "(5)"}},
+      {random_tensor({7, 3}, 712), random_ints(9, 3, 713), {"(7, 3)", "(9)"}},
       {random_tensor({7}, 710), random_ints(7, 3, 711), {"(7)"}},
+      {random_tensor({2, 3, 4}, 714), random_ints(2, 3, 715), {"(2, 3, 4)"}},
   };
   for (const auto& [z, targets, mention] : misfits) {
     for (const auto& [name, function] : classifiers) {

@@ -110,6 +110,24 @@ TEST(Data, Dataset) {
   KILN_JUDGE {
     testing::expect_throws<FormatError>(__FILE__, __LINE__, flat, "dataset_not_checked", {"(4, 9)"},
                                         {{"images", "(4, 9)"}, {"labels", "(4)"}, {"names", "the images' shape (4, 9)"}});
+    if (::testing::Test::HasFailure()) return;
+  }
+  // Four-dimensional images, and labels that are not 1-D although their first size is 7.
+  const IdxArray deep_images = array_of({7, 3, 5, 1}, run_pixels);
+  const IdxArray column_labels = array_of({7, 1}, run_label_bytes);
+  const auto deep = observe("make_dataset(images (7, 3, 5, 1), labels (7), flatten false)",
+                            [&] { return make_dataset(deep_images, run_labels, false).size(); });
+  KILN_JUDGE {
+    testing::expect_throws<FormatError>(
+        __FILE__, __LINE__, deep, "dataset_not_checked", {"(7, 3, 5, 1)"},
+        {{"images", "(7, 3, 5, 1)"}, {"labels", "(7)"}, {"names", "the images' shape (7, 3, 5, 1)"}});
+    if (::testing::Test::HasFailure()) return;
+  }
+  const auto column = observe("make_dataset(images (7, 3, 5), labels (7, 1), flatten false)",
+                              [&] { return make_dataset(run_images, column_labels, false).size(); });
+  KILN_JUDGE {
+    testing::expect_throws<FormatError>(__FILE__, __LINE__, column, "dataset_not_checked", {"(7, 1)"},
+                                        {{"images", "(7, 3, 5)"}, {"labels", "(7, 1)"}, {"names", "the labels' shape (7, 1)"}});
   }
 }
 
@@ -168,6 +186,24 @@ TEST(Data, Normalisation) {
       if (!KILN_EXPECT_CLOSE_REL(got, data_of(in.shape, expected), 1e-5, 1e-5, "normalize_wrong")) return;
     }
     if (!got.ok()) return;
+  }
+
+  // What has no answer: the statistics of no elements, and a std of 0 or below.
+  const Tensor empty = Tensor::zeros({0, 3});
+  const auto no_elements = observe("mean_and_std(a (0, 3) tensor)", [&] { return mean_and_std(empty); });
+  KILN_JUDGE {
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, no_elements, "statistics_arguments_not_checked", {},
+                                       {{"call", "mean_and_std of a (0, 3) tensor"}, {"kind", "kiln::ShapeError"}});
+    if (::testing::Test::HasFailure()) return;
+  }
+  for (const double bad_std : {0.0, -2.0}) {
+    const std::string call = fmt::format("normalize([2, 4, 4, 4, 5, 5, 7, 9], 5, {})", bad_std);
+    const auto got = observe(call, [&] { return normalize(classic, 5.0, bad_std); });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "statistics_arguments_not_checked", {},
+                                                    {{"call", call}, {"kind", "std::invalid_argument"}});
+      if (::testing::Test::HasFailure()) return;
+    }
   }
 }
 

@@ -177,18 +177,21 @@ TEST(Data, IdxData) {
 TEST(Data, IdxErrors) {
   using data_testing::expect_format_error;
   const Bytes hand = hand_file();
-  // Wrong magic numbers: two bytes that are not zero (one of them of the run), and a gzip file's
+  // Wrong magic numbers: two bytes that are not zero, byte 0 alone, byte 1 alone (of the run), and a gzip file's
   // first bytes 1f 8b 08 00, which an unchecked reader would take for an IDX file of no
   // dimensions; then an element type other than 0x08 (byte 2) and no dimensions (byte 3).
   Bytes wrong = hand;
   wrong[0] = 0x12;
   wrong[1] = 0x34;
+  Bytes first_only = hand;
+  first_only[0] = 0x08;
   Bytes run_wrong = hand;
   run_wrong[1] = static_cast<std::uint8_t>(1 + testing::random_ints(1, 255, 521)[0]);
   Bytes floats = hand;
   floats[2] = 0x0d;
   const std::vector<std::pair<std::string, Bytes>> bad = {
       {"a file starting 12 34 08 03", wrong},
+      {"a file starting 08 00 08 03", first_only},
       {"a file starting " + data_testing::hex_prefix(run_wrong), run_wrong},
       {"a gzip file (1f 8b 08 00)", data_testing::kHandGzip},
       {"a file of floats (type 0x0d)", floats},
@@ -200,7 +203,7 @@ TEST(Data, IdxErrors) {
         observe(fmt::format("parse_idx(<{}>, \"bad.idx\")", what), [&] { return plain(parse_idx(bytes, "bad.idx")); });
     KILN_JUDGE {
       // The byte each error must name: the magic's first bytes (0), its type (2), its dimensions (3).
-      const std::int64_t offset = std::vector<std::int64_t>{0, 0, 0, 2, 3}[k];
+      const std::int64_t offset = std::vector<std::int64_t>{0, 0, 0, 0, 2, 3}[k];
       if (!expect_format_error(__FILE__, __LINE__, got, "bad.idx", offset, "idx_bad_magic",
                                {{"what", what}, {"offset", std::to_string(offset)}}))
         return;

@@ -162,6 +162,27 @@ TEST(Data, Batching) {
       }
     }
   }
+
+  // Arguments that are refused: batch sizes below 1, and indices outside a dataset of 7 images,
+  // one past the end and one before the start.
+  for (const std::int64_t bad_size : {0, -1}) {
+    const std::string call = fmt::format("batch_indices([6, 5, 4, 3, 2, 1, 0], {}, false)", bad_size);
+    const auto got = observe(call, [&] { return batch_indices(reversed(7), bad_size, false); });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "batching_arguments_not_checked", {},
+                                                    {{"call", call}, {"kind", "std::invalid_argument"}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  for (const std::int64_t bad_index : {7, -1}) {
+    const std::string call = fmt::format("collate(<7 images (3, 5)>, [0, {}])", bad_index);
+    const auto got = observe(call, [&] { return collate(images, {0, bad_index}).labels; });
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "batching_arguments_not_checked", {},
+                                         {{"call", call}, {"kind", "kiln::IndexError"}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 TEST(Data, Shuffle) {
@@ -217,11 +238,13 @@ TEST(Data, Shuffle) {
   Dataset data;
   data.images = testing::random_tensor({10, 2, 2}, 582, 0.0f, 1.0f);
   for (std::int64_t i = 0; i < 10; ++i) data.labels.push_back(10 * i + 1);
-  for (const auto& [shuffle, seed] : {std::pair(false, std::uint64_t{0}),
-                                      std::pair(true, std::uint64_t{457428938475ULL}), std::pair(true, run_seed)}) {
-    const auto got =
-        observe(fmt::format("the labels of 3 epochs of DataLoader(<10 examples>, 4, {}, {})", shuffle, seed), [&] {
-          DataLoader loader(data, 4, shuffle, seed);
+  // Last, the run's seed with drop_last: every epoch leaves out its last 2 examples.
+  for (const auto& [shuffle, seed, drop_last] :
+       {std::tuple(false, std::uint64_t{0}, false), std::tuple(true, std::uint64_t{457428938475ULL}, false),
+        std::tuple(true, run_seed, false), std::tuple(true, run_seed, true)}) {
+    const auto got = observe(
+        fmt::format("the labels of 3 epochs of DataLoader(<10 examples>, 4, {}, {}, {})", shuffle, seed, drop_last), [&] {
+          DataLoader loader(data, 4, shuffle, seed, drop_last);
           std::vector<std::vector<std::vector<std::int64_t>>> epochs;
           for (int e = 0; e < 3; ++e) {
             std::vector<std::vector<std::int64_t>> batches;
@@ -230,8 +253,11 @@ TEST(Data, Shuffle) {
           }
           return epochs;
         });
-    const testing::Params params = {
-        {"n", "10"}, {"batch_size", "4"}, {"shuffle", shuffle ? "true" : "false"}, {"seed", std::to_string(seed)}};
+    const testing::Params params = {{"n", "10"},
+                                    {"batch_size", "4"},
+                                    {"shuffle", shuffle ? "true" : "false"},
+                                    {"seed", std::to_string(seed)},
+                                    {"drop_last", drop_last ? "true" : "false"}};
     if (!KILN_EXPECT_OK(got, "loader_order_wrong", params)) return;
     KILN_JUDGE {
       TrustedWichmannHill trusted(seed);
@@ -243,7 +269,7 @@ TEST(Data, Shuffle) {
           for (std::int64_t i = 0; i < 10; ++i) order.push_back(i);
         }
         for (std::int64_t& i : order) i = 10 * i + 1;
-        const Batches expected = reference_batches(order, 4, false);
+        const Batches expected = reference_batches(order, 4, drop_last);
         if (e >= got->size() || (*got)[e] != expected) {
           KILN_FAIL("loader_order_wrong", params,
                     fmt::format("{}: epoch {} gave {}, expected {}", got.call(), e + 1,

@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "data_testing.h"
 #include "kiln/data.h"
@@ -189,6 +190,29 @@ TEST(Data, ImageSvg) {
     }
     if (!got.ok()) return;
   }
+
+  // What is not an image, or not a size: a (2, 3, 3) and a flat (784) tensor, and cells of 0 and -2.
+  const Tensor cube = testing::random_tensor({2, 3, 3}, 593, 0.0f, 1.0f);
+  const Tensor flat = testing::random_tensor({784}, 594, 0.0f, 1.0f);
+  for (const auto& [what, image] : {std::pair(std::string("a (2, 3, 3) tensor"), &cube),
+                                    std::pair(std::string("a flat (784) tensor"), &flat)}) {
+    const std::string call = fmt::format("image_svg({}, 2)", what);
+    const auto got = observe(call, [&] { return image_svg(*image, 2); });
+    KILN_JUDGE {
+      testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "svg_arguments_not_checked", {},
+                                         {{"call", call}, {"kind", "kiln::ShapeError"}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  for (const int bad_cell : {0, -2}) {
+    const std::string call = fmt::format("image_svg(the (2, 3) image, {})", bad_cell);
+    const auto got = observe(call, [&] { return image_svg(hand, bad_cell); });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "svg_arguments_not_checked", {},
+                                                    {{"call", call}, {"kind", "std::invalid_argument"}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 TEST(Data, Histogram) {
@@ -205,6 +229,12 @@ TEST(Data, Histogram) {
       {"8 values by hand", {0.0, 0.05, 0.1, 0.15, 0.95, 0.999, 0.5, 0.55}, 10, 0.0, 1.0},
       // Four bins of width 1 over [1, 5): 1 and 1.5 in bin 0, 2 and 2.999 in bin 1, 3 in 2, 4.5 and 4.999 in 3.
       {"7 values by hand", {1.0, 1.5, 2.0, 2.999, 3.0, 4.5, 4.999}, 4, 1.0, 5.0},
+      // One bin holds everything in range.
+      {"4 values in a single bin", {0.0, 0.25, 0.5, 0.999}, 1, 0.0, 1.0},
+      // The largest double below 1, over [-1, 1): (v + 1)/2 rounds to 1, but v < high, so it is
+      // counted in the last bin, not one past it.
+      {"-1, 0, 0.5 and the largest double below 1, over [-1, 1)", {-1.0, 0.0, 0.5, std::nextafter(1.0, 0.0)}, 4, -1.0,
+       1.0},
   };
   // 10,000 draws of WichmannHill(457428938475) and of a seed of the run, in 10 bins over [0, 1).
   testing::Generator draw(601);
@@ -251,6 +281,21 @@ TEST(Data, Histogram) {
     if (*got != expected) {
       KILN_FAIL("histogram_range_wrong", params,
                 fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+      return;
+    }
+  }
+
+  // Ranges that hold no bin: 0 or -1 bins, high equal to low, high below low. The values lie
+  // outside [1, 1], so that only the check itself can refuse the empty range.
+  const std::vector<std::tuple<std::vector<double>, int, double, double>> refused = {
+      {{0.5}, 0, 0.0, 1.0}, {{0.5}, -1, 0.0, 1.0}, {{0.5, 2.0}, 4, 1.0, 1.0}, {{0.5, 2.0}, 4, 3.0, 1.0}};
+  for (const auto& [values, bins, low, high] : refused) {
+    const std::string call = fmt::format("histogram({{{}}}, {}, {}, {})", fmt::join(values, ", "), bins, low, high);
+    const auto bad = observe(call, [&] { return histogram(values, bins, low, high); });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, bad, "histogram_arguments_not_checked", {},
+                                                    {{"call", call}, {"kind", "std::invalid_argument"}});
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }

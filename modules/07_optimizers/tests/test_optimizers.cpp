@@ -22,6 +22,7 @@
 // warm-up also against the 25 rates held by Stanford CS336's test of the same schedule.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <stdexcept>
@@ -827,6 +828,8 @@ TEST(Optimizers, WarmupCosine) {
       {0.1f, 0.0f, 0, 1, 2, "warmup_steps above total_steps", "warmup_steps"},
       {-0.1f, 0.0f, 0, 10, 2, "a negative base_lr", "base_lr"},
       {0.1f, -0.001f, 0, 10, 2, "a negative min_lr", "min_lr"},
+      {std::numeric_limits<float>::quiet_NaN(), 0.0f, 0, 10, 2, "a base_lr of NaN", "base_lr"},
+      {0.1f, std::numeric_limits<float>::quiet_NaN(), 0, 10, 2, "a min_lr of NaN", "min_lr"},
   };
   for (const Refused& r : refused) {
     const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,

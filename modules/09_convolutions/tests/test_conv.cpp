@@ -531,6 +531,23 @@ TEST(Convolutions, MaxPoolBackward) {
   if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 2, 5, 7) and g", r, 2, 2, g),
                          reference_maxpool_grad(r, 2, 2, g), 1e-6, "maxpool_grad_misrouted"))
     return;
+  // Two images of three channels: argmax indexes the whole batch, so image 1's gradient stays in
+  // image 1.
+  const TensorData batch = data_of(random_tensor({2, 3, 4, 6}, 84));
+  const TensorData batch_g = data_of(random_tensor({2, 3, 2, 3}, 85, 0.5f, 1.5f));
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (2, 3, 4, 6) and g", batch, 2, 2, batch_g),
+                         reference_maxpool_grad(batch, 2, 2, batch_g), 1e-6, "maxpool_grad_misrouted"))
+    return;
+
+  // A window of -infinity, in the second image's second channel at window (1, 1): no element is
+  // larger than the others, and the first of them (row 2, column 2) takes the gradient.
+  TensorData masked = data_of(random_tensor({2, 2, 4, 4}, 86));
+  for (const std::size_t at : {58, 59, 62, 63}) masked.values[at] = -std::numeric_limits<float>::infinity();
+  const TensorData masked_g = data_of(random_tensor({2, 2, 2, 2}, 87, 0.5f, 1.5f));
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (2, 2, 4, 4) whose last window is -infinity, and g", masked, 2,
+                                              2, masked_g),
+                         reference_maxpool_grad(masked, 2, 2, masked_g), 1e-6, "maxpool_grad_misrouted"))
+    return;
 
   // Overlapping windows (kernel 2, stride 1): the centre 9 is the maximum of all four windows,
   // so it receives the sum of their gradients, 1 + 2 + 3 + 4.

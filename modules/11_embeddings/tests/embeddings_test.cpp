@@ -180,6 +180,10 @@ TEST(Embeddings, Lookup) {
   const Tensor cube = random_tensor({2, 3, 4}, 707);
   KILN_EXPECT_THROWS(embedding_lookup(cube, {1, 0}), ShapeError, "lookup_shape_error");
   if (::testing::Test::HasFailure()) return;
+  // A vector has one dimension too few: it has no row length to read.
+  const Tensor line = random_tensor({6}, 708);
+  KILN_EXPECT_THROWS(embedding_lookup(line, {0}), ShapeError, "lookup_shape_error");
+  if (::testing::Test::HasFailure()) return;
   testing::Generator draw(1117);
   const std::int64_t a = 2 + draw.below(6), b = 2 + draw.below(6), c = 2 + draw.below(6);
   const Tensor run_cube = random_tensor({a, b, c}, 1118);
@@ -237,6 +241,22 @@ TEST(Embeddings, IndexOutOfRange) {
   KILN_JUDGE {
     testing::expect_throws<IndexError>(__FILE__, __LINE__, beyond_backward, "index_not_checked",
                                        {std::to_string(beyond), std::to_string(rows)});
+  }
+
+  // Both edges for one_hot: an id equal to the number of classes in the first of two rows, and
+  // -1 in the second. Unchecked, each would land inside the (2, classes) result (at row 1,
+  // column 0 and at row 0, column classes - 1), so only the check can tell.
+  const auto edge_one_hot =
+      observe(fmt::format("one_hot({{{}, 0}}, {})", rows, rows), [&] { return one_hot({rows, 0}, rows); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, edge_one_hot, "index_not_checked",
+                                       {std::to_string(rows)});
+  }
+  const auto minus_one_hot =
+      observe(fmt::format("one_hot({{0, -1}}, {})", rows), [&] { return one_hot({0, -1}, rows); });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, minus_one_hot, "index_not_checked",
+                                       {"-1", std::to_string(rows)});
   }
 }
 

@@ -263,12 +263,12 @@ TEST(Attention, CausalMask) {
     }
     return true;
   };
-  // (3, 3) = [[0, −∞, −∞], [0, 0, −∞], [0, 0, 0]]; then wider, taller, a single position, and
-  // sizes of the run.
+  // (3, 3) = [[0, −∞, −∞], [0, 0, −∞], [0, 0, 0]]; then wider, taller, a single position, no
+  // queries and no keys (masks with no elements), and sizes of the run.
   testing::Generator draw(1201);
   const std::int64_t t_q = 1 + draw.below(9), t_k = 1 + draw.below(9);
   for (const auto& [rows, columns] : std::vector<std::pair<std::int64_t, std::int64_t>>{
-           {3, 3}, {2, 4}, {4, 2}, {1, 1}, {t_q, t_k}}) {
+           {3, 3}, {2, 4}, {4, 2}, {1, 1}, {0, 4}, {3, 0}, {t_q, t_k}}) {
     if (!expect_mask(rows, columns)) return;
   }
 }
@@ -733,6 +733,17 @@ TEST(Attention, ShapeErrors) {
   const Tensor q43 = random_tensor({4, 3}, 1309), v247 = random_tensor({2, 4, 7}, 1310);
   KILN_EXPECT_THROWS(scaled_dot_product_attention(q43, q243, v247), ShapeError, "shape_not_reported",
                      {"(4, 3)", "(2, 4, 3)"});
+  // k and v that disagree while q and k agree: batch sizes 2 and 3, then a 2-D k with a 3-D v.
+  const Tensor k243 = random_tensor({2, 4, 3}, 1317);
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q243, k243, v347), ShapeError, "shape_not_reported",
+                     {"(2, 4, 3)", "(3, 4, 7)"});
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q43, q43, v247), ShapeError, "shape_not_reported",
+                     {"(4, 3)", "(2, 4, 7)"});
+  // All three 4-D: attention takes one sequence or a batch of them, nothing else.
+  const Tensor q4 = random_tensor({1, 2, 4, 3}, 1318), k4 = random_tensor({1, 2, 5, 3}, 1319);
+  const Tensor v4 = random_tensor({1, 2, 5, 7}, 1320);
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q4, k4, v4), ShapeError, "shape_not_reported",
+                     {"(1, 2, 4, 3)", "(1, 2, 5, 3)"});
 
   testing::Generator draw(1311);
   const std::int64_t t_q = 2 + draw.below(4), t_k = 6 + draw.below(4), d = 1 + draw.below(4), d_v = 1 + draw.below(5);
@@ -748,6 +759,10 @@ TEST(Attention, ShapeErrors) {
   const Tensor x257 = random_tensor({2, 5, 7}, 1315), x542 = random_tensor({5, 4, 2}, 1316);
   KILN_EXPECT_THROWS(split_heads(x257, 3), ShapeError, "shape_not_reported", {"(2, 5, 7)", "3"});
   KILN_EXPECT_THROWS(merge_heads(x542, 3), ShapeError, "shape_not_reported", {"(5, 4, 2)", "3"});
+  // Tensors that are not 3-D, whose sizes the heads do divide.
+  const Tensor x2561 = random_tensor({2, 5, 6, 1}, 1321), x6221 = random_tensor({6, 2, 2, 1}, 1322);
+  KILN_EXPECT_THROWS(split_heads(x2561, 3), ShapeError, "shape_not_reported", {"(2, 5, 6, 1)", "3"});
+  KILN_EXPECT_THROWS(merge_heads(x6221, 3), ShapeError, "shape_not_reported", {"(6, 2, 2, 1)", "3"});
 }
 
 }  // namespace kiln

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <stdexcept>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -139,6 +140,15 @@ TEST(Transformer, LayerNorm) {
                      {"(2, 3, 4)", "(5)"});
   KILN_EXPECT_THROWS(nn::layer_norm(x234, gain4, bias41), ShapeError, "layer_norm_shape_not_reported",
                      {"(2, 3, 4)", "(4, 1)"});
+  // The other way round: a right gain with a bias of the wrong size, a gain of the right size in
+  // two dimensions; and an x with no dimension at all, which has no rows.
+  const Tensor bias5 = random_tensor({5}, 1316), gain41 = random_tensor({4, 1}, 1317);
+  KILN_EXPECT_THROWS(nn::layer_norm(x234, gain4, bias5), ShapeError, "layer_norm_shape_not_reported",
+                     {"(2, 3, 4)", "(5)"});
+  KILN_EXPECT_THROWS(nn::layer_norm(x234, gain41, bias4), ShapeError, "layer_norm_shape_not_reported",
+                     {"(2, 3, 4)", "(4, 1)"});
+  const Tensor point(Shape{}, {2.0f}), gain1 = random_tensor({1}, 1318), bias1 = random_tensor({1}, 1319);
+  KILN_EXPECT_THROWS(nn::layer_norm(point, gain1, bias1), ShapeError, "layer_norm_shape_not_reported");
 }
 
 TEST(Transformer, LayerNormGradients) {
@@ -545,6 +555,12 @@ TEST(Transformer, Loss) {
   const Tensor logits235 = random_tensor({2, 3, 5}, 1390);
   const std::vector<std::int64_t> five{0, 1, 2, 3, 4};
   KILN_EXPECT_THROWS(nn::lm_loss(logits235, five), ShapeError, "loss_shape_not_reported", {"(2, 3, 5)", "(5)"});
+  const std::vector<std::int64_t> seven{0, 1, 2, 3, 4, 0, 1};
+  KILN_EXPECT_THROWS(nn::lm_loss(logits235, seven), ShapeError, "loss_shape_not_reported", {"(2, 3, 5)", "(7)"});
+  // Logits that are not 3-D, with B·T targets for their first two sizes.
+  const Tensor logits2315 = random_tensor({2, 3, 1, 5}, 1391);
+  const std::vector<std::int64_t> six{0, 1, 2, 3, 4, 0};
+  KILN_EXPECT_THROWS(nn::lm_loss(logits2315, six), ShapeError, "loss_shape_not_reported", {"(2, 3, 1, 5)", "(6)"});
 }
 
 TEST(Transformer, Gradients) {
@@ -632,7 +648,7 @@ TEST(Transformer, Sampling) {
 
   // Draws from one generator, compared with the rule replayed: top-k with ties at the boundary
   // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2), then temperatures 1, 0.5 and 2 with and without
-  // top-k on logits of the run (7 and 31 of them).
+  // top-k on logits of the run (7 and 31 of them); a negative top_k, like 0, keeps every id.
   struct Case {
     std::vector<float> logits;
     double temperature;
@@ -644,6 +660,7 @@ TEST(Transformer, Sampling) {
                                          {seven, 1.0, 0},
                                          {seven, 0.5, 0},
                                          {seven, 2.0, 3},
+                                         {seven, 1.0, -2},
                                          {many, 0.7, 7},
                                          {many, 1.3, 40}}) {
     const std::uint64_t seed = drawn_seed(draw);
@@ -684,14 +701,31 @@ TEST(Transformer, Sampling) {
       return;
     }
   }
+
+  // Arguments no draw can use: a negative temperature, then no logits at all.
+  const std::vector<float> three{0.5f, 2, -1};
+  const auto negative = observe("sample_token({0.5, 2, -1}, -1, 0, generator)", [&] {
+    WichmannHill generator(1);
+    return nn::sample_token(three, -1.0, 0, generator);
+  });
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, negative, "sample_arguments_unchecked");
+    if (::testing::Test::HasFailure()) return;
+  }
+  const auto empty = observe("sample_token({}, 1, 0, generator)", [&] {
+    WichmannHill generator(1);
+    return nn::sample_token({}, 1.0, 0, generator);
+  });
+  KILN_JUDGE { testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, empty, "sample_arguments_unchecked"); }
 }
 
 TEST(Transformer, Generate) {
   // generate() on a GPT with the test's parameters (V = 6, max_length = 5, D = 4, H = 2): the
   // prompt [2, 5] with 6 new tokens, greedy and sampled (temperature 0.8, top-3), the sampled run
-  // twice with one seed; then a prompt of 7 tokens, longer than max_length. Each step is judged on
-  // the sequence itself: the trusted model's logits at the last position of the last 5 tokens, and
-  // the generator's next draw, must give the token that came.
+  // twice with one seed; then a prompt of 7 tokens, longer than max_length, and no new tokens at
+  // all (the prompt comes back as it is). Each step is judged on the sequence itself: the trusted
+  // model's logits at the last position of the last 5 tokens, and the generator's next draw, must
+  // give the token that came.
   testing::Generator draw(1411);
   const GptSizes s{6, 5, 4, 2, 1};
   const Parameters p = random_parameters(gpt_parameter_shapes(s), 1412);
@@ -708,7 +742,8 @@ TEST(Transformer, Generate) {
   for (const Case& c : std::vector<Case>{{{2, 5}, 6, 0.0, 0, seed},
                                          {{2, 5}, 6, 0.8, 3, seed},
                                          {{2, 5}, 6, 0.8, 3, seed},
-                                         {long_prompt, 3, 1.0, 0, drawn_seed(draw)}}) {
+                                         {long_prompt, 3, 1.0, 0, drawn_seed(draw)},
+                                         {{4}, 0, 0.0, 0, seed}}) {
     const auto out = observe(fmt::format("generate(model, prompt, {}, {}, {}, WichmannHill({})) with {} and a prompt of "
                                          "{} tokens",
                                          c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s), c.prompt.size()),
@@ -771,6 +806,26 @@ TEST(Transformer, Generate) {
         return;
       }
     }
+  }
+
+  // Nothing to continue, or a negative number of tokens to add.
+  const auto arguments = [&](const std::vector<std::int64_t>& prompt, std::int64_t n_new) {
+    return observe(fmt::format("generate(model, prompt, {}, 1, 0, generator) with {} and a prompt of {} tokens", n_new,
+                               sizes_text(s), prompt.size()),
+                   [&] {
+                     nn::GPT model = gpt_with(s, p);
+                     WichmannHill generator(1);
+                     return nn::generate(model, prompt, n_new, 1.0, 0, generator);
+                   });
+  };
+  const auto negative = arguments({2, 5}, -1);
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, negative, "generate_arguments_unchecked");
+    if (::testing::Test::HasFailure()) return;
+  }
+  const auto no_prompt = arguments({}, 3);
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, no_prompt, "generate_arguments_unchecked");
   }
 }
 

@@ -73,12 +73,13 @@ bool expect_readings(const char* file, int line, const testing::Observed<Reading
 }  // namespace
 
 TEST(Quantization, ActivationObserver) {
-  // By hand: [[0.5, -2], [1, 1.5]] -> 2 (a negative value, by its size); [[-3.5]] -> 3.5;
-  // [[1, -1, 0.25]] -> still 3.5, whose scale is 3.5/127 = 0.0275591.
-  const std::vector<Tensor> hand = {Tensor({2, 2}, {0.5f, -2, 1, 1.5f}), Tensor({1, 1}, {-3.5f}),
+  // By hand: [[0.5, -2], [1, 1.5]] -> 2 (a negative value, by its size); [[-3.5]] -> 3.5; an
+  // empty (0, 3) batch changes nothing; [[1, -1, 0.25]] -> still 3.5, whose scale is
+  // 3.5/127 = 0.0275591.
+  const std::vector<Tensor> hand = {Tensor({2, 2}, {0.5f, -2, 1, 1.5f}), Tensor({1, 1}, {-3.5f}), Tensor::zeros({0, 3}),
                                     Tensor({1, 3}, {1, -1, 0.25f})};
   {
-    const auto got = observe("an ActivationObserver fed [[0.5, -2], [1, 1.5]], [[-3.5]], [[1, -1, 0.25]]",
+    const auto got = observe("an ActivationObserver fed [[0.5, -2], [1, 1.5]], [[-3.5]], an empty (0, 3), [[1, -1, 0.25]]",
                              [&] { return feed(hand); });
     KILN_JUDGE {
       if (!EXPECT_READINGS(got, hand)) return;

@@ -121,6 +121,8 @@ TEST(Quantization, Int8Accumulate) {
   const quant::QuantizedTensor x = tensor_of(2, 3, random_codes(6, 1570), 0.5f);
   const quant::QuantizedWeight w = weight_of(4, 5, random_codes(20, 1571), {1, 1, 1, 1});
   KILN_EXPECT_THROWS(quant::int8_accumulate(x, w), ShapeError, "int8_shape_error", {"(2, 3)", "(4, 5)"});
+  // int8_matmul promises the same error, whether or not it sums through int8_accumulate.
+  KILN_EXPECT_THROWS(quant::int8_matmul(x, w), ShapeError, "int8_shape_error", {"(2, 3)", "(4, 5)"});
 }
 
 TEST(Quantization, Int8Matmul) {

@@ -171,6 +171,21 @@ TEST(Quantization, QuantizedLinear) {
   for (const auto& [batch, in, out] : shapes) {
     if (!check_layer(__FILE__, __LINE__, drawn_case(batch, in, out, stream += 4))) return;
   }
+
+  // An input of the wrong width: x (2, 4) for the hand-worked Linear(2, 3), whose weight is
+  // (3, 2) as the product sees it. The product's ShapeError must reach the caller.
+  const auto wrong_width = observe("QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward(x (2, 4))", [] {
+    WichmannHill generator(15);
+    nn::Linear layer(2, 3, generator);
+    layer.weight = Tensor({2, 3}, {31.75f, 0, -1.984375f, 1, 0, 0.75f});
+    layer.bias = Tensor({3}, {12, -8, 2});
+    const quant::QuantizedLinear q(layer, 0.5f);
+    return q.forward(Tensor({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+  });
+  KILN_JUDGE {
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, wrong_width, "quantized_linear_wrong", {"(2, 4)", "(3, 2)"},
+                                       {{"in", "2"}, {"out", "3"}});
+  }
 }
 
 }  // namespace kiln

@@ -72,10 +72,12 @@ const Tensor hand_weight({3, 5}, {127, 2.5f, -2.5f, 0.5f, -0.7f, 0, 0, 0, 0, 0, 
 }  // namespace
 
 TEST(Quantization, QuantizeWeights) {
-  // One value at a time: ties go away from zero, in both directions.
+  // One value at a time: ties go away from zero, in both directions. Then values beyond the range
+  // clamp to ±127, and -127.5, which rounds to -128, to -127: the codes are symmetric.
   const std::tuple<float, float, std::int64_t> values[] = {
       {2.5f, 1.0f, 3}, {-2.5f, 1.0f, -3}, {0.5f, 1.0f, 1},   {-0.5f, 1.0f, -1}, {0.49f, 1.0f, 0},
       {1.0f, 0.125f, 8}, {-0.7f, 1.0f, -1}, {0.0f, 0.5f, 0}, {63.5f, 0.5f, 127}, {1.4375f, 0.125f, 12},
+      {200.0f, 1.0f, 127}, {-200.0f, 1.0f, -127}, {-127.5f, 1.0f, -127}, {127.5f, 1.0f, 127},
   };
   for (const auto& [value, scale, code] : values) {
     const auto got = observe(fmt::format("quantize_value({}, {})", value, scale),

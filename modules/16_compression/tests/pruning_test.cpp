@@ -331,7 +331,44 @@ TEST(Compression, MaskedStep) {
     run.gradients.push_back({random_tensor({7, 3}, 1624 + 2 * s), random_tensor({1, 33}, 1625 + 2 * s)});
   const auto result = observe("SGD(lr 0.1, momentum 0.9) on (7, 3) and (1, 33): a dense step, pruning, two masked_steps",
                               [&] { return run_library(run); });
-  KILN_JUDGE { expect_masked_run(__FILE__, __LINE__, run, result); }
+  KILN_JUDGE {
+    if (!expect_masked_run(__FILE__, __LINE__, run, result)) return;
+  }
+  if (!result.ok()) return;
+
+  // A parameter that has no gradient for the masked step (zero_grad, and no backward since): SGD
+  // skips it, so its momentum from the dense step must not move it. The hand-worked w = [1, -2, 3]
+  // is [0.9, 0, 2.9] after the dense step and pruning, and stays so. Masking a gradient that is
+  // not there would give it a zero one, and momentum would then take 0.1·0.9 off the kept weights.
+  const auto no_grad = observe(
+      "SGD(lr 0.1, momentum 0.9): a dense step, pruning by [1, 0, 1], zero_grad(), then masked_step", [&] {
+        Tensor p = Tensor({1, 3}, {1, -2, 3});
+        p.set_requires_grad(true);
+        optim::SGD optimizer({p}, kLearningRate, kMomentum);
+        p.autograd()->grad = Tensor::ones({1, 3});
+        optimizer.step();
+        for (std::int64_t i = 0; i < 3; ++i) p.data()[i] *= i == 1 ? 0.0f : 1.0f;
+        p.autograd()->grad.reset();
+        masked_step(optimizer, {p}, {Tensor({1, 3}, {1, 0, 1})});
+        return p;
+      });
+  KILN_JUDGE {
+    const testing::Params params = {{"shape", "(1, 3)"}};
+    if (!testing::expect_ok(__FILE__, __LINE__, no_grad, "kept_weights_wrong",
+                            {{"shape", "(1, 3)"}, {"difference", "an unknown amount (the call threw)"}}))
+      return;
+    if (no_grad->shape == Shape{1, 3} && no_grad->values[1] != 0.0f) {
+      testing::report_failure(__FILE__, __LINE__, "pruned_weights_moved", params,
+                              fmt::format("{}: the weight at flat index 1 is {}", no_grad.call(), no_grad->values[1]));
+      return;
+    }
+    const testing::Comparison c = testing::compare(*no_grad, data_of({1, 3}, {0.9f, 0, 2.9f}), 1e-6, 1e-6);
+    if (!c.close) {
+      testing::report_failure(__FILE__, __LINE__, "kept_weights_wrong",
+                              {{"shape", "(1, 3)"}, {"difference", testing::format_number(c.max_abs_diff)}},
+                              no_grad.call() + ": " + c.describe());
+    }
+  }
 }
 
 }  // namespace kiln

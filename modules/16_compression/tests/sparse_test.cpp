@@ -210,6 +210,11 @@ TEST(Compression, Errors) {
   const Tensor b = random_tensor({3, 2}, 1664);
   KILN_EXPECT_THROWS(csr_matmul(a, b), ShapeError, "csr_shape_not_reported", {"(3, 7)", "(3, 2)"},
                      {{"call", "csr_matmul of a (3, 7) CSR matrix by a (3, 2) matrix"}, {"shapes", "(3, 7) and (3, 2)"}});
+  // A b with a third dimension, whose first size does match: (3, 7) by (7, 2, 1).
+  const Tensor b3 = random_tensor({7, 2, 1}, 1670);
+  KILN_EXPECT_THROWS(csr_matmul(a, b3), ShapeError, "csr_shape_not_reported", {"(3, 7)", "(7, 2, 1)"},
+                     {{"call", "csr_matmul of a (3, 7) CSR matrix by a (7, 2, 1) tensor"},
+                      {"shapes", "(3, 7) and (7, 2, 1)"}});
   const std::int64_t k = random_ints(1, 1, 9, 1665)[0], d = random_ints(1, 1, 4, 1666)[0];
   const CsrMatrix a_run = csr_of(sparse_tensor(5, k, 1667));
   const Tensor b_run = random_tensor({k + d, 3}, 1668);

@@ -99,6 +99,33 @@ TEST(Benchmarking, MeasureOrder) {
   KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{0, 0}), std::invalid_argument, "measure_options_unchecked");
   KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{2, -3}), std::invalid_argument, "measure_options_unchecked");
   KILN_EXPECT_THROWS(measure(nothing, MeasureOptions{-1, 5}), std::invalid_argument, "measure_options_unchecked");
+  if (::testing::Test::HasFailure()) return;
+  // Before anything runs: with warmup 2 and repetitions 0, the refusal comes before the warm-up
+  // calls, and the clock is never read.
+  const auto refused = observe("measure(workload, {.warmup = 2, .repetitions = 0}, scripted_clock), counting its calls", [] {
+    std::string log;
+    const std::function<void()> workload = [&] { log += 'W'; };
+    const Clock clock = [&] {
+      log += 'C';
+      return 0.0;
+    };
+    bool threw = false;
+    try {
+      measure(workload, MeasureOptions{2, 0}, clock);
+    } catch (const std::invalid_argument&) {
+      threw = true;
+    }
+    return std::make_pair(threw, log);
+  });
+  if (!KILN_EXPECT_OK(refused, "measure_options_unchecked")) return;
+  KILN_JUDGE {
+    if (!refused->first || !refused->second.empty()) {
+      KILN_FAIL("measure_options_unchecked", {},
+                fmt::format("{}: {}; clock readings (C) and workload calls (W) before it: \"{}\"", refused.call(),
+                            refused->first ? "raised std::invalid_argument" : "did not raise std::invalid_argument",
+                            refused->second));
+    }
+  }
 }
 
 TEST(Benchmarking, MeasureSamples) {

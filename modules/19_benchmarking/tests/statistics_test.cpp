@@ -80,10 +80,13 @@ TEST(Benchmarking, MeanStddev) {
     }
     if (!got.ok()) return;
   }
-  // Standard deviation: √(32/7) = 2.13809 for the classic list, √2 for [1, 3], 0 for a constant.
+  // Standard deviation: √(32/7) = 2.13809 for the classic list, √2 for [1, 3], 0 for a constant,
+  // and √(5/3) for four values 1e15 from zero (nanoseconds on a clock started twelve days ago):
+  // their squares, about 1e30, hold no digit of the spread. Σx² − n·mean² loses it, and so does
+  // Σ(x + mean)(x − mean), whose products are rounded at 3e15; Σ(x − mean)² keeps it exactly.
   const std::vector<std::pair<Case, double>> hand_spreads = {
       {hand({2, 4, 4, 4, 5, 5, 7, 9}), 2.1380899352993950}, {hand({1, 3}), 1.4142135623730951},
-      {hand({0.5, 0.5, 0.5}), 0.0}};
+      {hand({0.5, 0.5, 0.5}), 0.0}, {hand({1e15 + 1, 1e15 + 2, 1e15 + 3, 1e15 + 4}), 1.2909944487358056}};
   for (const auto& [c, want] : hand_spreads) {
     const auto got = observe("sample_stddev(" + c.what + ")", [&] { return sample_stddev(c.x); });
     KILN_JUDGE {
@@ -148,6 +151,8 @@ TEST(Benchmarking, Outliers) {
       hand({0.01}),
       // q1 = 1.5, q3 = 51, IQR 49.5: fences -72.75 and 125.25, nothing outside.
       hand({1, 2, 100}),
+      // The first list reordered: the outliers are now the first and the last sample.
+      hand({30, 11, 7, 10, 12, 11, 15, 11, 2}),
   };
   // 33 timings of the run with three slow runs (an interrupt, a page fault, another process)
   // planted at positions of the run.
@@ -171,7 +176,7 @@ TEST(Benchmarking, Outliers) {
         double lower, upper;
         std::vector<std::int64_t> indices;
       };
-      std::vector<Expected> expected = {{7, 15, {1, 5}}, {0.01, 0.01, {}}, {-72.75, 125.25, {}}};
+      std::vector<Expected> expected = {{7, 15, {1, 5}}, {0.01, 0.01, {}}, {-72.75, 125.25, {}}, {7, 15, {0, 8}}};
       Expected run{0, 0, {}};
       const double q1 = trusted_quantile(spiky.x, 0.25), q3 = trusted_quantile(spiky.x, 0.75);
       run.lower = q1 - 1.5 * (q3 - q1);
@@ -258,10 +263,14 @@ TEST(Benchmarking, Welch) {
       // Constant samples: se = 0, dof = 0, the interval is the difference itself.
       {"[5, 5, 5] twice", {5, 5, 5}, {5, 5, 5}},
       {"[5, 5, 5] then [6, 6, 6, 6]", {5, 5, 5}, {6, 6, 6, 6}},
+      // Two samples on each side, the fewest Welch allows: means 11 and 13, v = 1 and 4, dof 25/17.
+      {"[10, 12] then [11, 15]", {10, 12}, {11, 15}},
       // The run's: a candidate 20% faster (real), one 3 against 33 of unequal spread, and one whose
       // shift is drawn too, so that the verdict may go either way.
       {"31 then 33 timings of this run, the second 20% faster", timings(31, 1961, 0.010), timings(33, 1962, 0.008)},
       {"3 then 33 timings of this run", timings(3, 1963, 0.010, 0.004), timings(33, 1964, 0.0105, 0.001)},
+      // A candidate 20% slower: real, with the whole interval above zero (and below a millisecond).
+      {"31 then 33 timings of this run, the second 20% slower", timings(31, 1968, 0.010), timings(33, 1969, 0.012)},
   };
   testing::Generator shift(1965);
   pairs.push_back({"7 then 9 timings of this run", timings(7, 1966),
@@ -316,6 +325,10 @@ TEST(Benchmarking, TooFewSamples) {
                      {{"function", "sample_stddev"}, {"samples", "a single sample"}});
   KILN_EXPECT_THROWS(mean_confidence_interval(one), std::invalid_argument, "too_few_not_rejected", {},
                      {{"function", "mean_confidence_interval"}, {"samples", "a single sample"}});
+  KILN_EXPECT_THROWS(sample_stddev(none), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "sample_stddev"}, {"samples", "no samples"}});
+  KILN_EXPECT_THROWS(mean_confidence_interval(none), std::invalid_argument, "too_few_not_rejected", {},
+                     {{"function", "mean_confidence_interval"}, {"samples", "no samples"}});
   KILN_EXPECT_THROWS(welch_compare(two, one), std::invalid_argument, "too_few_not_rejected", {},
                      {{"function", "welch_compare"}, {"samples", "2 baseline samples and 1 candidate sample"}});
   KILN_EXPECT_THROWS(welch_compare(one, two), std::invalid_argument, "too_few_not_rejected", {},
