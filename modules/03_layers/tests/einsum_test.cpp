@@ -158,6 +158,24 @@ TEST(Layers, Einsum) {
   const Tensor batch_a = random_tensor({3, 2, 4}, 43);
   const Tensor batch_b = random_tensor({3, 4, 5}, 44);
   EXPECT_EINSUM("bik,bkj->bij", batched_products(batch_a, batch_b), 1e-5, batch_a, batch_b);
+
+  // Windows that start inside their storage: a (3, 4) of a (5, 6) matrix from (1, 1), and a (4, 2)
+  // of a (6, 7) one from (1, 2).
+  const Tensor a_window = make_view(random_tensor({5, 6}, 51), {3, 4}, {6, 1}, 7);
+  const Tensor b_window = make_view(random_tensor({6, 7}, 52), {4, 2}, {7, 1}, 9);
+  EXPECT_EINSUM("ik,kj->ij", reference_matmul(a_window, b_window), 1e-5, a_window, b_window);
+  // The first and the last letter of the alphabet are letters too.
+  EXPECT_EINSUM("az,zy->ay", reference_matmul(a_window, b_window), 1e-5, a_window, b_window);
+  // One product of length 1, and scalars with no letters at all: 3·4 = 12 and 2.5·-2 = -5.
+  const Tensor three({1}, {3}), four({1}, {4});
+  EXPECT_EINSUM("i,i->", data_of({}, {12}), 0.0, three, four);
+  const Tensor s1 = Tensor::scalar(2.5f), s2 = Tensor::scalar(-2.0f);
+  EXPECT_EINSUM(",->", data_of({}, {-5}), 0.0, s1, s2);
+  // Empty sizes: an empty sum is 0, and an output with no elements has none to compute.
+  const Tensor wide_empty(Shape{2, 0}, {}), tall_empty(Shape{0, 3}, {});
+  EXPECT_EINSUM("ik,kj->ij", data_of({2, 3}, {0, 0, 0, 0, 0, 0}), 0.0, wide_empty, tall_empty);
+  const Tensor b3 = random_tensor({3, 2}, 53);
+  EXPECT_EINSUM("ik,kj->ij", data_of(Shape{0, 2}, {}), 0.0, tall_empty, b3);
 }
 
 TEST(Layers, EinsumErrors) {
@@ -179,6 +197,10 @@ TEST(Layers, EinsumErrors) {
   expect_rejected("ik,kj,jl->il", "a, b", [&] { return einsum("ik,kj,jl->il", a, b); });     // three operands, two tensors
   expect_rejected("ij->ji", "a, b", [&] { return einsum("ij->ji", a, b); });                 // one operand, two tensors
   expect_rejected("ik,kj->ij", "a", [&] { return einsum("ik,kj->ij", a); });                 // two operands, one tensor
+  expect_rejected("ik, kj->ij", "a, b", [&] { return einsum("ik, kj->ij", a, b); });         // a space
+  expect_rejected("ij", "a", [&] { return einsum("ij", a); });                               // no "->", one operand
+  expect_rejected("ij->i1", "a", [&] { return einsum("ij->i1", a); });                       // a digit in the output
+  expect_rejected("ij,kk->ij", "a, s", [&] { return einsum("ij,kk->ij", a, square); });     // k twice in the second operand
 
   // Sizes that disagree: ShapeError quoting the spec and naming both shapes.
   const Tensor wide = random_tensor({4, 2}, 49);
@@ -186,6 +208,8 @@ TEST(Layers, EinsumErrors) {
   KILN_EXPECT_THROWS(einsum("ij,ij->ij", a, b), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(2, 3)", "(3, 2)"});
   // Three letters for a 2-D operand.
   KILN_EXPECT_THROWS(einsum("ijk,kj->ij", a, b), ShapeError, "einsum_size_mismatch", {"ijk,kj->ij", "(2, 3)"});
+  // One letter for a 2-D operand.
+  KILN_EXPECT_THROWS(einsum("i,kj->ik", a, b), ShapeError, "einsum_size_mismatch", {"i,kj->ik", "(2, 3)"});
   // Shapes of the run's own: (n, k) and (k + d, m), the inner sizes apart by d = 1 to 3.
   testing::Generator sizes(50);
   const std::int64_t n = 1 + sizes.below(6), k = 1 + sizes.below(6), d = 1 + sizes.below(3), m = 1 + sizes.below(6);

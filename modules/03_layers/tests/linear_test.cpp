@@ -282,7 +282,20 @@ TEST(Layers, LinearForward) {
   const Tensor x_run = random_tensor({4, 5}, 6), w_run = random_tensor({5, 3}, 7);
   const auto y_run = observe("linear_forward(x, W, std::nullopt) with x (4, 5), W (5, 3)",
                              [&] { return linear_forward(x_run, w_run, std::nullopt); });
-  KILN_EXPECT_CLOSE_REL(y_run, reference_linear(x_run, w_run, std::nullopt), 1e-5, 1e-5, "linear_no_bias_wrong");
+  if (!KILN_EXPECT_CLOSE_REL(y_run, reference_linear(x_run, w_run, std::nullopt), 1e-5, 1e-5, "linear_no_bias_wrong"))
+    return;
+  // An x whose rows are not in_features long: a ShapeError naming both shapes. A (2, 6) holds a
+  // whole number of rows of 3, so reading it as rows of 3 would not notice.
+  for (const Tensor& bad : {random_tensor({2, 4}, 8), random_tensor({2, 6}, 9)}) {
+    const std::string shape = to_string(bad.shape());
+    const auto error = observe("linear_forward(x, W, b) with x " + shape + ", W (3, 2), b (2)",
+                               [&] { return linear_forward(bad, w, b); });
+    KILN_JUDGE {
+      testing::expect_throws<ShapeError>(__FILE__, __LINE__, error, "linear_shape_unchecked", {shape, "(3, 2)"},
+                                         {{"x", shape}});
+    }
+    if (error.ok()) return;
+  }
 }
 
 TEST(Layers, LinearGradients) {

@@ -63,6 +63,11 @@ std::vector<Case> ladder_cases() {
   const Tensor c = random_tensor({6, 1}, 34);
   cases.push_back({"(1, 6)·(6, 1)", r, c, std::nullopt, 1e-5});
   cases.push_back({"(6, 1)·(1, 6)", c, r, std::nullopt, 1e-5});
+  // Windows that start inside their storage (offset 7 and 9): a (3, 4) of a (5, 6) matrix from
+  // (1, 1) times a (4, 2) of a (6, 7) one from (1, 2).
+  const Tensor a_window = make_view(random_tensor({5, 6}, 28), {3, 4}, {6, 1}, 7);
+  const Tensor b_window = make_view(random_tensor({6, 7}, 29), {4, 2}, {7, 1}, 9);
+  cases.push_back({"windows (3, 4)·(4, 2) that start inside their storage", a_window, b_window, std::nullopt, 1e-5});
   // Sizes of the run's own, n from 2 to 9, k from 1 to 16 and m = n + 1 to n + 4 (never square).
   testing::Generator sizes(35);
   const std::int64_t n = 2 + sizes.below(8), k = 1 + sizes.below(16), m = n + 1 + sizes.below(4);
@@ -168,13 +173,16 @@ TEST(Layers, MatmulBroadcast) {
 }
 
 TEST(Layers, MatmulShapeErrors) {
-  // (2, 3)·(4, 2): the inner sizes 3 and 4 differ. A 1-D (3) is not a matrix. Then shapes of the
+  // (2, 3)·(4, 2): the inner sizes 3 and 4 differ. A 1-D (3) on either side, or a 3-D, is not a
+  // matrix. Then shapes of the
   // run's own: (n, k) by (k + d, m), the inner sizes apart by d = 1 to 3.
   testing::Generator sizes(38);
   const std::int64_t n = 1 + sizes.below(6), k = 1 + sizes.below(6), d = 1 + sizes.below(3), m = 1 + sizes.below(6);
   const std::vector<std::pair<Tensor, Tensor>> pairs = {
       {Tensor::ones({2, 3}), Tensor::ones({4, 2})},
       {Tensor::ones({3}), Tensor::ones({3, 2})},
+      {Tensor::ones({2, 3}), Tensor::ones({3})},
+      {Tensor::ones({2, 2, 3}), Tensor::ones({3, 2})},
       {random_tensor({n, k}, 39), random_tensor({k + d, m}, 40)},
   };
   const std::vector<std::pair<std::string, Product>> rungs = {
@@ -189,10 +197,11 @@ TEST(Layers, MatmulShapeErrors) {
       KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "shape_not_reported", both);
     }
   }
-  // dot: lengths 3 and 4, a matrix, and lengths k and k + d.
+  // dot: lengths 3 and 4, a matrix on either side, and lengths k and k + d.
   const std::vector<std::pair<Tensor, Tensor>> vectors = {
       {Tensor::ones({3}), Tensor::ones({4})},
       {Tensor::ones({3}), Tensor::ones({3, 2})},
+      {Tensor::ones({1, 3}), Tensor::ones({3})},
       {random_tensor({k}, 41), random_tensor({k + d}, 42)},
   };
   for (const auto& [u, v] : vectors) {

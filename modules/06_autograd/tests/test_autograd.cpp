@@ -22,6 +22,8 @@
 #include <tuple>
 #include <vector>
 
+#include <fmt/format.h>
+
 #include "kiln/autograd.h"
 #include "kiln/testing.h"
 
@@ -226,6 +228,9 @@ TEST(Autograd, AddSubGradients) {
   CHECK_GRADIENTS("SubFunction", sub, trusted_minus,
                   (std::vector<Tensor>{random_tensor({2, 3}, 15), random_tensor({3}, 16)}), (Shape{2, 3}), 113,
                   "add_sub_grad_wrong", "sub of (2, 3) and (3)");
+  CHECK_GRADIENTS("SubFunction", sub, trusted_minus,
+                  (std::vector<Tensor>{random_tensor({3, 1}, 17), random_tensor({2, 3, 4}, 18)}), (Shape{2, 3, 4}), 114,
+                  "add_sub_grad_wrong", "sub of (3, 1) and (2, 3, 4)");
 }
 
 TEST(Autograd, MulGradients) {
@@ -236,6 +241,12 @@ TEST(Autograd, MulGradients) {
   CHECK_GRADIENTS("MulFunction", mul, trusted_times,
                   (std::vector<Tensor>{random_tensor({2, 3}, 23), random_tensor({2, 1}, 24)}), (Shape{2, 3}), 122,
                   "mul_grad_wrong", "mul of (2, 3) and (2, 1)");
+  CHECK_GRADIENTS("MulFunction", mul, trusted_times,
+                  (std::vector<Tensor>{random_tensor({1, 3}, 25), random_tensor({4, 3}, 26)}), (Shape{4, 3}), 123,
+                  "mul_grad_wrong", "mul of (1, 3) and (4, 3)");
+  CHECK_GRADIENTS("MulFunction", mul, trusted_times,
+                  (std::vector<Tensor>{Tensor::scalar(1.5f), random_tensor({2, 3}, 27)}), (Shape{2, 3}), 124,
+                  "mul_grad_wrong", "mul of a scalar and (2, 3)");
 }
 
 TEST(Autograd, MatmulGradients) {
@@ -314,8 +325,27 @@ TEST(Autograd, ReluGradients) {
   // Random values of the run, moved at least 0.05 away from 0.
   TensorData r = data_of(random_tensor({3, 5}, 62));
   for (float& v : r.values) v = v >= 0.0f ? v + 0.05f : v - 0.05f;
-  CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{r.tensor()}, (Shape{3, 5}), 162,
-                  "relu_grad_wrong", "relu of a random (3, 5) tensor");
+  if (!CHECK_GRADIENTS("ReluFunction", relu, reference, std::vector<Tensor>{r.tensor()}, (Shape{3, 5}), 162,
+                       "relu_grad_wrong", "relu of a random (3, 5) tensor"))
+    return;
+  // At the kink the slope is taken as 0: x = 0 and x = -0 pass no gradient.
+  const Tensor kink({2, 3}, {0.0f, 0.7f, -0.0f, -0.4f, 0.0f, 1e-30f});
+  const TensorData w = data_of(random_tensor({2, 3}, 163, 0.5f, 1.5f));
+  const auto at_zero = observe("ReluFunction::backward(w) for relu of [[0, 0.7, -0], [-0.4, 0, 1e-30]]", [&] {
+    Tensor leaf = kink.clone().set_requires_grad(true);
+    return ag::relu(leaf).autograd()->grad_fn->backward(w.tensor());
+  });
+  if (!KILN_EXPECT_OK(at_zero, "relu_grad_at_zero")) return;
+  KILN_JUDGE {
+    const TensorData x = data_of(kink);
+    TensorData expected = w;
+    for (std::size_t i = 0; i < expected.values.size(); ++i) expected.values[i] = x.values[i] > 0.0f ? w.values[i] : 0.0f;
+    const bool one = at_zero->size() == 1;
+    KILN_EXPECT(one, "relu_grad_at_zero", {}, fmt::format("{} gradients returned, expected 1", at_zero->size()));
+    if (!one) return;
+    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_zero.call(), (*at_zero)[0]), expected, 0.0,
+                          "relu_grad_at_zero", 0.0);
+  }
 }
 
 TEST(Autograd, AccumulatesAcrossUses) {
@@ -443,6 +473,19 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, flat_backward, "grad_output_shape_unchecked",
                                                 {"(2, 3)", "(6)"});
+
+  // A tensor of one element that is not a scalar: backward() is backward(ones of its shape).
+  const TensorData one = data_of(random_tensor({1, 1}, 93));
+  const auto one_backward = observe("y.backward() on y = x·x of shape (1, 1), then x.grad()", [&] {
+    Tensor leaf = one.tensor().set_requires_grad(true);
+    trusted_mul(leaf, leaf).backward();
+    return leaf.grad();
+  });
+  if (!KILN_EXPECT_OK(one_backward, "one_element_backward_refused")) return;
+  KILN_JUDGE {
+    const TensorData expected = data_of({1, 1}, {2.0f * one.values[0]});
+    if (!testing::expect_close(__FILE__, __LINE__, one_backward, expected, 1e-6, "one_element_backward_refused", 1e-6)) return;
+  }
 
   // A tensor that does not require grad has no graph to walk: a constant, a frozen parameter, the
   // plain result of an operation on it, and a one-element constant through backward().

@@ -157,6 +157,21 @@ TEST(Training, TrainEpoch) {
       if (!trained) return;
     }
   }
+  // A loader without batches (2 examples, batches of 3, the last one dropped): {0, 0, 0}.
+  const Tensor two = random_tensor({2, 3}, 866);
+  const std::string none = "Sequential(Linear(3, 2)), SGD lr 0.1, a loader of 2 examples in batches of 3 with drop_last: no batches";
+  const auto empty = observe("train_epoch for one epoch of " + none + ": the result", [&] {
+    auto model = tt::make_mlp({3, 2}, tt::random_mlp_values({3, 2}, 865));
+    optim::SGD sgd(model->parameters(), 0.1f);
+    DataLoader loader(Dataset{two.clone(), {labels[0], labels[1]}}, 3, false, 0, true);
+    const nn::EpochResult r = nn::train_epoch(*model, sgd, loader);
+    return std::tuple(r.loss, r.accuracy, r.examples);
+  });
+  if (!KILN_EXPECT_OK(empty, "train_measures_wrong", {{"case", none}})) return;
+  KILN_JUDGE {
+    const auto& [loss, accuracy, examples] = *empty;
+    expect_measures(__FILE__, __LINE__, "train_measures_wrong", none, loss, accuracy, examples, tt::Measures{});
+  }
 }
 
 TEST(Training, Evaluate) {
@@ -209,7 +224,21 @@ TEST(Training, Evaluate) {
       for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
       expected.add(tt::mlp_forward(model, tt::rows_of(xs, batch)).back(), batch_labels);
     }
-    expect_measures(__FILE__, __LINE__, "eval_measures_wrong", what, loss, accuracy, examples, expected);
+    if (!expect_measures(__FILE__, __LINE__, "eval_measures_wrong", what, loss, accuracy, examples, expected)) return;
+  }
+  // A loader without batches (2 examples, batches of 3, the last one dropped): {0, 0, 0}.
+  const Tensor two = random_tensor({2, 3}, 884);
+  const std::string none = "Sequential(Linear(3, 4), ReLU, Linear(4, 2)), a loader of 2 examples in batches of 3 with "
+                           "drop_last: no batches";
+  const auto empty = observe("evaluate of " + none + ": the result", [&] {
+    DataLoader loader(Dataset{two.clone(), {labels[0], labels[1]}}, 3, false, 0, true);
+    const nn::EpochResult r = nn::evaluate(*tt::make_mlp({3, 4, 2}, initial), loader);
+    return std::tuple(r.loss, r.accuracy, r.examples);
+  });
+  if (!KILN_EXPECT_OK(empty, "eval_measures_wrong", {{"case", none}})) return;
+  KILN_JUDGE {
+    const auto& [loss, accuracy, examples] = *empty;
+    expect_measures(__FILE__, __LINE__, "eval_measures_wrong", none, loss, accuracy, examples, tt::Measures{});
   }
 }
 
@@ -224,11 +253,12 @@ TEST(Training, Predict) {
     return *got == expected;
   };
   // Hand-worked rows: ties go to the first maximum.
-  const Tensor hand({4, 3}, {2, 5, 5, 0, 0, 0, -1, -3, -1, 7, 1, 7});
-  const auto hand_classes = observe("argmax_rows([[2, 5, 5], [0, 0, 0], [-1, -3, -1], [7, 1, 7]])",
-                                    [&] { return nn::argmax_rows(hand); });
+  const Tensor hand({6, 3}, {2, 5, 5, 0, 0, 0, -1, -3, -1, 7, 1, 7, 1, 2, 9, -4, -3, -2});
+  const auto hand_classes =
+      observe("argmax_rows([[2, 5, 5], [0, 0, 0], [-1, -3, -1], [7, 1, 7], [1, 2, 9], [-4, -3, -2]])",
+              [&] { return nn::argmax_rows(hand); });
   KILN_JUDGE {
-    if (!expect_classes(hand_classes, {1, 0, 0, 0})) return;
+    if (!expect_classes(hand_classes, {1, 0, 0, 0, 2, 2})) return;
   }
   const Tensor one = random_tensor({1, 1}, 891);
   const auto one_classes = observe("argmax_rows(x) with x (1, 1)", [&] { return nn::argmax_rows(one); });
@@ -241,7 +271,7 @@ TEST(Training, Predict) {
     if (!expect_classes(wide_classes, tt::argmax(tt::matrix_of(data_of(wide))))) return;
   }
   // Logits that are not a matrix: a ShapeError that names the shape.
-  for (const Shape& bad : {Shape{2, 2, 2}, Shape{3, 4, 1}}) {
+  for (const Shape& bad : {Shape{2, 2, 2}, Shape{3, 4, 1}, Shape{3}, Shape{2, 0}}) {
     const Tensor t = Tensor::zeros(bad);
     KILN_EXPECT_THROWS(nn::argmax_rows(t), ShapeError, "argmax_shape_unchecked", {to_string(bad)},
                        {{"shape", to_string(bad)}});
@@ -261,7 +291,27 @@ TEST(Training, Predict) {
       observe("predict(model, x) with model Sequential(Linear(4, 5), ReLU, Linear(5, 3)) of the run, x (33, 4)",
               [&] { return nn::predict(*tt::make_mlp({4, 5, 3}, values), x33); });
   KILN_JUDGE {
-    expect_classes(mlp_classes, tt::argmax(tt::mlp_forward(tt::mlp_of(values), tt::matrix_of(data_of(x33))).back()));
+    if (!expect_classes(mlp_classes, tt::argmax(tt::mlp_forward(tt::mlp_of(values), tt::matrix_of(data_of(x33))).back())))
+      return;
+  }
+  // predict runs the model in evaluation mode and records no graph, and leaves it in evaluation mode.
+  const std::string model = "Sequential(Linear(4, 5), ReLU, Linear(5, 3)) in training mode";
+  const auto how = observe("predict(model, x) with model " + model + ", x (5, 4): the modes and graphs its forward saw, "
+                           "and the model's mode after",
+                           [&] {
+                             auto probe = std::make_shared<tt::Probe>(tt::make_mlp({4, 5, 3}, values));
+                             probe->train();
+                             (void)nn::predict(*probe, x5);
+                             return std::tuple(probe->modes, probe->recorded, probe->training() ? 1 : 0);
+                           });
+  if (!KILN_EXPECT_OK(how, "predict_not_evaluating", {{"model", model}})) return;
+  KILN_JUDGE {
+    const auto& [modes, recorded, training_after] = *how;
+    const bool evaluated = modes == std::vector<std::int64_t>{0} && recorded == std::vector<std::int64_t>{0} && training_after == 0;
+    KILN_EXPECT(evaluated, "predict_not_evaluating", {{"model", model}},
+                fmt::format("the forward passes' modes (1 training, 0 evaluation): [{}]; whether their outputs required "
+                            "grad: [{}]; the mode after: {}",
+                            fmt::join(modes, ", "), fmt::join(recorded, ", "), training_after));
   }
 }
 

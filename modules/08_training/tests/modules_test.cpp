@@ -203,6 +203,13 @@ TEST(Training, NamedParameters) {
   if (!refuse("register_parameter(\"\", t)" + after, "", [&](Open& m) { m.register_parameter("", t.clone()); })) return;
   if (!refuse("register_module(\"none\", nullptr)" + after, "none", [&](Open& m) { m.register_module("none", nullptr); }))
     return;
+  if (!refuse("register_module(\"child\", m)" + after, "child",
+              [&](Open& m) { m.register_module("child", std::make_shared<Open>()); }))
+    return;
+  if (!refuse("register_module(\"a.b\", m)" + after, "a.b", [&](Open& m) { m.register_module("a.b", std::make_shared<Open>()); }))
+    return;
+  if (!refuse("register_module(\"\", m)" + after, "", [&](Open& m) { m.register_module("", std::make_shared<Open>()); }))
+    return;
   const auto null_layer = observe("Sequential({ReLU, nullptr})", [&] {
     nn::Sequential s({std::make_shared<nn::ReLU>(), nullptr});
   });
@@ -558,6 +565,26 @@ TEST(Training, CrossEntropyLoss) {
       }
     }
   }
+  // Module 04's errors come through: a count of targets other than N, a target outside [0, C).
+  const Tensor three = random_tensor({2, 3}, 859);
+  const std::vector<std::tuple<std::string, std::vector<std::int64_t>, std::string>> refused = {
+      {"(2, 3) logits against 3 targets", {0, 1, 2}, "kiln::ShapeError"},
+      {"(2, 3) logits against the targets [0, 3]", {0, 3}, "kiln::IndexError"},
+      {"(2, 3) logits against the targets [-1, 2]", {-1, 2}, "kiln::IndexError"}};
+  for (const auto& [what, targets, error] : refused) {
+    const auto got = observe("cross_entropy_loss(logits, targets) on " + what,
+                             [&] { return nn::cross_entropy_loss(three, targets).item(); });
+    KILN_JUDGE {
+      const testing::Params params = {{"case", what}, {"got", "no such error"}, {"expected", "a " + error}};
+      if (error == "kiln::ShapeError") {
+        testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "ce_value_wrong", {}, params);
+      } else {
+        testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "ce_value_wrong", {}, params);
+      }
+    }
+    if (got.ok()) return;
+  }
+
   // The gradient of the logits through backward(), of the loss and of 3·loss.
   for (const double factor : {1.0, 3.0}) {
     for (const Case& c : cases) {

@@ -239,6 +239,36 @@ TEST(Training, SafetensorsWrite) {
       }
     }
   }
+
+  // What cannot be saved: names a reader could not tell apart or would skip, and a path that
+  // cannot be written.
+  const Tensor w = random_tensor({2}, 918);
+  struct Refusal {
+    std::string what, file;
+    std::vector<std::pair<std::string, Tensor>> tensors;
+    bool name_error;  // std::invalid_argument; otherwise std::runtime_error naming the path
+  };
+  const std::vector<Refusal> refusals = {
+      {"a tensor named \"\"", "empty-name.safetensors", {{"a", w}, {"", w}}, true},
+      {"a tensor named \"__metadata__\"", "metadata.safetensors", {{"__metadata__", w}}, true},
+      {"two tensors named \"w\"", "twice.safetensors", {{"w", w}, {"v", w}, {"w", w}}, true},
+      {"a path in a folder that does not exist", "no-such-folder/x.safetensors", {{"w", w}}, false}};
+  for (const Refusal& r : refusals) {
+    const auto error = observe("save_safetensors(\"" + r.file + "\", tensors) with " + r.what, [&] {
+      if (!scratch) scratch.emplace("write");
+      nn::save_safetensors(scratch->path_of(r.file), r.tensors);
+    });
+    KILN_JUDGE {
+      if (r.name_error) {
+        testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, error, "save_not_refused", {},
+                                                      {{"case", r.what}, {"error", "std::invalid_argument"}});
+      } else {
+        testing::expect_throws<std::runtime_error>(__FILE__, __LINE__, error, "save_not_refused", {r.file},
+                                                   {{"case", r.what}, {"error", "std::runtime_error naming the path"}});
+      }
+    }
+    if (error.ok()) return;
+  }
 }
 
 TEST(Training, SafetensorsRead) {
@@ -260,6 +290,13 @@ TEST(Training, SafetensorsRead) {
     scratch->write("independent.safetensors", file_bytes(header_of(entries, true), data));
     const auto [model_entries, model_data] = layout(backwards);
     scratch->write("model.safetensors", file_bytes(header_of(model_entries, false), model_data));
+    // Damaged: 2.bias of shape (3) over its 8 bytes; 2.bias's data_offsets reversed.
+    std::vector<Stored> damaged = model_entries;
+    damaged[0].shape = {3};
+    scratch->write("size.safetensors", file_bytes(header_of(damaged, false), model_data));
+    damaged = model_entries;
+    std::swap(damaged[0].begin, damaged[0].end);
+    scratch->write("reversed.safetensors", file_bytes(header_of(damaged, false), model_data));
     return scratch->path_of("");
   });
   ASSERT_TRUE(folder.ok()) << folder.describe_error();
@@ -285,6 +322,31 @@ TEST(Training, SafetensorsRead) {
   KILN_JUDGE {
     if (!expect_tensors(__FILE__, __LINE__, round_trip, plain(own), "read_wrong", "save_safetensors then load_safetensors"))
       return;
+  }
+
+  // Damaged files and a missing one, read by load_safetensors itself.
+  const std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> damaged = {
+      {"size.safetensors", "a file whose 2.bias has shape (3) and data_offsets [0, 8]", {"byte 8", "2.bias"}},
+      {"reversed.safetensors", "a file whose 2.bias has data_offsets [8, 0]", {"byte ", "2.bias"}},
+      {"missing.safetensors", "a file that does not exist", {}}};
+  for (const auto& [file, what, mention] : damaged) {
+    const std::string path = *folder + file;
+    const auto error = observe("load_safetensors(\"" + path + "\")", [&] { return nn::load_safetensors(path); });
+    KILN_JUDGE {
+      std::vector<std::string> all = {path};
+      all.insert(all.end(), mention.begin(), mention.end());
+      const bool missing = mention.empty();
+      bool refused = !error.ok() && error.error().is(missing ? "std::runtime_error" : "kiln::FormatError");
+      for (const std::string& m : all) refused = refused && error.error().message.find(m) != std::string::npos;
+      if (!refused) {
+        std::string detail;
+        for (const std::string& m : all) detail += (detail.empty() ? "" : ", ") + ("\"" + m + "\"");
+        KILN_FAIL("read_wrong", {{"case", what}, {"what", fmt::format("{}; expected {} naming {}",
+                                                                    error.ok() ? "no error" : "the error " + error.error().message,
+                                                                    missing ? "a std::runtime_error" : "a kiln::FormatError", detail)}});
+        return;
+      }
+    }
   }
 
   // load_parameters: by name, in place, seen by an optimizer built before.
@@ -361,6 +423,13 @@ TEST(Training, SafetensorsDamaged) {
                          e[k].end += 8;
                        }
                        return file_bytes(header_of(e, false), d);
+                     }(),
+                     {"byte "}});
+  damages.push_back({"trailing.safetensors", "8 bytes after 2.bias, the last tensor, ends",
+                     [&] {
+                       Bytes d = data;
+                       d.insert(d.end(), 8, 0);
+                       return file_bytes(header_of(entries, false), d);
                      }(),
                      {"byte "}});
   const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});

@@ -55,7 +55,8 @@ bool expect_cost(const char* file, int line, const std::string& name, Call call,
 TEST(Profiling, MatmulCost) {
   const auto r = drawn(1401, 1, 300);
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> cases = {
-      {2, 3, 4}, {1, 1, 1}, {31, 33, 7}, {33, 1, 31}, {64, 784, 256}, {r[0], r[1], r[2]}};
+      {2, 3, 4}, {1, 1, 1}, {31, 33, 7}, {33, 1, 31}, {64, 784, 256}, {r[0], r[1], r[2]},
+      {4096, 4096, 4096}};  // 2·4096³ FLOPs: past 2³¹, which an int cannot hold
   for (const auto& [n, k, m] : cases) {
     const testing::Params params = {{"n", std::to_string(n)}, {"k", std::to_string(k)}, {"m", std::to_string(m)}};
     if (!EXPECT_COST(fmt::format("matmul_cost({}, {}, {})", n, k, m), matmul_cost(n, k, m), trusted_matmul(n, k, m),
@@ -67,7 +68,8 @@ TEST(Profiling, MatmulCost) {
 TEST(Profiling, LinearCost) {
   const auto r = drawn(1402, 1, 300);
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> cases = {
-      {2, 3, 4}, {1, 1, 1}, {7, 33, 31}, {64, 784, 256}, {64, 128, 10}, {r[0], r[1], r[2]}};
+      {2, 3, 4}, {1, 1, 1}, {7, 33, 31}, {64, 784, 256}, {64, 128, 10}, {r[0], r[1], r[2]},
+      {2048, 4096, 4096}};  // past 2³¹ FLOPs
   for (const auto& [batch, in, out] : cases) {
     const testing::Params params = {
         {"batch", std::to_string(batch)}, {"in", std::to_string(in)}, {"out", std::to_string(out)}};
@@ -94,6 +96,8 @@ TEST(Profiling, Conv2dCost) {
       {{3, 1, 1, 1}, 2, 1, 1, 0, true},      // 1×1 images, 1×1 kernel
       {{64, 1, 28, 28}, 16, 3, 1, 1, true},  // the milestone CNN's first layer
       {{64, 16, 14, 14}, 32, 3, 1, 1, true}, // and its second
+      {{1, 2, 3, 5}, 2, 5, 1, 1, false},     // a kernel exactly as tall as the padded image: (1, 2, 1, 3)
+      {{64, 3, 224, 224}, 64, 7, 2, 3, true}, // a 7×7 stem on 224×224 images: 15 GFLOP, past 2³¹
       {{r[0], r[1], side[0], side[1]}, r[2], k[0], r[3], k[1], r[3] % 2 == 0}};
   for (const Case& c : cases) {
     const std::string args = fmt::format("{}, {}, {}, {}, {}", shape_text(c.input), c.out_channels, c.kernel, c.stride,
@@ -123,9 +127,16 @@ TEST(Profiling, Conv2dCost) {
   // Arguments that describe no convolution are refused.
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 2, 2}, 1, 5, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 9, 3}, 1, 4, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
+  // One row or column more than the padding on both sides gives: padding counts twice, not once or three times.
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 3, 9}, 1, 6, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 9, 3}, 1, 6, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 3, 8}, 1, 3, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 8, 8}, 1, 3, 0, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 8, 8}, 1, 3, 1, -1), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 0, 4}, 1, 1, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({0, 1, 4, 4}, 1, 3, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 4, 4}, 0, 3, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 4, 4}, 1, 0, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_cost({1, 1, 2, 2}, 1, 5, 1, 1, true), std::invalid_argument, "conv_arguments_unchecked");
 }
 
@@ -150,6 +161,8 @@ TEST(Profiling, ReluAndPoolCost) {
       {{1, 1, 31, 33}, 3, 3},     // (10, 11)
       {{3, 2, 5, 5}, 1, 1},       // a 1×1 window compares nothing
       {{64, 16, 28, 28}, 2, 2},   // the milestone CNN's first pooling
+      {{2, 3, 4, 6}, 4, 2},       // a window exactly as tall as the image: (2, 3, 1, 2)
+      {{1, 2, 5, 3}, 3, 2},       // and one exactly as wide: (1, 2, 2, 1)
       {{r[0], r[1], side[0], side[1]}, r[2], 1 + (side[0] % 3)}};
   for (const Case& c : cases) {
     const testing::Params params = {
@@ -164,6 +177,8 @@ TEST(Profiling, ReluAndPoolCost) {
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 7, 3}, 4, 1), std::invalid_argument, "pool_arguments_unchecked");
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 8, 8}, 2, 0), std::invalid_argument, "pool_arguments_unchecked");
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 8, 8}, 2, 2), std::invalid_argument, "pool_arguments_unchecked");
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 0, 8, 8}, 2, 2), std::invalid_argument, "pool_arguments_unchecked");
+  KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 8, 8}, 0, 1), std::invalid_argument, "pool_arguments_unchecked");
 }
 
 TEST(Profiling, CrossEntropyCost) {

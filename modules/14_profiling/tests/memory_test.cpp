@@ -26,6 +26,14 @@ struct MemoryCase {
   std::vector<LayerRecord> records;
 };
 
+// Linear(3, 5), ReLU, Linear(5, 9) at batch 2, then a layer the profiler does not know on (2, 9):
+// every layer is larger than the one before, so the largest transient is the last layer's.
+std::vector<LayerRecord> widening_records() {
+  std::vector<LayerRecord> records = mlp_records(2, {3, 5, 9});
+  records.push_back(record("other", {2, 9}, {2, 9}));
+  return records;
+}
+
 std::vector<MemoryCase> memory_cases(std::uint64_t stream) {
   const auto r = testing::random_ints(5, 1, 65, stream);
   return {{"the MLP 784-256-128-10 at batch 64", mlp_records(64, {784, 256, 128, 10})},
@@ -35,6 +43,7 @@ std::vector<MemoryCase> memory_cases(std::uint64_t stream) {
           {fmt::format("an MLP {}-{}-{} at batch {}", r[1], r[2], r[3], r[0]), mlp_records(r[0], {r[1], r[2], r[3]})},
           {fmt::format("a CNN on {0}×{0} images at batch {1}", 4 * (1 + r[4] % 8), r[0]),
            cnn_records(r[0], 4 * (1 + r[4] % 8), 1 + r[1] % 7, 1 + r[2] % 9, r[3])},
+          {"an MLP 3-5-9 at batch 2 and a last layer of another kind", widening_records()},
           {"no layers", {}}};
 }
 

@@ -43,6 +43,12 @@ class Probe : public nn::Module {
   std::string& log_;
 };
 
+// A layer of a kind the profiler does not know: it returns its input.
+class Passthrough : public nn::Module {
+ public:
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
 // Times that only grow, from the run's generator: a start in the first 1000 s after boot, then
 // steps of 1 µs to 10 ms.
 std::vector<double> scripted_times(std::size_t readings, std::uint64_t stream) {
@@ -124,6 +130,10 @@ LayerSpec pool(int k) {
             return LayerWant{"MaxPool2d", trusted_pool_shape(input, k, k), trusted_pool(input, k, k)};
           })};
 }
+LayerSpec passthrough() {
+  return {"Passthrough", [](WichmannHill&) { return std::make_shared<Passthrough>(); },
+          KILN_JUDGE_ONLY([](const Shape& input) { return LayerWant{"other", input, PlainCost{0, 0}}; })};
+}
 LayerSpec flatten() {
   return {"Flatten", [](WichmannHill&) { return std::make_shared<nn::Flatten>(); },
           KILN_JUDGE_ONLY([](const Shape& input) {
@@ -180,7 +190,8 @@ TEST(Profiling, LayerCost) {
       {conv(3, 4, 3, 2, 1, false), {2, 3, 7, 5}},
       {conv(2, 3, 3, 1, 1, true), {1, 2, 6, 6}},
       {pool(2), {2, 3, 7, 5}},
-      {pool(3), {1, 1, 9, 9}}};
+      {pool(3), {1, 1, 9, 9}},
+      {passthrough(), {4, 6}}};  // a layer of another kind: {0, 0}
   for (const auto& [spec, input] : cases) {
     const auto got = observe(fmt::format("layer_cost({}, {})", spec.text, shape_text(input)), [&] {
       WichmannHill generator(14);
@@ -248,12 +259,37 @@ TEST(Profiling, ProfileOrder) {
     const auto refusal = refused(w, reps);
     KILN_JUDGE { testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refusal, "profile_options_unchecked"); }
   }
+  // ... before any layer runs: warmup 2 with repetitions 0 calls nothing.
+  const auto calls_before = observe("profile_forward(Sequential of 1 probe, x, {.warmup = 2, .repetitions = 0}, scripted_clock)", [&] {
+    std::string events;
+    nn::Sequential model({std::make_shared<Probe>(events)});
+    const std::vector<double> times = scripted_times(8, 1416);
+    std::size_t next = 0;
+    bool refused_it = false;
+    try {
+      (void)profile_forward(model, x, ProfileOptions{2, 0}, scripted_clock(times, next, events));
+    } catch (const std::invalid_argument&) {
+      refused_it = true;
+    }
+    return std::make_pair(refused_it, events);
+  });
+  if (!KILN_EXPECT_OK(calls_before, "profile_options_unchecked")) return;
+  KILN_JUDGE {
+    const auto& [refused_it, events] = *calls_before;
+    if (!refused_it || !events.empty()) {
+      KILN_FAIL("profile_options_unchecked", {},
+                fmt::format("warmup 2, repetitions 0: {}; clock readings (C) and layer calls (F) before that: \"{}\"",
+                            refused_it ? "refused" : "not refused", events));
+      return;
+    }
+  }
 }
 
 TEST(Profiling, ProfileRecords) {
   const auto r = testing::random_ints(4, 1, 40, 1414);
   const std::vector<ModelSpec> models = {mlp(3, 7, 5, 3), mlp(r[0], r[1], r[2], r[3]), cnn(2, 2, 7),
-                                         cnn(1 + r[0] % 3, 1 + r[1] % 3, 5 + r[2] % 9)};
+                                         cnn(1 + r[0] % 3, 1 + r[1] % 3, 5 + r[2] % 9),
+                                         ModelSpec{"an empty Sequential", {3, 5}, {}}};
   const ProfileOptions options{1, 3};
   for (std::size_t m = 0; m < models.size(); ++m) {
     const ModelSpec& spec = models[m];

@@ -169,6 +169,32 @@ TEST(Acceleration, Im2colConv2d) {
       if (!out.ok()) return;
     }
   }
+  // Shapes that do not fit: ShapeError. A (1, 2) bias holds the two numbers of a (2) one.
+  struct Refusal {
+    Shape x, weight;
+    std::optional<Shape> bias;
+    std::string what;
+  };
+  const std::vector<Refusal> refusals{
+      {{1, 2, 4, 4}, {2, 2, 3, 3}, Shape{1, 2}, "a bias of shape (1, 2) for 2 output channels"},
+      {{1, 2, 4, 4}, {2, 2, 3, 3}, Shape{3}, "a bias of shape (3) for 2 output channels"},
+      {{1, 2, 4, 4}, {2, 3, 3, 3}, std::nullopt, "a weight for 3 input channels on images of 2"},
+      {{2, 4, 4}, {2, 2, 3, 3}, std::nullopt, "x of shape (2, 4, 4), not 4-D"}};
+  for (const bool function : {false, true}) {
+    for (const Refusal& r : refusals) {
+      const Tensor x = random_tensor(r.x, 97), weight = random_tensor(r.weight, 98);
+      const std::optional<Tensor> bias = r.bias ? std::optional<Tensor>(random_tensor(*r.bias, 99)) : std::nullopt;
+      const std::string name = function ? "Im2colConv2dFunction::apply" : "im2col_conv2d";
+      const auto refused = observe(fmt::format("{}(x, weight, bias) with {}", name, r.what), [&] {
+        return function ? Im2colConv2dFunction::apply(x, weight, bias) : im2col_conv2d(x, weight, bias);
+      });
+      KILN_JUDGE {
+        testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "conv_shape_unchecked", {},
+                                           {{"function", name}, {"case", r.what}});
+      }
+      if (refused.ok()) return;
+    }
+  }
 }
 
 TEST(Acceleration, Im2colConv2dFunction) {

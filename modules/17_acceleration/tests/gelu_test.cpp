@@ -1,4 +1,5 @@
 // Checks fused_gelu against GELU's tanh form evaluated here in double precision.
+#include <algorithm>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -50,7 +51,25 @@ TEST(Acceleration, FusedGelu) {
       return;
     }
   }
-  KILN_EXPECT_CLOSE(fused, gelu_of(data_of(view)), 1e-5, "gelu_values");
+  if (!KILN_EXPECT_CLOSE(fused, gelu_of(data_of(view)), 1e-5, "gelu_values")) return;
+
+  // Far from 0, e^(2u) overflows to infinity (u ≈ 301 at x = 20) or underflows to 0: the result
+  // must still be x for large positive x and 0 for large negative x, never NaN.
+  const Tensor far({8}, {20.0f, -20.0f, 100.0f, -100.0f, 12.5f, -12.5f, 1e4f, -1e4f});
+  const auto tails = observe("fused_gelu(x) of [20, -20, 100, -100, 12.5, -12.5, 1e4, -1e4]", [&] { return fused_gelu(far); });
+  if (!KILN_EXPECT_OK(tails, "gelu_overflow")) return;
+  KILN_JUDGE {
+    const TensorData expected = gelu_of(data_of(far));
+    for (std::size_t i = 0; i < expected.values.size() && i < tails->values.size(); ++i) {
+      const float got = tails->values[i], want = expected.values[i];
+      if (!(std::fabs(got - want) <= 1e-5f * std::max(1.0f, std::fabs(want)))) {
+        KILN_FAIL("gelu_overflow", {{"x", testing::format_number(data_of(far).values[i])}},
+                  tails.call() + " gave " + format_pair(got, want).first + " at x = " +
+                      testing::format_number(data_of(far).values[i]) + ", expected " + format_pair(got, want).second);
+        return;
+      }
+    }
+  }
 }
 
 }  // namespace

@@ -52,9 +52,12 @@ TEST(Gpu, CoalescedMatmul) {
 TEST(Gpu, TiledMatmul) { check_matmul(MatmulKernel::tiled, "tiled", "tiled_kernel_differs", "tiled_kernel_differs"); }
 
 TEST(Gpu, Embedding) {
-  // dim is not a multiple of 16, nor is the count of ids; 37 ids into 10 rows repeat many times.
+  // dim is not a multiple of 16, nor is the count of ids; 37 ids into 10 rows repeat many times,
+  // and the last two are the table's last row and its first.
   const std::int64_t rows = 10, dim = 20;
-  const std::vector<std::int64_t> ids = random_ints(37, rows, 5);
+  std::vector<std::int64_t> ids = random_ints(35, rows, 5);
+  ids.push_back(rows - 1);
+  ids.push_back(0);
   const Tensor w = random_tensor({rows, dim}, 6);
   const auto gathered = observe("emulate_embedding_gather(w, ids) of 37 ids into a (10, 20) table",
                                  [&] { return emulate_embedding_gather(w, ids); });

@@ -153,6 +153,38 @@ TEST(Acceleration, Im2col) {
     }
     if (!cols.ok()) return;
   }
+
+  // Arguments that describe no window: ShapeError for the shapes, IndexError for the numbers
+  // (stride 0 last: without a check it divides by zero).
+  struct Refusal {
+    Shape x_shape;
+    int k, stride, padding;
+    bool shape_error;
+    std::string what;
+  };
+  const std::vector<Refusal> refusals{
+      {{1, 3, 3}, 2, 1, 0, true, "x is not 4-D"},
+      {{1, 1, 2, 5}, 3, 1, 0, true, "a 3×3 window taller than the image"},
+      {{1, 1, 5, 2}, 3, 1, 0, true, "a 3×3 window wider than the image"},
+      {{1, 1, 3, 3}, 5, 1, 0, true, "a 5×5 window larger than the image padded by 0"},
+      {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
+      {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
+      {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"}};
+  for (const Refusal& r : refusals) {
+    const Tensor x = random_tensor(r.x_shape, 69);
+    const auto refused = observe(fmt::format("im2col(x, {}, {}, {}) with x {}: {}", r.k, r.stride, r.padding,
+                                             to_string(r.x_shape), r.what),
+                                 [&] { return im2col(x, r.k, r.stride, r.padding); });
+    KILN_JUDGE {
+      const testing::Params params = {{"case", r.what}, {"error", r.shape_error ? "kiln::ShapeError" : "kiln::IndexError"}};
+      if (r.shape_error) {
+        testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "im2col_arguments_unchecked", {}, params);
+      } else {
+        testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, "im2col_arguments_unchecked", {}, params);
+      }
+    }
+    if (refused.ok()) return;
+  }
 }
 
 double dot(const TensorData& a, const TensorData& b) {
@@ -200,6 +232,18 @@ TEST(Acceleration, Col2im) {
         return;
       }
     }
+  }
+  // cols of another shape than im2col gives for the image: ShapeError. The (4, 9) patch matrix of
+  // a (1, 1, 4, 4) image with k = 3, transposed to (9, 4), holds as many numbers.
+  for (const Shape& wrong : {Shape{9, 4}, Shape{5, 9}, Shape{4, 8}}) {
+    const Tensor y = random_tensor(wrong, 77);
+    const auto refused = observe(fmt::format("col2im(y, (1, 1, 4, 4), 3) with y {}", to_string(wrong)),
+                                 [&] { return col2im(y, {1, 1, 4, 4}, 3); });
+    KILN_JUDGE {
+      testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "col2im_shape_unchecked", {},
+                                         {{"cols", to_string(wrong)}});
+    }
+    if (refused.ok()) return;
   }
 }
 

@@ -150,6 +150,17 @@ TEST(Acceleration, TiledMatmul) {
       if (!c.ok()) return;
     }
   }
+  // A tile size below 1 tiles nothing: IndexError.
+  const Tensor a = random_tensor({3, 4}, 31), b = random_tensor({4, 2}, 32);
+  for (const int tile_size : {0, -1}) {
+    const auto refused = observe(fmt::format("tiled_matmul(a, b, {}) of {}", tile_size, by(a.shape(), b.shape())),
+                                 [&] { return tiled_matmul(a, b, tile_size); });
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, "tile_size_unchecked", {},
+                                         {{"tile", std::to_string(tile_size)}});
+    }
+    if (refused.ok()) return;
+  }
 }
 
 // Challenge. The reference blocks C in 6 × 16 register blocks, 96 rows, 256 inner values and 2048

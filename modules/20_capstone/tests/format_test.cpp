@@ -60,6 +60,17 @@ TLayer sparse_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
   return l;
 }
 TLayer relu() { return {.kind = 4}; }
+// Every entry of a 3 → 2 layer stored: nnz = in·out, the most a sparse layer may hold.
+TLayer full_sparse() {
+  return {.kind = 3, .in = 3, .out = 2, .scale = {0.5, 0.25}, .bias = {0.1, -0.1}, .code = {3, -2, 5, 1, -7, 4},
+          .row_start = {0, 3, 6}, .column = {2, 0, 1, 0, 1, 2}};
+}
+// A dense 5 → 3 layer, then 63 relus.
+std::vector<TLayer> most_layers() {
+  std::vector<TLayer> layers = {dense(5, 3, 2095)};
+  layers.resize(64, relu());
+  return layers;
+}
 
 struct Case {
   std::string name;
@@ -135,6 +146,10 @@ TEST(Capstone, LoadAndPredict) {
        {dense(29, 17, 2061), relu(), dense_int8(17, 11, 2071), relu(), sparse_int8(11, 10, 2081)},
        7,
        "layers_differ"},
+      {"a 3 → 2 sparse_int8 layer storing all 6 entries", {full_sparse()}, 3, "sparse_differs"},
+      {"dense 5 → 3 and 63 relus: 64 layers, the most a file may have", most_layers(), 3, "relu_differs"},
+      {"a 1 → 65,536 dense layer, the widest a layer may be", {dense(1, 65536, 2091)}, 2, "dense_differs"},
+      {"a 6 → 1 dense layer, the narrowest", {dense(6, 1, 2093)}, 3, "dense_differs"},
   };
   std::uint64_t stream = 2101;
   for (const Case& c : cases)
@@ -172,6 +187,8 @@ TEST(Capstone, RejectsDamage) {
       {"a layer count of 0", patched(good, 8, {0, 0, 0, 0}), KILN_JUDGE_ONLY(8)},
       {"a layer count of 65", patched(good, 8, {65, 0, 0, 0}), KILN_JUDGE_ONLY(8)},
       {"layer 0 of kind 9", patched(good, 12, {9}), KILN_JUDGE_ONLY(12)},
+      {"layer 0 of kind 0", patched(good, 12, {0}), KILN_JUDGE_ONLY(12)},
+      {"layer 0 of kind 5", patched(good, 12, {5}), KILN_JUDGE_ONLY(12)},
       {"layer 0 taking 0 inputs", patched(good, 16, {0}), KILN_JUDGE_ONLY(16)},
       {"layer 2 taking 4 inputs after a layer that gives 3", patched(good, 68, {4}), KILN_JUDGE_ONLY(68)},
       {"layer 0 with a scale of 0", patched(good, 28, {0, 0, 0, 0}), KILN_JUDGE_ONLY(28)},
@@ -180,10 +197,17 @@ TEST(Capstone, RejectsDamage) {
       {"layer 2 with row starts 0, 4, 3", patched(good, 92, {4}), KILN_JUDGE_ONLY(92)},
       {"layer 2 with a first row start of 1", patched(good, 88, {1}), KILN_JUDGE_ONLY(88)},
       {"layer 2 with column 3 in a layer of 3 inputs", patched(good, 102, {3, 0}), KILN_JUDGE_ONLY(102)},
+      {"layer 2 with a first column of 3 in a layer of 3 inputs", patched(good, 100, {3, 0}), KILN_JUDGE_ONLY(100)},
+      // A 2 → 3 sparse layer: 12 header bytes, kind, in, out, nnz, 3 scales, then row starts at 40.
+      {"a sparse layer with row starts 0, 2, 1, 3 for its 3 entries",
+       capstone_testing::write({TLayer{.kind = 3, .in = 2, .out = 3, .scale = {0.5, 0.5, 0.5}, .bias = {0, 0, 0},
+                                       .code = {1, 2, 3}, .row_start = {0, 2, 1, 3}, .column = {0, 1, 0}}}),
+       KILN_JUDGE_ONLY(48)},
       {"one byte after the last layer", [&] { auto b = good; b.push_back(0); return b; }(), KILN_JUDGE_ONLY(117)},
       {"a relu as the only layer", capstone_testing::write({relu()}), KILN_JUDGE_ONLY(-1)},
       {"layer 0 giving 65,537 outputs", patched(good, 20, {1, 0, 1, 0}), KILN_JUDGE_ONLY(20)},
       {"layer 0 with an infinite scale", patched(good, 24, {0, 0, 0x80, 0x7f}), KILN_JUDGE_ONLY(24)},
+      {"layer 0 with a NaN scale", patched(good, 24, {0, 0, 0xc0, 0x7f}), KILN_JUDGE_ONLY(24)},
       {"layer 2 with row starts 0, 2, 2 for its 3 entries", patched(good, 96, {2}), KILN_JUDGE_ONLY(96)},
       // 65,536 · 65,536 wraps to 0 in 32 bits: a reader that multiplies in u32 reads no weights,
       // then exactly the biases that follow, and accepts the file.
@@ -202,11 +226,16 @@ TEST(Capstone, RejectsDamage) {
        }(),
        KILN_JUDGE_ONLY(-1)},
   };
-  // Every file cut short: after 0, 3, 7 bytes, inside each layer's numbers, one byte before the end.
-  for (const std::size_t length : {0, 3, 7, 11, 14, 30, 40, 55, 62, 70, 79, 90, 101, 107, 116}) {
+  // Every file cut short: after 0, 3, 4, 7, 8 bytes, inside each layer's numbers, one byte before
+  // the end. The error names the start of the value or array that does not fit: the magic at 0,
+  // the version at 4, the count at 8, then (layout above) the kind at 12, the scales at 24, ...
+  const std::vector<std::pair<std::size_t, std::int64_t>> cuts = {
+      {0, 0},   {3, 0},   {4, 4},   {7, 4},   {8, 8},   {11, 8},   {14, 12},  {30, 24}, {40, 36},
+      {55, 48}, {62, 60}, {70, 68}, {79, 76}, {90, 88}, {101, 100}, {107, 106}, {116, 109}};
+  for (const auto& [length, at] : cuts) {
     cases.push_back({fmt::format("the file cut after {} of its {} bytes", length, good.size()),
                      std::vector<std::uint8_t>(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(length)),
-                     KILN_JUDGE_ONLY(-1)});
+                     KILN_JUDGE_ONLY(at)});
   }
   if (good.size() != 117) throw std::logic_error("the damaged files' offsets assume a 117-byte model");
   // First the file undamaged: a reader that refuses everything refuses nothing worth knowing.
