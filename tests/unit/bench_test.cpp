@@ -1,5 +1,10 @@
 #include <gtest/gtest.h>
 
+#include <algorithm>
+#include <tuple>
+
+#include <fmt/format.h>
+
 #include "kiln/grader/bench.h"
 
 namespace kiln::grader {
@@ -66,6 +71,47 @@ TEST(BenchPlots, AreWellFormedSvgWithEveryTimedKernel) {
   EXPECT_NE(bars.find("not timed"), std::string::npos) << "the unwritten kernel shows as not timed";
   EXPECT_NE(bars.find("naive baseline"), std::string::npos) << "the bars have a legend";
   EXPECT_NE(bars.find(">10×<"), std::string::npos) << "and one axis for every group";
+}
+
+// Module 10's shape: two trainers per corpus size, no arithmetic counted, the sizes as input_bytes.
+TEST(BenchGrowth, DrawsOneLinePerKernelAgainstTheInputSizes) {
+  std::string json = R"({"benchmarks": [)";
+  const char* sizes[] = {"16", "32", "64"};
+  for (int i = 0; i < 3; ++i) {
+    const double bytes = 16384.0 * (1 << i);
+    for (const auto& [name, role, ms] : {std::tuple{"train_bpe", 1, 100.0 * (1 << i)}, std::tuple{"fast", 0, 5.0 * (1 << i)}}) {
+      json += fmt::format(R"({}{{"run_name": "bpe {} KiB/{}", "run_type": "aggregate", "aggregate_name": "median",
+          "real_time": {}, "time_unit": "ms", "flops": 0, "bytes": 0, "input_bytes": {}, "role": {}}})",
+                          json.back() == '[' ? "" : ", ", sizes[i], name, ms, bytes, role);
+    }
+  }
+  json += "]}";
+  BenchReport report;
+  report.number = "10";
+  report.title = "Tokenization";
+  report.kernels = parse_benchmark_json(json, Machine{"cpu", 100.0, 10.0, 0, ""});
+  ASSERT_EQ(report.kernels.size(), 6u);
+  EXPECT_DOUBLE_EQ(report.kernels[5].input_bytes, 65536.0);
+  EXPECT_DOUBLE_EQ(report.kernels[5].vs_naive, 20.0);
+  const std::string svg = growth_svg(report);
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_NE(svg.find("</svg>"), std::string::npos);
+  EXPECT_EQ(std::count(svg.begin(), svg.end(), '<') - std::count(svg.begin(), svg.end(), '>'), 0);
+  for (const char* tick : {">16 KiB<", ">32 KiB<", ">64 KiB<", ">1 ms<", ">10 ms<", ">100 ms<", ">1 s<"}) {
+    EXPECT_NE(svg.find(tick), std::string::npos) << "an axis tick " << tick << " in\n" << svg;
+  }
+  EXPECT_EQ(svg.find(">0.1 ms<"), std::string::npos) << "the time axis starts at the fastest time's decade";
+  EXPECT_NE(svg.find(">train_bpe (naive)<"), std::string::npos) << "the legend names both lines";
+  EXPECT_EQ(bars_svg(report).find("library baseline"), std::string::npos) << "no library baseline to name";
+  EXPECT_NE(svg.find(">fast<"), std::string::npos);
+  EXPECT_NE(svg.find("fast: 20.0× the naive at 64 KiB"), std::string::npos) << "the ratio at the largest size";
+  std::size_t lines = 0;
+  for (std::size_t at = svg.find("<polyline"); at != std::string::npos; at = svg.find("<polyline", at + 1)) ++lines;
+  EXPECT_EQ(lines, 2u);
+  // Without flops, the text report shows times and ratios, not GFLOP/s.
+  const std::string text = render_bench_text(report);
+  EXPECT_EQ(text.find("GFLOP/s   "), std::string::npos) << text;
+  EXPECT_NE(text.find("20.00×"), std::string::npos) << text;
 }
 
 TEST(BenchDurations, ReadInTheUnitThatFits) {

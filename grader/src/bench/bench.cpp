@@ -9,8 +9,11 @@
 #include <cmath>
 #include <ctime>
 #include <map>
+#include <set>
+#include <tuple>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 
 #include "kiln/grader/process.h"
@@ -158,6 +161,7 @@ std::vector<BenchKernel> parse_benchmark_json(const std::string& json, const Mac
     k.flops = b.value("flops", 0.0);
     k.bytes = b.value("bytes", 0.0);
     k.extra_bytes = b.value("extra_bytes", 0.0);
+    k.input_bytes = b.value("input_bytes", 0.0);
     k.role = static_cast<int>(b.value("role", 0.0));
   }
   // Interleaved runs come back shuffled: put them back in the order the module registered them.
@@ -307,9 +311,18 @@ BenchReport run_bench(const Workspace& ws, const BenchCommand& cmd) {
   const fs::path dir = ws.state_dir() / "bench";
   const std::string stem = m.number_text() + (cmd.gpu ? "-gpu" : "");
   report.bars_svg = (dir / (stem + ".svg")).string();
-  report.roofline_svg = (dir / (stem + "-roofline.svg")).string();
   write_if_changed(report.bars_svg, bars_svg(report));
-  write_if_changed(report.roofline_svg, roofline_svg(report));
+  // A roofline only where some kernel counts its arithmetic; a growth plot only where kernels
+  // were timed on inputs of several sizes.
+  const auto any = [&](auto has) { return std::any_of(report.kernels.begin(), report.kernels.end(), has); };
+  if (any([](const BenchKernel& k) { return k.flops > 0; })) {
+    report.roofline_svg = (dir / (stem + "-roofline.svg")).string();
+    write_if_changed(report.roofline_svg, roofline_svg(report));
+  }
+  if (any([](const BenchKernel& k) { return k.input_bytes > 0; })) {
+    report.growth_svg = (dir / (stem + "-growth.svg")).string();
+    write_if_changed(report.growth_svg, growth_svg(report));
+  }
   return report;
 }
 
@@ -338,16 +351,28 @@ std::string render_bench_text(const BenchReport& r) {
                      r.machine.bandwidth_gbs > 0 ? r.machine.peak_gflops / r.machine.bandwidth_gbs : 0.0,
                      r.machine.measured_at);
   for (const auto& w : r.machine.warnings) out += "Warning: " + w + ".\n";
+  // A group whose kernels count no arithmetic and no traffic (a tokenizer's trainers) shows its
+  // times and ratios only.
+  std::map<std::string, bool> counted;
+  for (const auto& k : r.kernels) counted[k.group] = counted[k.group] || k.flops > 0 || k.bytes > 0;
   std::string group;
   for (const auto& k : r.kernels) {
     if (k.group != group) {
       group = k.group;
-      out += fmt::format("\n{}\n  {:<26} {:>10} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}\n", group, "kernel", "time",
-                         "GFLOP/s", "GB/s", "FLOP/B", "roofline", "vs naive", r.gpu ? "% cuBLAS" : "vs lib");
+      if (counted[group]) {
+        out += fmt::format("\n{}\n  {:<26} {:>10} {:>9} {:>8} {:>8} {:>9} {:>9} {:>9}\n", group, "kernel", "time",
+                           "GFLOP/s", "GB/s", "FLOP/B", "roofline", "vs naive", r.gpu ? "% cuBLAS" : "vs lib");
+      } else {
+        out += fmt::format("\n{}\n  {:<26} {:>10} {:>9}\n", group, "kernel", "time", "vs naive");
+      }
     }
     const std::string label = k.name + role_label(k.role);
     if (!k.error.empty()) {
       out += fmt::format("  {:<26} not timed: {}\n", label, k.error);
+      continue;
+    }
+    if (!counted[group]) {
+      out += fmt::format("  {:<26} {:>10} {:>9}\n", label, format_duration(k.ms), ratio(k.vs_naive));
       continue;
     }
     const std::string vs_library =
@@ -357,9 +382,12 @@ std::string render_bench_text(const BenchReport& r) {
     if (k.extra_bytes > 0) out += fmt::format("  +{:.1f} MiB temporary", k.extra_bytes / (1 << 20));
     out += "\n";
   }
+  std::vector<std::string> plots;
+  for (const std::string& plot : {r.bars_svg, r.roofline_svg, r.growth_svg})
+    if (!plot.empty()) plots.push_back(plot);
   out += fmt::format("\nMedian of {} interleaved repetitions; every kernel was checked against its reference just "
-                     "before it was timed.\nPlots: {} and {}\n",
-                     r.repetitions, r.bars_svg, r.roofline_svg);
+                     "before it was timed.\nPlots: {}\n",
+                     r.repetitions, fmt::join(plots, ", "));
   return out;
 }
 
@@ -371,8 +399,12 @@ std::string render_bench_json(const BenchReport& r) {
                        {"ms", k.ms},              {"flops", k.flops},      {"bytes", k.bytes},
                        {"extra_bytes", k.extra_bytes}, {"gflops", k.gflops}, {"gbs", k.gbs},
                        {"intensity", k.intensity}, {"roofline_percent", k.roof_pct},
-                       {"vs_naive", k.vs_naive},  {"vs_library", k.vs_library}, {"error", k.error}});
+                       {"vs_naive", k.vs_naive},  {"vs_library", k.vs_library}, {"input_bytes", k.input_bytes},
+                       {"error", k.error}});
   }
+  nlohmann::json plots = nlohmann::json::array();
+  for (const std::string& plot : {r.bars_svg, r.roofline_svg, r.growth_svg})
+    if (!plot.empty()) plots.push_back(plot);
   return nlohmann::json{{"module", r.module},
                         {"variant", r.variant},
                         {"gpu", r.gpu},
@@ -382,7 +414,7 @@ std::string render_bench_json(const BenchReport& r) {
                           {"bandwidth_gbs", r.machine.bandwidth_gbs},
                           {"llc_bytes", r.machine.llc_bytes}}},
                         {"kernels", kernels},
-                        {"plots", {r.bars_svg, r.roofline_svg}}}
+                        {"plots", plots}}
              .dump(2) +
          "\n";
 }
@@ -515,14 +547,130 @@ std::string bars_svg(const BenchReport& r) {
                         "<text x=\"{0:.1f}\" y=\"{3:.0f}\" text-anchor=\"middle\" fill=\"#4a5568\">{4:g}×</text>\n",
                         x, top - 4, y + 4, y + 20, std::pow(10.0, d));
   }
-  const std::string key = legend(left, 48, {{kColors[0], "your kernel"}}, false) +
-                          legend(left + 130, 48, {{kColors[1], "naive baseline"}}, false) +
-                          legend(left + 280, 48, {{kColors[2], "library baseline (Eigen)"}}, false);
+  // The key names the roles this bench has: module 10 has no library baseline.
+  bool has_role[3] = {false, false, false};
+  for (const auto& k : r.kernels) has_role[std::clamp(k.role, 0, 2)] = true;
+  std::string key;
+  double key_x = left;
+  for (const auto& [role, label, width] : {std::tuple{0, "your kernel", 130.0}, std::tuple{1, "naive baseline", 150.0},
+                                           std::tuple{2, "library baseline (Eigen)", 200.0}}) {
+    if (!has_role[role]) continue;
+    key += legend(key_x, 48, {{kColors[role], label}}, false);
+    key_x += width;
+  }
   return fmt::format("<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{:.0f}\" font-family=\"sans-serif\" font-size=\"12\">\n"
                      "<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
                      "<text x=\"10\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): speed-up over the slowest kernel of each group (log scale)</text>\n"
                      "{}{}{}<text x=\"{:.0f}\" y=\"{:.0f}\" text-anchor=\"middle\" fill=\"#4a5568\">speed-up, the same scale for every group</text>\n</svg>\n",
                      w, y + 48, r.number, xml_escape(r.title), r.variant, key, axis, body, left + span / 2, y + 38);
+}
+
+namespace {
+
+// "16 KiB", "1 MiB", "512 B": a size as the growth plot's axis names it.
+std::string size_label(double bytes) {
+  if (bytes >= 1 << 20) return fmt::format("{:g} MiB", bytes / (1 << 20));
+  if (bytes >= 1 << 10) return fmt::format("{:g} KiB", bytes / (1 << 10));
+  return fmt::format("{:g} B", bytes);
+}
+
+// "1 ms", "10 s", "100 µs": a round time of the growth plot's axis.
+std::string time_label(double ms) {
+  if (ms >= 1e3) return fmt::format("{:g} s", ms / 1e3);
+  if (ms >= 1) return fmt::format("{:g} ms", ms);
+  return fmt::format("{:g} µs", ms * 1e3);
+}
+
+}  // namespace
+
+std::string growth_svg(const BenchReport& r) {
+  // One series per kernel name, its points the groups' input sizes, in the order registered.
+  struct Series {
+    std::string label;
+    int role = 0;
+    std::vector<std::pair<double, double>> points;  // (input bytes, ms)
+  };
+  std::vector<Series> series;
+  std::set<double> sizes;
+  double fastest = 0, slowest = 0;
+  for (const auto& k : r.kernels) {
+    if (!k.error.empty() || k.ms <= 0 || k.input_bytes <= 0) continue;
+    const std::string label = k.name + role_label(k.role);
+    auto found = std::find_if(series.begin(), series.end(), [&](const Series& s) { return s.label == label; });
+    if (found == series.end()) found = series.insert(series.end(), Series{label, k.role, {}});
+    found->points.emplace_back(k.input_bytes, k.ms);
+    sizes.insert(k.input_bytes);
+    fastest = fastest > 0 ? std::min(fastest, k.ms) : k.ms;
+    slowest = std::max(slowest, k.ms);
+  }
+  const double plot_w = 640, legend_w = 330, w = plot_w + legend_w, h = 440, left = 80, right = 20, top = 50,
+               bottom = 60;
+  std::string s = fmt::format(
+      "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"{}\" height=\"{}\" font-family=\"sans-serif\" "
+      "font-size=\"12\">\n<rect width=\"100%\" height=\"100%\" fill=\"white\"/>\n"
+      "<text x=\"{}\" y=\"24\" font-size=\"15\" font-weight=\"bold\">Module {} {} ({}): time against input size "
+      "(both axes logarithmic)</text>\n",
+      w, h, left, r.number, xml_escape(r.title), r.variant);
+  if (sizes.empty()) {
+    return s + fmt::format("<text x=\"{}\" y=\"{}\">no kernel was timed</text>\n</svg>\n", left, h / 2);
+  }
+  // x: from half a step below the smallest size to half a step above the largest; y: whole decades.
+  const double x0 = *sizes.begin() / std::sqrt(2.0), x1 = *sizes.rbegin() * std::sqrt(2.0);
+  const double y0 = std::pow(10.0, std::floor(std::log10(fastest))), y1 = std::pow(10.0, std::ceil(std::log10(slowest) + 1e-9));
+  auto px = [&](double x) { return left + std::log(x / x0) / std::log(x1 / x0) * (plot_w - left - right); };
+  auto py = [&](double y) { return h - bottom - std::log10(y / y0) / std::log10(y1 / y0) * (h - top - bottom); };
+  for (const double size : sizes) {
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1}\" x2=\"{0:.1f}\" y2=\"{2}\" stroke=\"#e2e8f0\"/><text x=\"{0:.1f}\" "
+                     "y=\"{3}\" text-anchor=\"middle\">{4}</text>\n",
+                     px(size), top, h - bottom, h - bottom + 16, size_label(size));
+  }
+  for (double y = y0; y <= y1 * 1.001; y *= 10) {
+    s += fmt::format("<line x1=\"{0}\" y1=\"{1:.1f}\" x2=\"{2}\" y2=\"{1:.1f}\" stroke=\"#e2e8f0\"/><text x=\"{3}\" "
+                     "y=\"{4:.1f}\" text-anchor=\"end\">{5}</text>\n",
+                     left, py(y), plot_w - right, left - 6, py(y) + 4, time_label(y));
+  }
+  s += fmt::format("<rect x=\"{}\" y=\"{}\" width=\"{}\" height=\"{}\" fill=\"none\" stroke=\"#a0aec0\"/>\n", left, top,
+                   plot_w - left - right, h - top - bottom);
+  s += fmt::format("<text x=\"{}\" y=\"{}\" text-anchor=\"middle\">input size</text>\n", (left + plot_w - right) / 2,
+                   h - 22);
+  s += fmt::format("<text x=\"18\" y=\"{0}\" transform=\"rotate(-90 18 {0})\" text-anchor=\"middle\">time per call "
+                   "(median)</text>\n",
+                   (top + h - bottom) / 2);
+  double legend_y = top + 10;
+  for (std::size_t i = 0; i < series.size(); ++i) {
+    const Series& line = series[i];
+    const char* color = kPalette[i % kColors];
+    std::string points;
+    for (const auto& [x, y] : line.points) points += fmt::format("{:.1f},{:.1f} ", px(x), py(y));
+    s += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\"{} points=\"{}\"/>\n", color,
+                     line.role == 1 ? " stroke-dasharray=\"6 4\"" : "", points);
+    for (const auto& [x, y] : line.points) {
+      s += fmt::format("<circle cx=\"{:.1f}\" cy=\"{:.1f}\" r=\"4\" fill=\"{}\"><title>{} on {}: {}</title></circle>\n",
+                       px(x), py(y), color, xml_escape(line.label), size_label(x), format_duration(y));
+    }
+    // The key: the line's own stroke, dashed for the naive baseline, and its point.
+    s += fmt::format("<line x1=\"{0:.1f}\" y1=\"{1:.1f}\" x2=\"{2:.1f}\" y2=\"{1:.1f}\" stroke=\"{3}\" stroke-width=\"2\"{4}/>"
+                     "<circle cx=\"{5:.1f}\" cy=\"{1:.1f}\" r=\"4\" fill=\"{3}\"/><text x=\"{6:.1f}\" y=\"{7:.1f}\">{8}</text>\n",
+                     plot_w + 10, legend_y - 4, plot_w + 38, color, line.role == 1 ? " stroke-dasharray=\"6 4\"" : "",
+                     plot_w + 24, plot_w + 46, legend_y, xml_escape(line.label));
+    legend_y += 20;
+  }
+  // The ratios at the largest size, where they are largest.
+  const std::string largest_group = [&] {
+    std::string group;
+    double largest = 0;
+    for (const auto& k : r.kernels)
+      if (k.input_bytes > largest) largest = k.input_bytes, group = k.group;
+    return group;
+  }();
+  legend_y += 10;
+  for (const auto& k : r.kernels) {
+    if (k.group != largest_group || k.vs_naive <= 0 || k.role == 1) continue;
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\">{}: {:.1f}× the naive at {}</text>\n", plot_w + 10, legend_y,
+                     xml_escape(k.name), k.vs_naive, size_label(k.input_bytes));
+    legend_y += 18;
+  }
+  return s + "</svg>\n";
 }
 
 }  // namespace kiln::grader

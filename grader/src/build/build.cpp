@@ -99,7 +99,7 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     out += "\n  LINK";
     for (int n : m.requires_) out += " " + library_target(*course_.by_number(n), base);
     for (const auto& l : m.links)
-      if (l == "zlib") out += " ZLIB::ZLIB";
+      out += l == "zlib" ? " ZLIB::ZLIB" : l == "pcre2" ? " PkgConfig::PCRE2" : "";
   };
   auto library_block = [&](const Module& m, const std::string& source, const fs::path& root,
                            const std::string& base) {

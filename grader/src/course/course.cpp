@@ -315,7 +315,8 @@ void read_forbids_and_equivalents(const Reader& r, const YAML::Node& root, Modul
     }
   }
   for (const auto& l : m.links)
-    if (l != "zlib") r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib)", l));
+    if (l != "zlib" && l != "pcre2")
+      r.fail(root["links"], fmt::format("unknown library '{}' in links (known: zlib, pcre2)", l));
   for (const auto& f : m.device_files) {
     if (std::find(m.student_files.begin(), m.student_files.end(), f) == m.student_files.end())
       r.fail(root["device_files"], fmt::format("device file '{}' is not one of the student_files", f));

@@ -117,6 +117,7 @@ int main(int argc, char** argv) {
       state.counters["flops"] = kernel.flops;
       state.counters["bytes"] = kernel.bytes;
       state.counters["extra_bytes"] = kernel.extra_bytes;
+      state.counters["input_bytes"] = kernel.input_bytes;
       state.counters["role"] = static_cast<double>(kernel.role);
       std::string error;
       try {

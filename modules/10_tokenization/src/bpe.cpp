@@ -37,6 +37,38 @@ std::vector<Merge> train_bpe(const std::string& corpus, std::int64_t vocab_size)
   throw kiln::NotImplemented();
 }
 
+std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t vocab_size) {
+  // The merges of train_bpe, without recounting every pair for every merge. vocab_size below 256:
+  // throw std::invalid_argument naming it, as train_bpe does. Then keep, from merge to merge:
+  //   * the sequence as a linked list over the byte positions (next and previous position, and
+  //     which positions a merge removed), so that a merge changes two links, not the whole vector;
+  //   * the count of every pair, and the positions where each pair was counted;
+  //   * the pairs ordered by count, largest first and among equal counts the smallest pair (a
+  //     std::priority_queue of (count, pair) entries, or a std::set): the tie rule of train_bpe.
+  // Each round: take the best pair (skip a queue entry whose count is no longer the pair's: it
+  // was pushed before the count changed); stop when its count is below 2. Visit its positions
+  // from left to right, skipping one an earlier merge of this round used up ("aaa": merging at 0
+  // takes the a at 1). At each occurrence (left, first, second, right) the pairs (left, first)
+  // and (second, right) lose one, and (left, new_id) and (new_id, right) gain one. After the
+  // round the pair itself is gone (count 0); push the new counts of the pairs that changed.
+  throw kiln::NotImplemented();
+}
+
+std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_t vocab_size,
+                                          const std::vector<std::string>& specials, TieRule tie) {
+  // vocab_size below 256 + specials.size(): throw std::invalid_argument naming it.
+  // The words: cut the corpus at the specials (the longest where several start) and leave them
+  // out, gpt2_pretokenize each stretch between them, and count how often each pre-token occurs
+  // (a std::map<std::string, std::int64_t>); each distinct pre-token becomes a sequence of byte
+  // ids. Then, while 256 + merges.size() + specials.size() < vocab_size:
+  //   count the pairs within each word, each count times how often the word occurs; the best is
+  //   the largest count, and among equal counts: smallest_ids, the smallest pair (train_bpe's
+  //   rule); greatest_bytes, the greatest (bytes of first, bytes of second) compared as
+  //   std::strings (keep the bytes of every token: bytes[256 + r] = bytes[first] + bytes[second]);
+  //   stop when the best count is below 2; merge the pair in every word with merge_pair.
+  throw kiln::NotImplemented();
+}
+
 TokenIds BpeTokenizer::encode(const std::string& text, bool allow_special) const {
   // Ordinary text: ids = its bytes (unsigned). Then repeat: among all adjacent pairs find the one
   // with the lowest rank (rank_of(a, b), -1 for no merge); none left: done; else
@@ -45,6 +77,13 @@ TokenIds BpeTokenizer::encode(const std::string& text, bool allow_special) const
   // take the longest, encode the ordinary text before it as above, append its id
   // 256 + merges_.size() + its index in specials_, and carry on after it. Encode what is left at
   // the end. Without allow_special the whole text is ordinary.
+  throw kiln::NotImplemented();
+}
+
+TokenIds BpeTokenizer::encode_pretokenized(const std::string& text, bool allow_special) const {
+  // As encode: with allow_special, every special (the longest where several start) becomes its
+  // id. Each stretch of ordinary text: gpt2_pretokenize it and append encode(piece) for every
+  // piece, so that merges stay within pieces.
   throw kiln::NotImplemented();
 }
 

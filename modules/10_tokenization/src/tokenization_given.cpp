@@ -1,8 +1,12 @@
-// Given: UTF-8 conversions, how messages name a character, and the BpeTokenizer's bookkeeping
-// (its constructors, special tokens and lookups). The learning, encoding, decoding and the
-// vocabulary file are yours.
+// Given: UTF-8 conversions, how messages name a character, GPT-2's pre-tokenizer (through PCRE2),
+// and the BpeTokenizer's bookkeeping (its constructors, special tokens and lookups). The learning,
+// encoding, decoding and the vocabulary file are yours.
+#define PCRE2_CODE_UNIT_WIDTH 8
+#include <pcre2.h>
+
 #include <cstdint>
 #include <cstdio>
+#include <memory>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -94,6 +98,41 @@ std::string code_point_name(char32_t c) {
   const bool control = c < 0x20 || c == 0x7F || (c >= 0x80 && c < 0xA0);
   if (control || c > 0x10FFFF || (c >= 0xD800 && c <= 0xDFFF)) return name;
   return name + " '" + utf8_encode(c) + "'";
+}
+
+std::vector<std::string> gpt2_pretokenize(const std::string& text) {
+  // GPT-2's split pattern (openai/gpt-2, src/encoder.py): contractions, a letter run, a digit run
+  // or a run of other symbols, each with at most one space before it, then whitespace, which
+  // leaves its last space to the word that follows.
+  static constexpr const char* kPattern =
+      R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
+  // Compiled once. PCRE2_UTF reads code points; PCRE2_UCP gives \s, \p{L} and \p{N} their Unicode meaning.
+  static const std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)> pattern = [] {
+    int error = 0;
+    PCRE2_SIZE offset = 0;
+    pcre2_code* code = pcre2_compile(reinterpret_cast<PCRE2_SPTR>(kPattern), PCRE2_ZERO_TERMINATED,
+                                     PCRE2_UTF | PCRE2_UCP, &error, &offset, nullptr);
+    if (code == nullptr) throw std::logic_error("gpt2_pretokenize: the split pattern does not compile");
+    return std::unique_ptr<pcre2_code, decltype(&pcre2_code_free)>(code, &pcre2_code_free);
+  }();
+  utf8_decode(text);  // throws TokenizerError naming the first byte that is not UTF-8
+  const std::unique_ptr<pcre2_match_data, decltype(&pcre2_match_data_free)> match(
+      pcre2_match_data_create_from_pattern(pattern.get(), nullptr), &pcre2_match_data_free);
+  std::vector<std::string> pieces;
+  std::size_t at = 0;
+  while (at < text.size()) {
+    // The pattern matches every character (its last alternative takes any whitespace, the others
+    // everything else), so each match starts where the last one ended.
+    const int found = pcre2_match(pattern.get(), reinterpret_cast<PCRE2_SPTR>(text.data()), text.size(), at,
+                                  PCRE2_NO_UTF_CHECK, match.get(), nullptr);
+    const PCRE2_SIZE* bounds = pcre2_get_ovector_pointer(match.get());
+    if (found < 0 || bounds[0] != at || bounds[1] <= at) {
+      throw std::logic_error("gpt2_pretokenize: the split pattern does not match at byte " + std::to_string(at));
+    }
+    pieces.push_back(text.substr(at, bounds[1] - at));
+    at = bounds[1];
+  }
+  return pieces;
 }
 
 BpeTokenizer::BpeTokenizer() : BpeTokenizer(std::vector<Merge>{}) {}

@@ -44,15 +44,23 @@ std::string counts_shown(const Counts& counts) {
   return out + "}";
 }
 
-// Observes train_bpe(corpus, vocab_size) and reports failure_id unless it learns `expected`
+// The module's two trainers, by name.
+struct Trainer {
+  const char* name;
+  std::vector<Merge> (*train)(const std::string&, std::int64_t);
+};
+const Trainer kTrainBpe{"train_bpe", train_bpe};
+const Trainer kTrainIncremental{"train_bpe_incremental", train_bpe_incremental};
+
+// Observes trainer(corpus, vocab_size) and reports failure_id unless it learns `expected`
 // (given as KILN_JUDGE_ONLY(...): the observed program receives no merges there). `count_only`:
 // judges when training stops (the number of merges), not which pairs it merged, which bpe_train
 // and bpe_ties judge. In the observed program: whether the call returned.
 bool expect_training(const char* file, int line, const std::string& what, const std::string& corpus,
                      std::int64_t vocab_size, const Pairs& expected, const std::string& failure_id,
-                     testing::Params params = {}, bool count_only = false) {
-  const auto got = observe(fmt::format("train_bpe(<{}>, {})", what, vocab_size),
-                           [&] { return pairs_of(train_bpe(corpus, vocab_size)); });
+                     testing::Params params = {}, bool count_only = false, const Trainer& trainer = kTrainBpe) {
+  const auto got = observe(fmt::format("{}(<{}>, {})", trainer.name, what, vocab_size),
+                           [&] { return pairs_of(trainer.train(corpus, vocab_size)); });
   KILN_JUDGE {
     params.emplace_back("corpus", what);
     params.emplace_back("vocab_size", std::to_string(vocab_size));
@@ -244,6 +252,91 @@ TEST(Tokenization, BpeStop) {
   }
 }
 
+TEST(Tokenization, BpeIncremental) {
+  // The same std::invalid_argument as train_bpe below the 256 byte tokens.
+  const std::int64_t run_small = testing::random_ints(1, 0, 256, 1451)[0];
+  for (const std::int64_t vocab_size : {std::int64_t{255}, std::int64_t{-1}, run_small}) {
+    const auto got = observe(fmt::format("train_bpe_incremental(\"aaabdaaabac\", {})", vocab_size),
+                             [&] { return pairs_of(train_bpe_incremental("aaabdaaabac", vocab_size)); });
+    KILN_JUDGE {
+      const testing::Params params = {{"vocab_size", std::to_string(vocab_size)}};
+      if (!expect_error(__FILE__, __LINE__, got, "std::invalid_argument", {std::to_string(vocab_size)}, {},
+                        "incremental_vocab_size_not_checked", params))
+        return;
+    }
+  }
+
+  // Every case is judged against the merges of the plain trainer (tokenization_testing.h). The
+  // cases come in the order of the mistakes they expose, so that a mistake is named by the first
+  // case it fails: when training stops; a pair merged again after its count fell to zero; ties;
+  // the pairs beside a merge not losing their count; overlapping occurrences; corpora of the run.
+  struct Case {
+    std::string what;
+    std::string corpus;
+    std::int64_t vocab_size;
+    std::string failure_id;
+  };
+  const std::string e_acute = utf8({U'\u00e9'}), e_grave = utf8({U'\u00e8'});
+  std::vector<Case> cases = {
+      {"\"\" (no text)", "", 300, "incremental_merges_wrong"},
+      {"\"a\" (one byte)", "a", 300, "incremental_merges_wrong"},
+      {"\"ab\"", "ab", 300, "incremental_merges_wrong"},  // one pair, once: nothing to merge
+      {"\"aaabdaaabac\"", "aaabdaaabac", 256, "incremental_merges_wrong"},
+      {"\"aaabdaaabac\"", "aaabdaaabac", 257, "incremental_merges_wrong"},
+      // After a merge the pair's count is 0: it must not be merged again.
+      {"\"abab\"", "abab", 300, "incremental_zero_count_chosen"},
+      {"\"aaa\"", "aaa", 300, "incremental_zero_count_chosen"},
+      {"\"cdcdabab\"", "cdcdabab", 1000, "incremental_zero_count_chosen"},
+      // Pairs of equal count: the smallest first, whatever order they were counted or pushed in.
+      {"\"ab1ab2cd3cd4ef5ef6\"", "ab1ab2cd3cd4ef5ef6", 1000, "incremental_tie_wrong"},
+      {"\"gh1gh2ef3ef4cd5cd6ab7ab8\"", "gh1gh2ef3ef4cd5cd6ab7ab8", 1000, "incremental_tie_wrong"},
+      // Merging (a, b) in "x a b y" destroys (x, a) and (b, y); in "x a b a b y" the second merge's left
+      // neighbour is the first merge's new token.
+      {"\"xababyxababz\"", "xababyxababz", 300, "incremental_destroyed_not_decremented"},
+      {"\"acacabab\"", "acacabab", 1000, "incremental_destroyed_not_decremented"},
+      {"\"é é è é\"", utf8({U'\u00e9', U' ', U'\u00e9', U' ', U'\u00e8', U' ', U'\u00e9'}), 300,
+       "incremental_destroyed_not_decremented"},
+      // Overlapping occurrences: merging (a, a) in "aaa" uses up the one at 1.
+      {"\"aaaa\"", "aaaa", 300, "incremental_overlap_wrong"},
+      {"\"aaaaa\"", "aaaaa", 300, "incremental_overlap_wrong"},
+      {"\"aaaaaaa\"", "aaaaaaa", 300, "incremental_overlap_wrong"},
+      {"\"ababab\"", "ababab", 300, "incremental_overlap_wrong"},  // the last occurrence ends the text
+      {"\"abababab\"", "abababab", 300, "incremental_overlap_wrong"},
+      {"\"aaabdaaabac\"", "aaabdaaabac", 259, "incremental_overlap_wrong"},  // where no pair repeats
+      {"\"aaabdaaabac\"", "aaabdaaabac", 260, "incremental_overlap_wrong"},  // and past it
+      {"\"aaabdaaabac\"", "aaabdaaabac", 1000, "incremental_overlap_wrong"},
+  };
+  // Ties of the run: four pairs of letters of the run, each written twice.
+  std::string tied;
+  const Ids letters = testing::random_ints(8, 0, 26, 1452);
+  for (int round = 0; round < 2; ++round) {
+    for (int p = 0; p < 4; ++p) {
+      tied += static_cast<char>('a' + letters[2 * p]);
+      tied += static_cast<char>('a' + letters[2 * p + 1]);
+      tied += static_cast<char>('0' + 4 * round + p);
+    }
+  }
+  cases.push_back({shown(tied), tied, 1000, "incremental_tie_wrong"});
+  // Corpora of the run: runs of one letter, non-ASCII and NUL bytes, any bytes, and a longer text,
+  // each to the end of training and to a vocab_size of the run.
+  const std::string alphabet = {'a', 'a', 'a', 'b', ' ', '\0', e_acute[0], e_acute[1], e_grave[1]};
+  std::uint64_t stream = 1453;
+  for (const std::size_t length : {7, 33, 200, 2000}) {
+    const std::string corpus = random_text(length, alphabet, stream++);
+    const std::int64_t run_vocab = 256 + testing::random_ints(1, 1, 40, stream++)[0];
+    cases.push_back({fmt::format("{} bytes of the run", length), corpus, 1000000, "incremental_merges_wrong"});
+    cases.push_back({fmt::format("{} bytes of the run", length), corpus, run_vocab, "incremental_merges_wrong"});
+  }
+  const std::string any = random_bytes(300, stream++);
+  cases.push_back({"300 random bytes of the run", any, 1000000, "incremental_merges_wrong"});
+  for (const Case& c : cases) {
+    if (!expect_training(__FILE__, __LINE__, c.what, c.corpus, c.vocab_size,
+                         KILN_JUDGE_ONLY(trusted_train(c.corpus, c.vocab_size)), c.failure_id, {}, false,
+                         kTrainIncremental))
+      return;
+  }
+}
+
 TEST(Tokenization, BpeEncode) {
   struct Case {
     Pairs merges;
@@ -257,6 +350,8 @@ TEST(Tokenization, BpeEncode) {
       // By rank, not greedily from the left: bc (rank 0) before ab (rank 1).
       {{{98, 99}, {97, 98}}, "abc", KILN_JUDGE_ONLY({97, 256})},
       {{{98, 99}, {97, 98}}, "ababc", KILN_JUDGE_ONLY({257, 97, 256})},
+      // bc of rank 0 between two ab of rank 1: whichever is met last, the lowest rank goes first.
+      {{{98, 99}, {97, 98}}, "abcab", KILN_JUDGE_ONLY({97, 256, 257})},
       {{{97, 97}}, "aaa", KILN_JUDGE_ONLY({256, 97})},
       {{{97, 97}}, "aaaaa", KILN_JUDGE_ONLY({256, 256, 97})},
       {kWikipediaMerges, "aaabdaaabac", KILN_JUDGE_ONLY({258, 100, 258, 97, 99})},
@@ -417,6 +512,28 @@ TEST(Tokenization, SpecialTokens) {
       if (*got != c.expected) {
         KILN_FAIL("special_not_recognised", params,
                   fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(c.expected)));
+        return;
+      }
+    }
+  }
+
+  // The longest special wins whichever was registered first: here the longer one is.
+  {
+    const std::string text = "<|im_start|>assistant<|im_start|>";
+    const testing::Params params = {{"text", shown(text)}};
+    const auto got = observe(fmt::format("encode({}, true) with \"<|im_start|>assistant\" registered before \"<|im_start|>\"",
+                                         shown(text)),
+                             [&] {
+                               BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
+                               tokenizer.add_special("<|im_start|>assistant");
+                               tokenizer.add_special("<|im_start|>");
+                               return tokenizer.encode(text, true);
+                             });
+    if (!KILN_EXPECT_OK(got, "special_not_recognised", params)) return;
+    KILN_JUDGE {
+      if (*got != Ids{259, 260}) {
+        KILN_FAIL("special_not_recognised", params,
+                  fmt::format("{} gave {}, expected [259, 260]", got.call(), list_of(*got)));
         return;
       }
     }

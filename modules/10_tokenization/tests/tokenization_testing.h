@@ -1,7 +1,7 @@
 // Trusted helpers shared by module 10's checks: UTF-8 written out again, byte-pair encoding done
 // the plainest way (recount every pair for every merge; encode by applying the merges one after
 // another in rank order), a scratch folder, and the pieces of the failure reports. None of them
-// calls the module's code.
+// calls the module's code but the given gpt2_pretokenize (PCRE2), which no student file holds.
 #pragma once
 
 #include <unistd.h>
@@ -250,6 +250,95 @@ inline Pairs pairs_of(const std::vector<Merge>& merges) {
 inline std::vector<Merge> merges_of(const Pairs& pairs) {
   std::vector<Merge> out;
   for (const auto& [first, second] : pairs) out.push_back({first, second});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte-pair encoding within GPT-2 pre-tokens, the plainest way. The pre-tokens come from the
+// module's given gpt2_pretokenize (PCRE2 and GPT-2's pattern; no student code).
+
+// The text cut at the specials, the longest at the leftmost place: (stretch, -1) for ordinary
+// text, (special, its index) for a special.
+inline std::vector<std::pair<std::string, std::int64_t>> trusted_split(const std::string& text,
+                                                                       const std::vector<std::string>& specials) {
+  std::vector<std::pair<std::string, std::int64_t>> out;
+  std::string pending;
+  for (std::size_t at = 0; at < text.size();) {
+    std::size_t best = specials.size();
+    for (std::size_t s = 0; s < specials.size(); ++s) {
+      if (text.compare(at, specials[s].size(), specials[s]) == 0 &&
+          (best == specials.size() || specials[s].size() > specials[best].size())) {
+        best = s;
+      }
+    }
+    if (best == specials.size()) {
+      pending += text[at++];
+      continue;
+    }
+    if (!pending.empty()) out.emplace_back(pending, -1);
+    pending.clear();
+    out.emplace_back(specials[best], static_cast<std::int64_t>(best));
+    at += specials[best].size();
+  }
+  if (!pending.empty()) out.emplace_back(pending, -1);
+  return out;
+}
+
+// The merges of train_bpe_pretokenized's rules: every pre-token of every stretch between specials
+// a sequence of its own, all pairs recounted for every merge, ties by `tie`.
+inline Pairs trusted_train_pretokenized(const std::string& corpus, std::int64_t vocab_size,
+                                        const std::vector<std::string>& specials, TieRule tie) {
+  std::vector<Ids> words;
+  for (const auto& [stretch, special] : trusted_split(corpus, specials)) {
+    if (special < 0) {
+      for (const std::string& piece : gpt2_pretokenize(stretch)) words.push_back(bytes_of(piece));
+    }
+  }
+  std::vector<std::string> bytes;
+  for (int b = 0; b < 256; ++b) bytes.emplace_back(1, static_cast<char>(b));
+  Pairs merges;
+  while (256 + static_cast<std::int64_t>(merges.size() + specials.size()) < vocab_size) {
+    std::map<Pair, std::int64_t> counts;
+    for (const Ids& word : words) {
+      for (const auto& [pair, count] : trusted_pairs(word)) counts[pair] += count;
+    }
+    Pair best{-1, -1};
+    std::int64_t best_count = 0;
+    for (const auto& [pair, count] : counts) {
+      bool better = count > best_count;
+      if (count == best_count && tie == TieRule::smallest_ids) better = pair < best;
+      if (count == best_count && tie == TieRule::greatest_bytes) {
+        const auto key = [&](const Pair& p) {
+          return std::pair(bytes[static_cast<std::size_t>(p.first)], bytes[static_cast<std::size_t>(p.second)]);
+        };
+        better = key(pair) > key(best);
+      }
+      if (better) best = pair, best_count = count;
+    }
+    if (best_count < 2) break;
+    const std::int64_t new_id = 256 + static_cast<std::int64_t>(merges.size());
+    for (Ids& word : words) word = trusted_merge(word, best, new_id);
+    merges.push_back(best);
+    bytes.push_back(bytes[static_cast<std::size_t>(best.first)] + bytes[static_cast<std::size_t>(best.second)]);
+  }
+  return merges;
+}
+
+// encode_pretokenized's ids: specials (when recognised) by id, every pre-token of the text between
+// them encoded on its own.
+inline Ids trusted_encode_pretokenized(const Pairs& merges, const std::vector<std::string>& specials,
+                                       const std::string& text, bool allow_special) {
+  Ids out;
+  for (const auto& [stretch, special] : trusted_split(text, allow_special ? specials : std::vector<std::string>{})) {
+    if (special >= 0) {
+      out.push_back(256 + static_cast<std::int64_t>(merges.size()) + special);
+      continue;
+    }
+    for (const std::string& piece : gpt2_pretokenize(stretch)) {
+      const Ids ids = trusted_encode(merges, piece);
+      out.insert(out.end(), ids.begin(), ids.end());
+    }
+  }
   return out;
 }
 

@@ -35,6 +35,7 @@ struct BenchKernel {
   std::string group, name;
   int role = 0;  // 0 kernel, 1 naive baseline, 2 library baseline (kiln::bench::Role)
   double ms = 0, flops = 0, bytes = 0, extra_bytes = 0;
+  double input_bytes = 0;  // the input's size, where the bench measures growth with it (else 0)
   std::string error;  // not written / wrong result / threw: not timed
   double gflops = 0, gbs = 0, intensity = 0, roof_pct = 0, vs_naive = 0, vs_library = 0;
 };
@@ -58,7 +59,8 @@ struct BenchReport {
   Machine machine;
   std::vector<BenchKernel> kernels;
   std::vector<std::string> commands;
-  std::string bars_svg, roofline_svg;  // where the plots were written
+  std::string bars_svg, roofline_svg;  // where the plots were written ("": not drawn)
+  std::string growth_svg;              // time against input size, where kernels give input_bytes
   int repetitions = 0;
   bool gpu = false;  // timed on a CUDA device: machine holds the device's figures
   bool emulator = false;  // counted on the grid emulator: counted, not kernels
@@ -96,5 +98,8 @@ std::string render_bench_text(const BenchReport& report);
 std::string render_bench_json(const BenchReport& report);
 std::string roofline_svg(const BenchReport& report);
 std::string bars_svg(const BenchReport& report);
+// Time against input size, both on logarithmic axes, one line per kernel name over the groups of
+// kernels that give input_bytes (module 10's trainers on ever larger corpora).
+std::string growth_svg(const BenchReport& report);
 
 }  // namespace kiln::grader

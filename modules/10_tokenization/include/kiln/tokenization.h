@@ -16,6 +16,7 @@
 //     first and second are ids that existed before it: both are below 256 + r. Its rank is r.
 //   * Training counts pairs over the whole corpus as ONE sequence (no splitting into words):
 //     every adjacent position counts, overlapping ones too ("aaa" holds (97, 97) twice).
+//     (train_bpe_pretokenized, below, is GPT-2's way instead: it counts within pre-tokens.)
 //   * The pair merged next is the most frequent one; among pairs of equal count, the smallest
 //     (first, second), compared first by first, then by second. (97, 98) beats (256, 97).
 //   * Merging replaces the occurrences left to right without overlap: merging (97, 97) in
@@ -122,6 +123,44 @@ struct Merge {
 // vocab_size when it is below 256.
 std::vector<Merge> train_bpe(const std::string& corpus, std::int64_t vocab_size);
 
+// The same merges as train_bpe, for every corpus and vocab_size (the same counts over one
+// sequence, the same tie rule, the same stop rule, the same std::invalid_argument), learned
+// without recounting: the pair counts, and the positions where each pair occurs, are kept from
+// merge to merge, and a merge updates only the pairs around the occurrences it replaces. Where
+// train_bpe takes time proportional to merges × corpus length, this takes time proportional to
+// the corpus length plus the occurrences merged (times a logarithm).
+std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t vocab_size);
+
+// ---------------------------------------------------------------------------------------------
+// GPT-2's pre-tokenization (given: src/tokenization_given.cpp, through PCRE2)
+
+// The pieces GPT-2's split pattern cuts `text` into, in order; concatenated they are `text`:
+//   's|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+
+// contractions, a run of letters, of digits or of other symbols (each with at most one space
+// before it), and whitespace, whose last space goes to the word after it: "Hello  world!\n\n"
+// gives "Hello", " ", " world", "!", "\n\n". Letters, digits and whitespace are Unicode's
+// (PCRE2 with UTF and UCP). Throws TokenizerError, as utf8_decode does, for text that is not UTF-8.
+std::vector<std::string> gpt2_pretokenize(const std::string& text);
+
+// Which pair is merged among pairs of equal count.
+enum class TieRule {
+  smallest_ids,    // Kiln's: the smallest (first, second), compared as ids (train_bpe's rule)
+  greatest_bytes,  // the widely used reference's (GPT-2-style trainers; Stanford CS336's tests):
+                   // the greatest (bytes of first, bytes of second), compared as byte strings
+};
+
+// Byte-pair encoding the way GPT-2 trains it (yours: src/bpe.cpp). The corpus is cut at every
+// special token (the longest where several start, as encode does) and the specials are left out;
+// every stretch between them is pre-tokenized with gpt2_pretokenize; pairs are counted within
+// each pre-token only, so that no merge reaches across a space or a special. vocab_size counts
+// the 256 bytes, the merges and the specials, so at most vocab_size - 256 - specials.size()
+// merges are learned; as in train_bpe, training stops early when no pair occurs twice, and a
+// merge replaces occurrences left to right. Throws std::invalid_argument naming vocab_size when
+// it is below 256 + specials.size().
+std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_t vocab_size,
+                                          const std::vector<std::string>& specials = {},
+                                          TieRule tie = TieRule::smallest_ids);
+
 // ---------------------------------------------------------------------------------------------
 // The tokenizer (encode and decode: src/bpe.cpp; save and load: src/vocab_file.cpp)
 class BpeTokenizer {
@@ -144,6 +183,11 @@ class BpeTokenizer {
   // taken, and the text between specials is encoded on its own (merges never reach across a
   // special). Without allow_special (the default) specials are ordinary text.
   TokenIds encode(const std::string& text, bool allow_special = false) const;
+
+  // encode, GPT-2's way: specials as in encode; the ordinary text between them is cut by
+  // gpt2_pretokenize, and every piece is encoded on its own, so that no merge reaches across
+  // pieces. With GPT-2's merges this gives GPT-2's tokens (its ids are others: see the chapter).
+  TokenIds encode_pretokenized(const std::string& text, bool allow_special = false) const;
 
   // The bytes of the ids, concatenated; a special token's id gives its text. An id outside
   // [0, vocab_size()) throws kiln::IndexError naming the id and vocab_size().
