@@ -45,7 +45,8 @@ struct Proof {
 // course's loader made sure).
 void prove_promises(const Course& course, const Module& m, Proof& v) {
   if (m.promises.empty()) {
-    v.not_here("no promise list yet (promises: in module.yaml, what each function promises and the checks that hold it)");
+    v.fail(fmt::format("{} has no promise list: add promises: (what each function promises and the checks that "
+                       "hold it; see docs/authoring.md)", m.yaml.string()));
     return;
   }
   const std::vector<StudentFunction> functions = student_functions(course, m);
@@ -69,8 +70,9 @@ void prove_promises(const Course& course, const Module& m, Proof& v) {
                        m.yaml.string(), fmt::join(unpromised, ", ")));
   }
   if (problems == 0)
-    v.pass(fmt::format("{} promises of the {} functions the student writes, each held by a named check",
-                       m.promises.size(), names.size()));
+    v.pass(fmt::format("{} promise{} of the {} function{} the student writes, each held by a named check",
+                       m.promises.size(), m.promises.size() == 1 ? "" : "s", names.size(),
+                       names.size() == 1 ? "" : "s"));
 }
 
 // "; 2 device checks skipped: no CUDA device: ..." for a report whose device checks did not run.
