@@ -213,50 +213,6 @@ inline Ids trusted_encode(const Pairs& merges, const std::string& text) {
   return ids;
 }
 
-// With special tokens recognised: the longest special at the leftmost place, the text between
-// encoded on its own.
-inline Ids trusted_encode(const Pairs& merges, const std::vector<std::string>& specials, const std::string& text) {
-  Ids out;
-  std::string pending;
-  for (std::size_t at = 0; at < text.size();) {
-    std::size_t best = specials.size();
-    for (std::size_t s = 0; s < specials.size(); ++s) {
-      if (text.compare(at, specials[s].size(), specials[s]) == 0 &&
-          (best == specials.size() || specials[s].size() > specials[best].size())) {
-        best = s;
-      }
-    }
-    if (best == specials.size()) {
-      pending += text[at++];
-      continue;
-    }
-    const Ids part = trusted_encode(merges, pending);
-    out.insert(out.end(), part.begin(), part.end());
-    pending.clear();
-    out.push_back(256 + static_cast<std::int64_t>(merges.size() + best));
-    at += specials[best].size();
-  }
-  const Ids part = trusted_encode(merges, pending);
-  out.insert(out.end(), part.begin(), part.end());
-  return out;
-}
-
-// The module's merges as plain pairs (called inside observations).
-inline Pairs pairs_of(const std::vector<Merge>& merges) {
-  Pairs out;
-  for (const Merge& m : merges) out.emplace_back(m.first, m.second);
-  return out;
-}
-inline std::vector<Merge> merges_of(const Pairs& pairs) {
-  std::vector<Merge> out;
-  for (const auto& [first, second] : pairs) out.push_back({first, second});
-  return out;
-}
-
-// ---------------------------------------------------------------------------------------------
-// Byte-pair encoding within GPT-2 pre-tokens, the plainest way. The pre-tokens come from the
-// module's given gpt2_pretokenize (PCRE2 and GPT-2's pattern; no student code).
-
 // The text cut at the specials, the longest at the leftmost place: (stretch, -1) for ordinary
 // text, (special, its index) for a special.
 inline std::vector<std::pair<std::string, std::int64_t>> trusted_split(const std::string& text,
@@ -283,6 +239,37 @@ inline std::vector<std::pair<std::string, std::int64_t>> trusted_split(const std
   if (!pending.empty()) out.emplace_back(pending, -1);
   return out;
 }
+
+// With special tokens recognised: the longest special at the leftmost place, the text between
+// encoded on its own.
+inline Ids trusted_encode(const Pairs& merges, const std::vector<std::string>& specials, const std::string& text) {
+  Ids out;
+  for (const auto& [part, special] : trusted_split(text, specials)) {
+    if (special >= 0) {
+      out.push_back(256 + static_cast<std::int64_t>(merges.size()) + special);
+      continue;
+    }
+    const Ids ids = trusted_encode(merges, part);
+    out.insert(out.end(), ids.begin(), ids.end());
+  }
+  return out;
+}
+
+// The module's merges as plain pairs (called inside observations).
+inline Pairs pairs_of(const std::vector<Merge>& merges) {
+  Pairs out;
+  for (const Merge& m : merges) out.emplace_back(m.first, m.second);
+  return out;
+}
+inline std::vector<Merge> merges_of(const Pairs& pairs) {
+  std::vector<Merge> out;
+  for (const auto& [first, second] : pairs) out.push_back({first, second});
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Byte-pair encoding within GPT-2 pre-tokens, the plainest way. The pre-tokens come from the
+// module's given gpt2_pretokenize (PCRE2 and GPT-2's pattern; no student code).
 
 // The merges of train_bpe_pretokenized's rules: every pre-token of every stretch between specials
 // a sequence of its own, all pairs recounted for every merge, ties by `tie`.
