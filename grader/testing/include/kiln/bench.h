@@ -23,14 +23,15 @@ struct Kernel {
   double flops = 0;    // floating-point operations per call
   double bytes = 0;    // bytes that must move to or from memory per call (compulsory traffic)
   double extra_bytes = 0;  // temporary memory a call allocates beyond its inputs and output
-  // The size of the input in bytes, for a bench that measures how time grows with it (the
-  // corpus of a tokenizer's trainer): its kernels are drawn, time against input size, one line
-  // per kernel name across the groups. 0: not part of such a series.
-  double input_bytes = 0;
   std::function<void()> run;               // one call
   // Empty when the kernel's last result is right, otherwise what differs. Called once before
   // each timed repetition.
   std::function<std::string()> validate;
+  // The size of the input in bytes, for a bench that measures how time grows with it (the
+  // corpus of a tokenizer's trainer): its kernels are drawn, time against input size, one line
+  // per kernel name across the groups. 0: not part of such a series. Last, so that a kernel
+  // written as {group, name, role, flops, bytes, extra_bytes, run, validate} needs no change.
+  double input_bytes = 0;
 };
 
 // A kernel run once on the grid emulator (`grader bench N --emulator`): what it counted, in place
