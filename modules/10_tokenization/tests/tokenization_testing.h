@@ -386,4 +386,19 @@ bool expect_error(const char* file, int line, const testing::Observed<T>& observ
   return false;
 }
 
+// A trainer called with a vocab_size below what it can hold (`call` names the call, `train` makes
+// it): it must throw std::invalid_argument naming the size. Judged in the judge; the observed
+// program only makes the call. Returns false once a failure is reported.
+template <class Train>
+bool expect_vocab_size_refused(const char* file, int line, const std::string& call, std::int64_t vocab_size,
+                               const Train& train, std::string_view failure_id) {
+  const auto got = testing::observe(call, [&] { return pairs_of(train()); });
+  KILN_JUDGE {
+    const testing::Params params = {{"vocab_size", std::to_string(vocab_size)}};
+    return expect_error(file, line, got, "std::invalid_argument", {std::to_string(vocab_size)}, {}, failure_id,
+                        params);
+  }
+  return true;
+}
+
 }  // namespace kiln::tokenization_testing
