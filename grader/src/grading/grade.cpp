@@ -5,6 +5,7 @@
 // beforehand and linked as archives, so a submission's build never sees a solution's source.
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <memory>
@@ -205,12 +206,22 @@ Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases
       spec.wrapper = sandbox_wrapper();
       options.run.launcher = sandbox_prefix(spec);
     }
+    // The optimised build for speed timing goes on beside the checks, in a folder of its own; it is
+    // stopped when no speed-graded check passes.
+    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_);
+    const bool timed = built.ok && !reference_program_.empty() &&
+                       std::any_of(m_.checks.begin(), m_.checks.end(), [](const Check& c) { return c.speed.has_value(); });
+    if (timed) timing.start_build();
     Verdicts v = observe_and_judge(m_, std::move(built), options);
-    end_sandbox_user(sandbox ? uid : 0);
+    bool any_speed_passed = false;
+    for (std::size_t i = 0; v.run && i < v.checks.size(); ++i)
+      any_speed_passed = any_speed_passed || (v.checks[i]->speed && v.run->checks[i].status == Status::passed);
+    if (!any_speed_passed) timing.cancel_build();
     phases.checks += seconds_since(t);
     t = std::chrono::steady_clock::now();
+    timing.finish_build();
+    end_sandbox_user(sandbox ? uid : 0);
     // 5. Speed timing of the speed-graded checks that passed, beside the reference.
-    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_);
     time_speed_checks(v, reference_program_.empty() ? nullptr : &timing);
     end_sandbox_user(sandbox ? uid : 0);
     phases.speed += seconds_since(t);

@@ -81,14 +81,14 @@ std::vector<std::string> stage_submission(const Submission& s, const Module& m, 
 }
 
 Compiled run_commands(const std::vector<std::string>& commands, const std::vector<std::string>& launcher,
-                      const fs::path& cwd, const Limits& limits, double budget_s) {
+                      const fs::path& cwd, const Limits& limits, double budget_s, const std::atomic<bool>* cancel) {
   Compiled c;
   double used = 0;
   for (const auto& command : commands) {
     std::vector<std::string> argv = launcher;
     argv.insert(argv.end(), {"/bin/sh", "-c", command});
     ProcessSpec spec{.argv = argv, .cwd = cwd, .clean_env = !launcher.empty(), .limits = limits, .output_cap = 1 << 20};
-    spec.should_stop = [&](double elapsed) { return used + elapsed > budget_s; };
+    spec.should_stop = [&](double elapsed) { return used + elapsed > budget_s || (cancel && *cancel); };
     const ProcessResult r = run_process(spec);
     used += r.wall_s;
     c.log += r.out + r.err;
@@ -221,18 +221,47 @@ BuildResult SandboxedBuilder::build() {
 SandboxedSpeedTiming::SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
                                            fs::path reference_program, ReferenceTimes* batch)
     : compile_(compile),
+      optimised_(compile),
       recipe_(recipe),
       sources_(std::move(sources)),
       reference_(std::move(reference_program)),
-      batch_(batch) {}
+      batch_(batch) {
+  optimised_.work = compile.work / "speed";
+  cooked_ = cook(recipe_, sources_, optimised_.work);
+}
+
+SandboxedSpeedTiming::~SandboxedSpeedTiming() {
+  if (building_.valid()) {
+    cancel_ = true;
+    building_.wait();
+  }
+}
+
+// The submission's optimised twin, in work/speed: its sources read-only, its objects and program
+// written there.
+Compiled SandboxedSpeedTiming::build() const {
+  fs::create_directories(optimised_.work);
+  optimised_.prepare(cooked_);
+  return run_commands(cooked_.host, optimised_.launcher(recipe_.build_dir, {sources_}), recipe_.build_dir,
+                      optimised_.limits, optimised_.budget_s, &cancel_);
+}
+
+void SandboxedSpeedTiming::start_build() {
+  if (!building_.valid() && !built_) building_ = std::async(std::launch::async, [this] { return build(); });
+}
+
+void SandboxedSpeedTiming::finish_build() {
+  if (building_.valid()) built_ = building_.get();
+}
 
 bool SandboxedSpeedTiming::prepare(std::string& why_not) {
   if (ready_) return true;
-  const Cooked optimised = cook(recipe_, sources_, compile_.work / "speed");
-  compile_.prepare(optimised);
-  const Compiled compiled = run_commands(optimised.host, compile_.launcher(recipe_.build_dir), recipe_.build_dir,
-                                         compile_.limits, compile_.budget_s);
-  end_sandbox_user(compile_.sandbox ? compile_.uid : 0);
+  if (!built_ && !building_.valid()) {
+    built_ = build();
+    end_sandbox_user(compile_.sandbox ? compile_.uid : 0);
+  }
+  finish_build();
+  const Compiled& compiled = *built_;
   if (!compiled.ok) {
     const auto why = compiled.stopped ? std::nullopt : first_error(compiled.log, compile_.student_files);
     why_not = compiled.stopped ? "its optimised build (-O2, no sanitizers) ran out of time"
@@ -240,19 +269,20 @@ bool SandboxedSpeedTiming::prepare(std::string& why_not) {
                                      (why ? ": " + why->message : std::string());
     return false;
   }
+  const fs::path& binary = cooked_.binary;
   std::random_device fresh;
   programs_.env = {{protocol::kSeed, std::to_string((std::uint64_t(fresh()) << 32) ^ fresh())}};
   programs_.reference = reference_;
   programs_.verifier = reference_;  // trusted too, and built optimised: it judges every timed result
   programs_.scratch = compile_.work / "speed-rounds";
-  programs_.student = optimised.binary;
+  programs_.student = binary;
   if (compile_.sandbox) {
     // The same sandbox for both programs, each seeing only its own: the student's never sees the
     // reference's.
     SandboxSpec timing;
     timing.uid = compile_.uid;
     timing.wrapper = sandbox_wrapper();
-    timing.mounts = {{Mount::read_only, optimised.binary}};
+    timing.mounts = {{Mount::read_only, binary}};
     programs_.launcher = sandbox_prefix(timing);
     timing.mounts = {{Mount::read_only, reference_}};
     programs_.reference_launcher = sandbox_prefix(timing);

@@ -2,6 +2,9 @@
 // build's recipe inside the sandbox, and its optimised twin timed beside the reference's program.
 #pragma once
 
+#include <atomic>
+#include <future>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -23,8 +26,10 @@ struct Compiled {
   bool stopped = false;
   std::string log;
 };
+// `cancel`, when given and set, stops the command running and the rest.
 Compiled run_commands(const std::vector<std::string>& commands, const std::vector<std::string>& launcher,
-                      const fs::path& cwd, const Limits& limits, double budget_s);
+                      const fs::path& cwd, const Limits& limits, double budget_s,
+                      const std::atomic<bool>* cancel = nullptr);
 
 // What every compile of one submission shares: who it runs as, what it may read, its limits.
 struct SandboxedCompile {
@@ -64,17 +69,31 @@ class SandboxedSpeedTiming : public SpeedTiming {
   // batch: the reference's timings shared by the submissions of one grade (may be null).
   SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
                        fs::path reference_program, ReferenceTimes* batch = nullptr);
+  ~SandboxedSpeedTiming() override;
+  // Starts the optimised build beside whatever runs next (the checks), in a folder of its own
+  // that only it writes (work/speed). cancel_build() stops it (no speed check passed);
+  // finish_build() waits for it. The caller ends the sandbox user's processes after that.
+  void start_build();
+  void cancel_build() { cancel_ = true; }
+  void finish_build();
   bool prepare(std::string& why_not) override;
   SpeedResult time(const Check& check, const std::string& context) override;
 
  private:
+  Compiled build() const;
+
   const SandboxedCompile& compile_;
+  SandboxedCompile optimised_;  // compile_, writing only to work/speed
+  Cooked cooked_;               // the optimised recipe's commands there
   const Recipe& recipe_;
   fs::path sources_;
   fs::path reference_;
   ReferenceTimes* batch_;
   SpeedPrograms programs_;
   bool ready_ = false;
+  std::atomic<bool> cancel_{false};
+  std::future<Compiled> building_;
+  std::optional<Compiled> built_;
 };
 
 }  // namespace kiln::grader

@@ -7,11 +7,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <exception>
-#include <map>
-#include <set>
 #include <stdexcept>
 #include <string>
-#include <tuple>
 #include <vector>
 
 namespace kiln::grid {
@@ -52,10 +49,21 @@ struct Memory {
 std::vector<BufferCounts> pending;  // buffers tracked for the next launch
 std::vector<Memory> pending_memory, memory;
 bool launching = false;
-// Per thread of the running block: how many accesses of each stream it has made so far.
-std::vector<std::map<std::pair<int, Access>, std::int64_t>> issued;
-// (stream buffer, access, warp, k) -> the byte addresses of that request's threads.
-std::map<std::tuple<int, Access, std::size_t, std::int64_t>, std::vector<std::uint64_t>> requests;
+// Streams are numbered 0, 1, 2 for shared memory's loads, stores and atomics, then three for each
+// tracked buffer: stream_of(buffer, access).
+std::size_t streams = 3;
+std::size_t stream_of(int buffer, Access access) {
+  return static_cast<std::size_t>(buffer + 1) * 3 + static_cast<std::size_t>(access);
+}
+// Per thread of the running block: how many accesses of each stream it has made so far
+// (issued[thread · streams + stream]).
+std::vector<std::int64_t> issued;
+// Every access of the running block, by request: lanes[stream · warps + warp] holds, for each k,
+// the byte address of each of the warp's 32 lanes (kNoAccess where a lane made no k-th access).
+// The vectors keep their room between blocks, so counting allocates nothing once they have grown.
+constexpr std::uint64_t kNoAccess = ~std::uint64_t{0};
+std::size_t warps = 1;  // per block
+std::vector<std::vector<std::uint64_t>> lanes;
 
 AccessCounts& counts_of(int buffer, Access access) {
   if (buffer == kSharedStream) return access == Access::load ? counts.shared_loads : counts.shared_stores;
@@ -63,39 +71,57 @@ AccessCounts& counts_of(int buffer, Access access) {
   return access == Access::load ? b.loads : access == Access::store ? b.stores : b.atomics;
 }
 
+std::int64_t& issued_by_running(int buffer, Access access) {
+  return issued[running->linear * streams + stream_of(buffer, access)];
+}
+
 void add_access(int buffer, Access access, std::uint64_t address) {
   if (!launching || !running) return;
-  const std::int64_t k = issued[running->linear][{buffer, access}]++;
-  requests[{buffer, access, running->linear / kWarp, k}].push_back(address);
+  const auto k = static_cast<std::size_t>(issued_by_running(buffer, access)++);
+  std::vector<std::uint64_t>& at = lanes[stream_of(buffer, access) * warps + running->linear / kWarp];
+  if (at.size() < (k + 1) * kWarp) at.resize((k + 1) * kWarp, kNoAccess);
+  at[k * kWarp + running->linear % kWarp] = address;
   ++counts_of(buffer, access).accesses;
 }
 
 // A global request costs one transaction per distinct 128-byte segment; a shared one as many
-// passes as the most distinct words in one bank.
-std::int64_t cost(bool shared, const std::vector<std::uint64_t>& addresses) {
+// passes as the most distinct words in one bank. `addresses` is sorted.
+std::int64_t cost(bool shared, const std::uint64_t* addresses, std::size_t n) {
+  std::int64_t distinct = 0;
   if (!shared) {
-    std::set<std::uint64_t> segments;
-    for (std::uint64_t a : addresses) segments.insert(a / kSegmentBytes);
-    return static_cast<std::int64_t>(segments.size());
+    for (std::size_t i = 0; i < n; ++i) distinct += i == 0 || addresses[i] / kSegmentBytes != addresses[i - 1] / kSegmentBytes;
+    return distinct;
   }
-  std::map<std::uint64_t, std::set<std::uint64_t>> words_in_bank;
-  for (std::uint64_t a : addresses) words_in_bank[(a / 4) % kBanks].insert(a / 4);
-  std::size_t passes = 0;
-  for (const auto& [bank, words] : words_in_bank) passes = std::max(passes, words.size());
-  return static_cast<std::int64_t>(passes);
+  std::int64_t words_in_bank[kBanks] = {};
+  std::int64_t passes = 0;
+  for (std::size_t i = 0; i < n; ++i) {
+    if (i > 0 && addresses[i] / 4 == addresses[i - 1] / 4) continue;  // the same word: a broadcast
+    passes = std::max(passes, ++words_in_bank[(addresses[i] / 4) % kBanks]);
+  }
+  return passes;
 }
 
 // At the end of a block: every request it made, costed.
 void settle_block() {
-  for (const auto& [key, addresses] : requests) {
-    const auto& [buffer, access, warp, k] = key;
-    AccessCounts& c = counts_of(buffer, access);
-    const std::int64_t n = cost(buffer == kSharedStream, addresses);
-    ++c.requests;
-    c.transactions += n;
-    c.max_per_request = std::max(c.max_per_request, n);
+  for (std::size_t stream = 0; stream < streams; ++stream) {
+    const int buffer = static_cast<int>(stream / 3) - 1;
+    AccessCounts& c = counts_of(buffer, static_cast<Access>(stream % 3));
+    for (std::size_t warp = 0; warp < warps; ++warp) {
+      std::vector<std::uint64_t>& at = lanes[stream * warps + warp];
+      for (std::size_t k = 0; k < at.size() / kWarp; ++k) {
+        std::uint64_t request[kWarp];
+        std::size_t n = 0;
+        for (std::size_t lane = 0; lane < kWarp; ++lane)
+          if (at[k * kWarp + lane] != kNoAccess) request[n++] = at[k * kWarp + lane];
+        std::sort(request, request + n);
+        const std::int64_t cost_of_request = cost(buffer == kSharedStream, request, n);
+        ++c.requests;
+        c.transactions += cost_of_request;
+        c.max_per_request = std::max(c.max_per_request, cost_of_request);
+      }
+      at.clear();
+    }
   }
-  requests.clear();
 }
 
 void thread_entry() {
@@ -134,7 +160,7 @@ void record_global(Access access, const void* address) {
     if (at < mem.begin || at >= mem.begin + mem.bytes) continue;
     const std::uint64_t offset = at - mem.begin;  // from the buffer's start, as cudaMalloc aligns it
     if (access == Access::load && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 &&
-        running->linear < kWarp && issued[running->linear][{static_cast<int>(buffer), access}] == 0) {
+        running->linear < kWarp && issued_by_running(static_cast<int>(buffer), access) == 0) {
       std::vector<std::int64_t>& first = counts.buffers[buffer].first_request;
       first.resize(kWarp, -1);
       first[running->linear] = static_cast<std::int64_t>(offset / mem.element_bytes);
@@ -174,7 +200,10 @@ void launch_body(Dim3 grid, Dim3 block, const std::function<void()>& body) {
   counts.blocks = std::int64_t(grid.x) * grid.y * grid.z;
   counts.threads_per_block = static_cast<std::int64_t>(count);
   counts.warps = counts.blocks * static_cast<std::int64_t>((count + kWarp - 1) / kWarp);
-  requests.clear();
+  streams = (memory.size() + 1) * 3;
+  warps = (count + kWarp - 1) / kWarp;
+  if (lanes.size() < streams * warps) lanes.resize(streams * warps);
+  for (auto& at : lanes) at.clear();
   launching = true;
   struct Done {
     ~Done() { launching = false; }
@@ -183,7 +212,7 @@ void launch_body(Dim3 grid, Dim3 block, const std::function<void()>& body) {
     for (unsigned by = 0; by < grid.y; ++by)
       for (unsigned bx = 0; bx < grid.x; ++bx) {
         blockIdx = {bx, by, bz};
-        issued.assign(count, {});
+        issued.assign(count * streams, 0);
         for (std::size_t t = 0; t < count; ++t) {
           Thread& thread = threads[t];
           thread = Thread{};
