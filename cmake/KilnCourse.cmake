@@ -93,14 +93,22 @@ endfunction()
 
 # kiln_library(TARGET MODULE name SOURCES student-src...): the module's given objects plus one
 # variant's student files.
+# REUSE library REUSED regex: also the objects of `library` (the reference's) whose names match,
+# instead of compiling the same files again (a mutant changes one file of the reference).
 function(kiln_library target)
-  cmake_parse_arguments(L "" "MODULE" "SOURCES;LINK" ${ARGN})
+  cmake_parse_arguments(L "" "MODULE;REUSE;REUSED" "SOURCES;LINK" ${ARGN})
   get_property(given GLOBAL PROPERTY KILN_${L_MODULE}_HAS_GIVEN)
   set(objects)
   if(given)
     set(objects $<TARGET_OBJECTS:${L_MODULE}_given>)
   endif()
-  add_library(${target} STATIC ${L_SOURCES} ${objects})
+  set(reused)
+  set(reused_san)
+  if(L_REUSE)
+    set(reused "$<FILTER:$<TARGET_OBJECTS:${L_REUSE}>,INCLUDE,${L_REUSED}>")
+    set(reused_san "$<FILTER:$<TARGET_OBJECTS:${L_REUSE}_san>,INCLUDE,${L_REUSED}>")
+  endif()
+  add_library(${target} STATIC ${L_SOURCES} ${objects} ${reused})
   target_link_libraries(${target} PUBLIC ${L_MODULE}_headers ${L_LINK})
   # A main() a student kept for experiments is not the test program's: rename it.
   set_source_files_properties(${L_SOURCES} PROPERTIES COMPILE_DEFINITIONS main=kiln_student_main)
@@ -110,7 +118,7 @@ function(kiln_library target)
   # and given code go without, which keeps links quick.
   target_compile_options(${target} PRIVATE -Werror=return-type -g1)
   # The sanitized twin: the same files, instrumented (kiln_test_binary's s_ binary links it).
-  add_library(${target}_san STATIC EXCLUDE_FROM_ALL ${L_SOURCES} ${objects})
+  add_library(${target}_san STATIC EXCLUDE_FROM_ALL ${L_SOURCES} ${objects} ${reused_san})
   target_link_libraries(${target}_san PUBLIC ${L_MODULE}_headers ${L_LINK})
   # Unoptimised: the sanitizers' checks make optimising slow, and these runs are about memory, not speed.
   target_compile_options(${target}_san PRIVATE ${KILN_SANITIZE} -Werror=return-type -g1 -O0)

@@ -10,8 +10,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
+#include <functional>
 #include <set>
 #include <sstream>
+#include <string_view>
 
 #include <fmt/format.h>
 
@@ -101,15 +103,36 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
     for (const auto& l : m.links)
       out += l == "zlib" ? " ZLIB::ZLIB" : l == "pcre2" ? " PkgConfig::PCRE2" : "";
   };
-  auto library_block = [&](const Module& m, const std::string& source, const fs::path& root,
-                           const std::string& base) {
-    const std::string name = library_target(m, source);
-    if (!libraries_done.insert(name).second) return;
-    out += fmt::format("kiln_library({} MODULE m_{}\n  SOURCES", name, m.name());
-    for (const auto& f : m.student_files) out += " " + cmake_path(root / f);
-    link_block(m, base);
-    out += ")\n";
-  };
+  // A mutant's files that equal the reference's come from the reference's library (its objects
+  // filtered by file name; the reference's library is then part of the build too).
+  std::function<void(const Module&, const std::string&, const fs::path&, const std::string&, bool)> library_block =
+      [&](const Module& m, const std::string& source, const fs::path& root, const std::string& base, bool reuse) {
+        const std::string name = library_target(m, source);
+        if (!libraries_done.insert(name).second) return;
+        std::vector<std::string> compiled, reused;
+        for (const auto& f : m.student_files) {
+          const bool same = reuse && source != "solution" && read_file(root / f) == read_file(course_.solution_dir(m) / f);
+          (same ? reused : compiled).push_back(f);
+        }
+        if (!reused.empty()) library_block(m, "solution", course_.solution_dir(m), "solution", false);
+        out += fmt::format("kiln_library({} MODULE m_{}\n  SOURCES", name, m.name());
+        for (const auto& f : compiled) out += " " + cmake_path(root / f);
+        if (!reused.empty()) {
+          // An object's name ends in its source's path: ".../src/tensor.cpp.o".
+          std::string pattern;
+          for (const auto& f : reused) {
+            std::string escaped;
+            for (const char c : f) {
+              if (std::string_view(".+*?^$()[]{}|\\").find(c) != std::string_view::npos) escaped += "\\\\";
+              escaped += c;
+            }
+            pattern += (pattern.empty() ? "" : "|") + escaped;
+          }
+          out += fmt::format("\n  REUSE {} REUSED \"/({})\\\\.o$\"", library_target(m, "solution"), pattern);
+        }
+        link_block(m, base);
+        out += ")\n";
+      };
 
   for (const auto& t : targets) {
     for (const Module* dep : course_.prerequisites(*t.module)) module_block(*dep);
@@ -117,8 +140,8 @@ std::string CourseBuild::cmake_description(const std::vector<TestTarget>& target
   }
   for (const auto& t : targets) {
     for (const Module* dep : course_.prerequisites(*t.module))
-      library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name);
-    library_block(*t.module, t.own.name, t.own.root, t.base_name);
+      library_block(*dep, t.base_name, t.base_root / dep->name(), t.base_name, false);
+    library_block(*t.module, t.own.name, t.own.root, t.base_name, t.reuses_reference_objects);
     if (t.module->test_sources().empty()) continue;
     out += fmt::format("kiln_test_binary({} MODULE m_{} LIBRARIES {}{})\n", t.target_name(), t.module->name(),
                        library_target(*t.module, t.own.name), t.observer ? " OBSERVER" : "");

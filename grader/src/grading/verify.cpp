@@ -314,6 +314,7 @@ Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, c
                    .base_root = ws.course.root / "solutions"};
       t.with_device = m->check(mu.check)->device;
       t.with_sanitized = mu.failure == kMemoryError;
+      t.reuses_reference_objects = true;
       plan.targets.push_back(t);
       plan.targets.push_back(observed(t));
       plan.jobs.push_back({.module = m, .target = t, .observed = observed(t), .only_checks = {mu.check},

@@ -84,6 +84,7 @@ Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules
         TestTarget t{.module = m, .own = {name, staged}, .base_name = "solution",
                      .base_root = ws.course.root / "solutions"};
         t.with_device = false;
+        t.reuses_reference_objects = true;
         job.target = plan.targets.size();
         plan.targets.push_back(t);
       }

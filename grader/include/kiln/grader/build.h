@@ -33,6 +33,9 @@ struct TestTarget {
   // The observed program (kiln/testing.h): the checks with their judging compiled out, as `grade`
   // runs a submission. Its binaries' names end in __observed.
   bool observer = false;
+  // A mutant of the reference (base "solution"): its files that equal the reference's are not
+  // compiled again; its library takes the reference library's objects for them.
+  bool reuses_reference_objects = false;
   std::string target_name() const;  // t_17_acceleration__student
   std::string sanitized_name() const;  // s_17_acceleration__student
   std::string bench_name() const;   // b_17_acceleration__student (modules with bench/ only)
