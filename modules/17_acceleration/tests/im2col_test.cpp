@@ -136,12 +136,14 @@ TEST(Acceleration, Im2col) {
   }
   if (!patches5.ok()) return;
   // Random batches whose images are not square, whose outputs are not square either, and whose
-  // windows do not tile them evenly.
+  // windows do not tile them evenly; the smallest window (1×1), and a 3×3 window that fits a 1×2
+  // image only with its padding of 1 (both sides of the "window fits" bound).
   struct Case {
     Shape x_shape;
     int k, stride, padding;
   };
-  const std::vector<Case> cases{{{1, 2, 4, 6}, 2, 1, 0}, {{2, 3, 5, 7}, 3, 2, 1}, {{2, 1, 7, 4}, 3, 1, 2}};
+  const std::vector<Case> cases{{{1, 2, 4, 6}, 2, 1, 0}, {{2, 3, 5, 7}, 3, 2, 1}, {{2, 1, 7, 4}, 3, 1, 2},
+                                {{1, 3, 3, 2}, 1, 1, 0}, {{1, 2, 1, 2}, 3, 1, 1}};
   std::uint64_t stream = 61;
   for (const Case& c : cases) {
     const Tensor x = random_tensor(c.x_shape, stream++);
@@ -167,6 +169,7 @@ TEST(Acceleration, Im2col) {
       {{1, 1, 2, 5}, 3, 1, 0, true, "a 3×3 window taller than the image"},
       {{1, 1, 5, 2}, 3, 1, 0, true, "a 3×3 window wider than the image"},
       {{1, 1, 3, 3}, 5, 1, 0, true, "a 5×5 window larger than the image padded by 0"},
+      {{1, 1, 1, 2}, 4, 1, 1, true, "a 4×4 window larger than the image padded by 1"},
       {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
       {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
       {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"}};
