@@ -40,7 +40,7 @@ Tensor transposed_view(std::int64_t rows, std::int64_t cols, std::uint64_t strea
 bool expect_product(const char* file, int line, const Observed<TensorData>& product, const TensorData& expected,
                     double atol, double rtol, const char* failure_id, Params params) {
   if (!product.ok()) {
-    params.insert(params.end(), {{"difference", "-"}, {"where", "-"}});
+    params.insert(params.end(), {{"difference", "an unknown amount (the call threw)"}, {"where", "-"}});
     report_failure(file, line, failure_id, params, "unexpected error: " + product.describe_error());
     return false;
   }
