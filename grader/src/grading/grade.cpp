@@ -209,14 +209,10 @@ Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases
     // The optimised build for speed timing goes on beside the checks, in a folder of its own; it is
     // stopped when no speed-graded check passes.
     SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_);
-    const bool timed = built.ok && !reference_program_.empty() &&
-                       std::any_of(m_.checks.begin(), m_.checks.end(), [](const Check& c) { return c.speed.has_value(); });
-    if (timed) timing.start_build();
+    // (A reference program is built only for a module with speed-graded checks.)
+    if (built.ok && !reference_program_.empty()) timing.start_build();
     Verdicts v = observe_and_judge(m_, std::move(built), options);
-    bool any_speed_passed = false;
-    for (std::size_t i = 0; v.run && i < v.checks.size(); ++i)
-      any_speed_passed = any_speed_passed || (v.checks[i]->speed && v.run->checks[i].status == Status::passed);
-    if (!any_speed_passed) timing.cancel_build();
+    if (!any_speed_check_passed(v)) timing.cancel_build();
     phases.checks += seconds_since(t);
     t = std::chrono::steady_clock::now();
     timing.finish_build();

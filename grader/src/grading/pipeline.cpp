@@ -281,12 +281,14 @@ void apply_speed(RunResult& run, const std::vector<const Check*>& checks,
   }
 }
 
+bool any_speed_check_passed(const Verdicts& v) {
+  for (std::size_t i = 0; v.run && i < v.checks.size(); ++i)
+    if (v.checks[i]->speed && v.run->checks[i].status == Status::passed) return true;
+  return false;
+}
+
 void time_speed_checks(Verdicts& v, SpeedTiming* timing) {
-  if (!v.run) return;
-  bool any = false;
-  for (std::size_t i = 0; i < v.checks.size(); ++i)
-    any = any || (v.checks[i]->speed && v.run->checks[i].status == Status::passed);
-  if (!any) return;
+  if (!any_speed_check_passed(v)) return;
   std::string why_not;
   if (!timing || !timing->prepare(why_not)) {
     apply_speed(*v.run, v.checks, nullptr, why_not);

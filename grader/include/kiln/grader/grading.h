@@ -176,6 +176,8 @@ Verdicts run_pipeline(const Module& module, Builder& builder, const PipelineOpti
 // The steps after the build, for a caller that builds many variants at once (verify).
 Verdicts observe_and_judge(const Module& module, BuildResult built, const PipelineOptions& options);
 void time_speed_checks(Verdicts& verdicts, SpeedTiming* timing);
+// Whether any speed-graded check passed its checks, and so is to be timed.
+bool any_speed_check_passed(const Verdicts& verdicts);
 
 // A check that failed while a check it needs (Check::needs) also did not pass waits for it: its own
 // failure is not shown. A memory error or a crash is shown all the same.
