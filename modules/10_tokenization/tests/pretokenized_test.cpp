@@ -1,8 +1,11 @@
 // Module 10 checks for byte-pair encoding GPT-2's way: training within the pieces of GPT-2's
 // pre-tokenizer, with special tokens cut out and either tie rule, and encoding piece by piece.
 // Expected values come from the plain implementation in tokenization_testing.h, which recounts
-// everything for every merge and takes its pieces from the given gpt2_pretokenize.
+// everything for every merge and takes its pieces from the given gpt2_pretokenize; GPT-2's own
+// ids on eight texts were written down once from its reference encoder (gpt2_reference.h).
 #include <cstdint>
+#include <map>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -10,6 +13,7 @@
 
 #include "kiln/testing.h"
 #include "kiln/tokenization.h"
+#include "gpt2_reference.h"
 #include "tokenization_testing.h"
 
 namespace kiln {
@@ -33,6 +37,60 @@ std::string run_text(std::size_t words, const std::vector<std::string>& specials
     text += index < pieces.size() ? pieces[index] : specials[index - pieces.size()];
   }
   return text;
+}
+
+// GPT-2's vocabulary as the module numbers it: a byte's id is the byte, GPT-2's merge of rank r
+// makes 256 + r as in GPT-2, and <|endoftext|> is 50256 in both. The ranks that gpt2_reference.h
+// leaves out are filled with pairs that hold a byte none of the texts contains, so they never
+// apply and the encoding is GPT-2's. to_gpt2[id] is GPT-2's id of the module's token `id`;
+// bytes[GPT-2 id] is a token's bytes, for the reports.
+struct Gpt2Vocabulary {
+  Pairs merges;
+  Ids to_gpt2;
+  std::map<std::int64_t, std::string> bytes;
+};
+
+Gpt2Vocabulary gpt2_vocabulary() {
+  constexpr std::int64_t kMerges = kGpt2EndOfText - 256;
+  Gpt2Vocabulary v;
+  std::map<std::int64_t, std::int64_t> to_module;
+  for (std::int64_t b = 0; b < 256; ++b) {
+    const std::int64_t gpt2 = kGpt2ByteIds[static_cast<std::size_t>(b)];
+    to_module[gpt2] = b;
+    v.to_gpt2.push_back(gpt2);
+    v.bytes[gpt2] = std::string(1, static_cast<char>(b));
+  }
+  std::vector<bool> in_texts(256, false);
+  for (const Gpt2Text& t : kGpt2Texts) {
+    for (const char c : std::string(t.text) + "<|endoftext|>") in_texts[static_cast<unsigned char>(c)] = true;
+  }
+  std::int64_t filler = 0;  // the next pair (filler / 256, filler % 256) to try
+  auto next_filler = [&] {
+    for (; filler < 256 * 256; ++filler) {
+      const std::int64_t first = filler / 256, second = filler % 256;
+      if (!in_texts[static_cast<std::size_t>(first)] || !in_texts[static_cast<std::size_t>(second)]) {
+        ++filler;
+        return Pair{first, second};
+      }
+    }
+    throw std::logic_error("gpt2_vocabulary: not enough byte pairs absent from the texts to fill GPT-2's ranks");
+  };
+  std::size_t next_real = 0;
+  for (std::int64_t rank = 0; rank < kMerges; ++rank) {
+    const std::int64_t id = 256 + rank;
+    if (next_real < kGpt2Merges.size() && kGpt2Merges[next_real][0] == rank) {
+      const auto& [_, first, second] = kGpt2Merges[next_real++];
+      v.merges.emplace_back(to_module.at(first), to_module.at(second));
+      v.bytes[id] = v.bytes.at(first) + v.bytes.at(second);
+    } else {
+      v.merges.push_back(next_filler());
+    }
+    to_module[id] = id;
+    v.to_gpt2.push_back(id);
+  }
+  v.to_gpt2.push_back(kGpt2EndOfText);
+  v.bytes[kGpt2EndOfText] = "<|endoftext|>";
+  return v;
 }
 
 }  // namespace
@@ -149,6 +207,59 @@ TEST(Tokenization, BpePretokenizedEncode) {
       if (*got != expected) {
         KILN_FAIL("pretokenized_encode_wrong", params,
                   fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
+        return;
+      }
+    }
+  }
+}
+
+
+TEST(Tokenization, BpeGpt2Ids) {
+  // GPT-2's 50,000 merges (those the texts use, the rest never applying) and <|endoftext|>; the
+  // ids compared are GPT-2's.
+  const Gpt2Vocabulary gpt2 = gpt2_vocabulary();
+  struct Case {
+    std::string text;
+    bool allow_special;
+    Ids expected;
+  };
+  std::vector<Case> cases;
+  for (const Gpt2Text& t : kGpt2Texts) cases.push_back({t.text, false, t.ids});
+  // With allow_special, the special between two texts is GPT-2's 50256 and the texts encode alone.
+  const Gpt2Text& first = kGpt2Texts.front();
+  const Gpt2Text& second = kGpt2Texts[1];
+  Ids joined = first.ids;
+  joined.push_back(kGpt2EndOfText);
+  joined.insert(joined.end(), second.ids.begin(), second.ids.end());
+  cases.push_back({std::string(first.text) + "<|endoftext|>" + second.text, true, joined});
+
+  auto token_shown = [&](std::int64_t id) {
+    const auto it = gpt2.bytes.find(id);
+    return it == gpt2.bytes.end() ? fmt::format("{}", id) : fmt::format("{} {}", id, shown(it->second));
+  };
+  for (const Case& c : cases) {
+    const testing::Params params = {{"text", shown(c.text)}};
+    const auto got = observe(fmt::format("encode_pretokenized({}, {})", shown(c.text), c.allow_special), [&] {
+      BpeTokenizer tokenizer(merges_of(gpt2.merges));
+      tokenizer.add_special("<|endoftext|>");
+      return tokenizer.encode_pretokenized(c.text, c.allow_special);
+    });
+    if (!KILN_EXPECT_OK(got, "gpt2_ids_wrong", params)) return;
+    KILN_JUDGE {
+      Ids as_gpt2;  // the module's ids in GPT-2's numbering; -1 for an id outside the vocabulary
+      for (const std::int64_t id : *got) {
+        const bool known = id >= 0 && id < static_cast<std::int64_t>(gpt2.to_gpt2.size());
+        as_gpt2.push_back(known ? gpt2.to_gpt2[static_cast<std::size_t>(id)] : -1);
+      }
+      if (as_gpt2 != c.expected) {
+        std::size_t k = 0;
+        while (k < as_gpt2.size() && k < c.expected.size() && as_gpt2[k] == c.expected[k]) ++k;
+        const std::string got_k = k < as_gpt2.size() ? (as_gpt2[k] < 0 ? fmt::format("the id {} (outside the vocabulary)", (*got)[k]) : token_shown(as_gpt2[k])) : "nothing";
+        const std::string expected_k = k < c.expected.size() ? token_shown(c.expected[k]) : "nothing";
+        KILN_FAIL("gpt2_ids_wrong", params,
+                  fmt::format("{} gave {} tokens, GPT-2's encoder {}; in GPT-2's ids they first differ at token {}: "
+                              "{}, where GPT-2 has {} (GPT-2's ids: {})",
+                              got.call(), got->size(), c.expected.size(), k, got_k, expected_k, list_of(c.expected)));
         return;
       }
     }
