@@ -267,7 +267,7 @@ void apply_speed(RunResult& run, const std::vector<const Check*>& checks,
         r.speed = SpeedScore{
             .fraction = s.fraction,
             .ratio = s.ratio,
-            .text = fmt::format("{:.2f}× the reference's time ({} against {} a call, median of {} rounds): {} of {} "
+            .text = fmt::format("{:.2f}× the reference's time ({} against {} a call, the fastest of {} rounds): {} of {} "
                                 "points (all at {:g}× or less, none at {:g}× or more)",
                                 s.ratio, format_duration(s.student_ms), format_duration(s.reference_ms), s.rounds,
                                 points, check.points, check.speed->full_at, check.speed->zero_at)};

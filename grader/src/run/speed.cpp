@@ -29,11 +29,8 @@ double speed_fraction(const Speed& speed, double ratio) {
 
 namespace {
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
+double smallest(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
+
 
 struct TimedRun {
   ProcessResult process;
@@ -152,7 +149,11 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
   std::unique_lock<std::mutex> one_at_a_time(timing);
   const Speed& speed = *check.speed;
   SpeedResult result;
-  std::vector<double> student, reference, empties;
+  // Each run's CPU time, in seconds. A program's time per call is its fastest timed run less the
+  // fastest empty run, over the calls: the machine's other work only ever adds CPU time (cache
+  // and memory contention, page faults), so the smallest of a few runs is the one it disturbed
+  // least, where a median still moves with what the other worker happens to do.
+  std::vector<double> mine_s, theirs_s, empties;
   std::vector<std::string> outputs;  // each round's results, judged once the timing is done
   fs::create_directories(programs.scratch);
   // In a batch, the reference's figure is timed once for several submissions (ReferenceTimes).
@@ -166,11 +167,15 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
         return result;
       }
       empties.push_back(empty.cpu_s);
-      reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
+      theirs_s.push_back(theirs.cpu_s);
     }
-    reused = ReferenceTimes::Timed{.reference_ms = 1e3 * median(reference), .empty_s = median(empties)};
+    reused = ReferenceTimes::Timed{
+        .reference_ms = 1e3 * std::max(0.0, smallest(theirs_s) - smallest(empties)) / speed.calls,
+        .empty_s = smallest(empties)};
     batch->put(check.id, *reused);
+    theirs_s.clear();
   }
+  std::vector<double> per_call;  // the student's rounds, each less the fastest empty run so far
   for (int round = 1; round <= speed.rounds; ++round) {
     TimedRun empty, mine, theirs;
     if (!reused) {
@@ -201,14 +206,14 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
     }
     outputs.push_back(std::move(mine.process.out));
     result.rounds = round;
+    mine_s.push_back(mine.cpu_s);
     if (reused) {
-      student.push_back(std::max(0.0, mine.cpu_s - reused->empty_s) / speed.calls);
-      if (settled(student)) break;
+      per_call.push_back(std::max(0.0, mine.cpu_s - reused->empty_s) / speed.calls);
+      if (settled(per_call)) break;
       continue;
     }
     empties.push_back(empty.cpu_s);
-    student.push_back(std::max(0.0, mine.cpu_s - empty.cpu_s) / speed.calls);
-    reference.push_back(std::max(0.0, theirs.cpu_s - empty.cpu_s) / speed.calls);
+    theirs_s.push_back(theirs.cpu_s);
   }
   // Every result of the student's runs, judged by trusted code before its time counts. The
   // judging is not timed: other checks' timing may go on meanwhile.
@@ -245,15 +250,16 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
       return result;
     }
   }
-  result.student_ms = 1e3 * median(student);
-  result.reference_ms = reused ? reused->reference_ms : 1e3 * median(reference);
   if (reused) empties = {reused->empty_s};
+  result.student_ms = 1e3 * std::max(0.0, smallest(mine_s) - smallest(empties)) / speed.calls;
+  result.reference_ms =
+      reused ? reused->reference_ms : 1e3 * std::max(0.0, smallest(theirs_s) - smallest(empties)) / speed.calls;
   // The reference's calls must stand out from the cost of starting and drawing inputs, or the
   // ratio is noise.
-  if (result.reference_ms * speed.calls < 1e3 * 0.05 * median(empties) || result.reference_ms <= 0) {
+  if (result.reference_ms * speed.calls < 1e3 * 0.05 * smallest(empties) || result.reference_ms <= 0) {
     result.problem = fmt::format("the reference's calls ({} each) are too short to time beside the {} it takes to "
                                  "start and draw their inputs",
-                                 format_duration(result.reference_ms), format_duration(1e3 * median(empties)));
+                                 format_duration(result.reference_ms), format_duration(1e3 * smallest(empties)));
     return result;
   }
   result.measured = true;

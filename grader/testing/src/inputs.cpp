@@ -2,6 +2,7 @@
 // program as well as the judge, so nothing here computes an expected value.
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "kiln/protocol.h"
 #include "kiln/testing.h"
@@ -51,7 +52,20 @@ Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low, float 
   Generator generator(stream);
   std::vector<float> values(static_cast<std::size_t>(numel(shape)));
   for (float& v : values) v = generator.uniform(low, high);
-  return Tensor(shape, values);
+  return Tensor(shape, std::move(values));
+}
+
+Tensor hashed_random_tensor(const Shape& shape, std::uint64_t stream, float low, float high) {
+  std::uint64_t mix = run_seed();
+  const std::uint64_t key = splitmix(mix) ^ stream * 0xd1b54a32d192ed03ULL;
+  std::vector<float> values(static_cast<std::size_t>(numel(shape)));
+  const float step = (high - low) * 0x1.0p-24f;
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    std::uint64_t counter = key + i * 0x9e3779b97f4a7c15ULL;  // SplitMix64's i-th state, without the chain
+    const float v = low + step * static_cast<float>(splitmix(counter) >> 40);  // 24 bits: exact in a float
+    values[i] = v < high ? v : std::nextafter(high, low);
+  }
+  return Tensor(shape, std::move(values));
 }
 
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream) {

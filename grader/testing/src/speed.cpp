@@ -1,5 +1,6 @@
 // Speed-graded checks (kiln/testing.h): the observed side of a check run, and the timed runs.
 // Nothing here judges: the observed program links it.
+#include <malloc.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -67,6 +68,11 @@ std::string digest(const TensorData& t) {
 // machine's byte order). Nothing is judged here: the judge's program reads the results back
 // (verify_timed).
 void timed(const SpeedKernel& kernel, long round, long calls, bool skip) {
+  // Large blocks from the heap, and freed ones kept for the next call, instead of fresh pages from
+  // the kernel for every result: page faults cost what the machine's other work decides, and that
+  // noise is not the kernel's.
+  mallopt(M_MMAP_THRESHOLD, 32 << 20);
+  mallopt(M_TRIM_THRESHOLD, 1 << 30);
   if (kernel.context && !skip) write_tensor(kernel.context());
   std::vector<std::vector<Tensor>> inputs;
   for (long i = 0; i < calls; ++i) inputs.push_back(kernel.inputs(timed_stream(round, i)));

@@ -16,6 +16,7 @@
 namespace kiln {
 namespace {
 
+using testing::hashed_random_tensor;
 using testing::random_tensor;
 using testing::SpeedKernel;
 using testing::TensorData;
@@ -63,7 +64,8 @@ TEST(AccelerationSpeed, TiledMatmul) {
   SpeedKernel kernel;
   kernel.name = "tiled_matmul(a, b)";
   kernel.inputs = [](std::uint64_t stream) {
-    return std::vector<Tensor>{random_tensor({kRows, kInner}, stream), random_tensor({kInner, kCols}, stream + 7)};
+    return std::vector<Tensor>{hashed_random_tensor({kRows, kInner}, stream),
+                               hashed_random_tensor({kInner, kCols}, stream + 7)};
   };
   kernel.check_inputs = [](std::uint64_t stream) {
     return std::vector<Tensor>{random_tensor({kCheckRows, kCheckInner}, stream),
@@ -97,7 +99,9 @@ std::string judge_gelu(const std::vector<Tensor>& inputs, const TensorData& y) {
 TEST(AccelerationSpeed, FusedGelu) {
   SpeedKernel kernel;
   kernel.name = "fused_gelu(x)";
-  kernel.inputs = [](std::uint64_t stream) { return std::vector<Tensor>{random_tensor({kGeluCount}, stream, -5.0f, 5.0f)}; };
+  kernel.inputs = [](std::uint64_t stream) {
+    return std::vector<Tensor>{hashed_random_tensor({kGeluCount}, stream, -5.0f, 5.0f)};
+  };
   kernel.check_inputs = [](std::uint64_t stream) {
     return std::vector<Tensor>{random_tensor({kCheckGeluCount}, stream, -5.0f, 5.0f)};
   };

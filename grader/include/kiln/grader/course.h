@@ -37,8 +37,9 @@ enum class Visibility { visible, after_due_date, hidden };
 // right, the student's kernel is timed beside the reference's, in the same run and out of
 // process: rounds alternate the two programs, each calling the kernel on fresh inputs, and the
 // grader takes their CPU time from the kernel's accounting, never from the programs themselves.
-// Every result of a timed run is checked by trusted code before its time counts. The points go by
-// the ratio of the medians: all at full_at times the reference's time or less, none at zero_at or
+// Every result of a timed run is checked by trusted code before its time counts. A program's time
+// is its fastest round less the fastest empty run (the machine's other work only adds time). The
+// points go by the ratio of the two: all at full_at times the reference's time or less, none at zero_at or
 // more, and between, 1 - ln(ratio/full_at)/ln(zero_at/full_at) of them, rounded to whole points.
 struct Speed {
   double full_at = 1.2;

@@ -41,7 +41,7 @@ struct SpeedResult {
   bool measured = false;
   std::string problem;   // a timed run's wrong result, or why nothing could be measured
   bool wrong = false;    // problem is a wrong result (the check fails), not a failure to measure
-  double student_ms = 0, reference_ms = 0;  // medians, per call
+  double student_ms = 0, reference_ms = 0;  // per call: the fastest run less the fastest empty run
   double ratio = 0, fraction = 0;
   int rounds = 0;
 };
@@ -53,13 +53,13 @@ class ReferenceTimes {
  public:
   explicit ReferenceTimes(int reuse) : reuse_(reuse) {}
   struct Timed {
-    double reference_ms = 0;  // median per call
-    double empty_s = 0;       // median of the empty runs: starting and drawing the inputs
+    double reference_ms = 0;  // per call: the fastest timed run less the fastest empty run
+    double empty_s = 0;       // the fastest empty run: starting and drawing the inputs
   };
   // The figure for `check`, when one is there to reuse; counts the use.
   std::optional<Timed> take(const std::string& check);
   void put(const std::string& check, const Timed& t);
-  // Of every time a check's reference was timed again: how far its median moved from the last.
+  // Of every time a check's reference was timed again: how far its figure moved from the last.
   int retimed() const;
   double largest_drift() const;  // |new / old - 1|, largest
 

@@ -68,6 +68,11 @@ class Generator {
 
 // Values uniform in [low, high), in row-major order, from Generator(stream).
 Tensor random_tensor(const Shape& shape, std::uint64_t stream, float low = -1.0f, float high = 1.0f);
+// Values uniform in [low, high) to 24 bits, each one a hash of the run's seed, `stream` and its
+// index rather than the next value of a chain, so drawing them vectorizes: several times cheaper
+// than random_tensor, for a speed check's large inputs, which every timed and empty run draws
+// again (their cost is what the empty run subtracts, and its noise the ratio's).
+Tensor hashed_random_tensor(const Shape& shape, std::uint64_t stream, float low = -1.0f, float high = 1.0f);
 // count integers in [0, bound), or in [low, high), from Generator(stream).
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream);
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream);
