@@ -25,6 +25,16 @@ void check_guard(const std::vector<float>& buffer, std::size_t n, const char* ke
   }
 }
 
+// After the write guard: any other access outside the tensors (a load past the edge, above all),
+// which the emulator notes and a GPU would not report.
+void check_stray(const char* kernel) {
+  const std::string& stray = grid::last_launch().stray;
+  if (!stray.empty()) {
+    throw IndexError(std::string(kernel) + ": " + stray +
+                     ": a thread whose element lies past the edge must not touch memory there");
+  }
+}
+
 unsigned blocks(std::int64_t size, int per_block = kTile) {
   return static_cast<unsigned>((size + per_block - 1) / per_block);
 }
@@ -32,6 +42,12 @@ unsigned blocks(std::int64_t size, int per_block = kTile) {
 std::vector<float> padded_copy(const Tensor& t) {
   std::vector<float> values = t.to_vector();
   values.resize(values.size() + kGuardFloats, 0.0f);  // stray reads stay inside the allocation
+  return values;
+}
+
+std::vector<std::int64_t> padded_ids(const std::vector<std::int64_t>& ids) {
+  std::vector<std::int64_t> values = ids;
+  values.resize(values.size() + kGuardFloats, 0);  // as padded_copy: stray reads stay inside
   return values;
 }
 
@@ -67,6 +83,7 @@ Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel) {
       break;
   }
   check_guard(c, std::size_t(n) * m, "the matmul kernel");
+  check_stray("the matmul kernel");
   c.resize(std::size_t(n) * m);
   return Tensor({n, m}, std::move(c));
 }
@@ -79,11 +96,13 @@ Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>
   const std::vector<float> table = padded_copy(w);
   std::vector<float> out = guarded(std::size_t(count) * dim, kUnwritten);
   const float* w_ptr = grid::track(table.data(), std::size_t(w.shape()[0]) * dim, table.size(), "w");
-  const std::int64_t* ids_ptr = grid::track(ids.data(), ids.size(), ids.size(), "ids");
+  const std::vector<std::int64_t> id_values = padded_ids(ids);
+  const std::int64_t* ids_ptr = grid::track(id_values.data(), ids.size(), id_values.size(), "ids");
   float* out_ptr = grid::track(out.data(), std::size_t(count) * dim, out.size(), "out");
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, w_ptr, ids_ptr, out_ptr,
                count, dim);
   check_guard(out, std::size_t(count) * dim, "embedding_gather_kernel");
+  check_stray("embedding_gather_kernel");
   out.resize(std::size_t(count) * dim);
   return Tensor({count, dim}, std::move(out));
 }
@@ -96,11 +115,13 @@ Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int
   const std::vector<float> grads = padded_copy(g);
   std::vector<float> grad_w = guarded(std::size_t(rows) * dim, 0.0f);  // the scatter-add adds into zeros
   const float* g_ptr = grid::track(grads.data(), std::size_t(count) * dim, grads.size(), "g");
-  const std::int64_t* ids_ptr = grid::track(ids.data(), ids.size(), ids.size(), "ids");
+  const std::vector<std::int64_t> id_values = padded_ids(ids);
+  const std::int64_t* ids_ptr = grid::track(id_values.data(), ids.size(), id_values.size(), "ids");
   float* grad_w_ptr = grid::track(grad_w.data(), std::size_t(rows) * dim, grad_w.size(), "grad_w");
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, g_ptr, ids_ptr,
                grad_w_ptr, count, dim);
   check_guard(grad_w, std::size_t(rows) * dim, "embedding_scatter_add_kernel");
+  check_stray("embedding_scatter_add_kernel");
   grad_w.resize(std::size_t(rows) * dim);
   return Tensor({rows, dim}, std::move(grad_w));
 }

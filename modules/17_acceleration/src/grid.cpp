@@ -45,6 +45,7 @@ LaunchCounts counts;
 struct Memory {
   std::uintptr_t begin;
   std::size_t element_bytes, bytes;
+  std::size_t count;  // the tensor's elements; the rest of `bytes` is padding
 };
 std::vector<BufferCounts> pending;  // buffers tracked for the next launch
 std::vector<Memory> pending_memory, memory;
@@ -124,6 +125,16 @@ void settle_block() {
   }
 }
 
+// "thread (3, 15) of block (0, 1)": the running thread, as the messages name it.
+std::string who_is_running() {
+  return "thread (" + std::to_string(threadIdx.x) + ", " + std::to_string(threadIdx.y) + ") of block (" +
+         std::to_string(blockIdx.x) + ", " + std::to_string(blockIdx.y) + ")";
+}
+
+const char* verb(Access access) {
+  return access == Access::load ? "loaded" : access == Access::store ? "stored to" : "added to";
+}
+
 void thread_entry() {
   try {
     (*kernel_body)();
@@ -149,7 +160,7 @@ void register_buffer(std::string name, const void* data, std::size_t element_byt
   b.name = std::move(name);
   b.reads.assign(count, 0);
   pending.push_back(std::move(b));
-  pending_memory.push_back({reinterpret_cast<std::uintptr_t>(data), element_bytes, allocated * element_bytes});
+  pending_memory.push_back({reinterpret_cast<std::uintptr_t>(data), element_bytes, allocated * element_bytes, count});
 }
 
 void record_global(Access access, const void* address) {
@@ -159,6 +170,10 @@ void record_global(Access access, const void* address) {
     const Memory& mem = memory[buffer];
     if (at < mem.begin || at >= mem.begin + mem.bytes) continue;
     const std::uint64_t offset = at - mem.begin;  // from the buffer's start, as cudaMalloc aligns it
+    if (offset / mem.element_bytes >= mem.count && counts.stray.empty()) {
+      counts.stray = who_is_running() + " " + verb(access) + " element " + std::to_string(offset / mem.element_bytes) +
+                     " of " + counts.buffers[buffer].name + ", which holds " + std::to_string(mem.count);
+    }
     if (access == Access::load && blockIdx.x == 0 && blockIdx.y == 0 && blockIdx.z == 0 &&
         running->linear < kWarp && issued_by_running(static_cast<int>(buffer), access) == 0) {
       std::vector<std::int64_t>& first = counts.buffers[buffer].first_request;
@@ -170,6 +185,7 @@ void record_global(Access access, const void* address) {
     if (access == Access::load && offset / mem.element_bytes < reads.size()) ++reads[offset / mem.element_bytes];
     return;
   }
+  if (counts.stray.empty()) counts.stray = who_is_running() + " " + verb(access) + " an address outside every buffer of the launch";
 }
 
 void record_shared(Access access, const void* address) {

@@ -48,8 +48,9 @@ constexpr Rung kRung2d{MatmulKernel::blocktile_2d, "blocktile_2d", (kBlockM / kT
 
 // 1 × 1 × 1 (one thread of 512 or 64 has work), sizes just past a block (65) and between blocks,
 // an inner size that is not a multiple of 8, and one exact 64 × 64 tile. The launcher throws
-// std::out_of_range when a kernel wrote past the end of c.
-void check_product(const Rung& rung, const char* differs, const char* out_of_bounds) {
+// std::out_of_range when a kernel wrote past the end of c, and kiln::IndexError when a thread
+// touched any other element outside the tensors (a load past the edge).
+void check_product(const Rung& rung, const char* differs, const char* out_of_bounds, const char* outside) {
   const std::vector<Size> sizes = {{1, 1, 1}, {3, 3, 3}, {64, 16, 64}, {33, 31, 65}, {65, 9, 33}, {70, 45, 37}};
   std::uint64_t stream = 81;
   for (const Size& size : sizes) {
@@ -58,6 +59,10 @@ void check_product(const Rung& rung, const char* differs, const char* out_of_bou
     const auto c = observe(fmt::format("emulate_matmul(a, b, MatmulKernel::{}) of {}", rung.name, product(size)),
                            [&] { return emulate_matmul(a, b, rung.kernel); });
     KILN_JUDGE {
+      if (!c.ok() && c.error().is("kiln::IndexError")) {
+        KILN_FAIL(outside, {{"size", product(size)}}, c.describe_error());
+        return;
+      }
       if (!c.ok() && c.error().is("std::out_of_range")) {
         KILN_FAIL(out_of_bounds, {{"size", product(size)}}, c.describe_error());
         return;
@@ -67,9 +72,13 @@ void check_product(const Rung& rung, const char* differs, const char* out_of_bou
   }
 }
 
-TEST(Gpu, Blocktile1dMatmul) { check_product(kRung1d, "blocktile_1d_differs", "blocktile_1d_out_of_bounds"); }
+TEST(Gpu, Blocktile1dMatmul) {
+  check_product(kRung1d, "blocktile_1d_differs", "blocktile_1d_out_of_bounds", "blocktile_1d_touches_outside");
+}
 
-TEST(Gpu, Blocktile2dMatmul) { check_product(kRung2d, "blocktile_2d_differs", "blocktile_2d_out_of_bounds"); }
+TEST(Gpu, Blocktile2dMatmul) {
+  check_product(kRung2d, "blocktile_2d_differs", "blocktile_2d_out_of_bounds", "blocktile_2d_touches_outside");
+}
 
 // ---- The counts ----------------------------------------------------------------------------------
 

@@ -21,9 +21,11 @@ using testing::reference_matmul;
 using testing::TensorData;
 
 // Sizes below, at and past one 16 × 16 block, and shapes that are not square. The launchers
-// throw std::out_of_range when a kernel wrote past the end of c; that is out_of_bounds, any other
-// error or a wrong number is differs.
-void check_matmul(MatmulKernel kernel, const char* name, const char* differs, const char* out_of_bounds) {
+// throw std::out_of_range when a kernel wrote past the end of c; that is out_of_bounds. They
+// throw kiln::IndexError when a thread touched any other element outside the tensors (a load
+// past the edge); that is outside. Any other error or a wrong number is differs.
+void check_matmul(MatmulKernel kernel, const char* name, const char* differs, const char* out_of_bounds,
+                  const char* outside) {
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> sizes = {
       {1, 1, 1}, {16, 16, 16}, {17, 5, 33}, {40, 23, 19}, {3, 70, 2}};
   std::uint64_t stream = 11;
@@ -32,6 +34,10 @@ void check_matmul(MatmulKernel kernel, const char* name, const char* differs, co
     const auto c = observe(fmt::format("emulate_matmul(a, b, MatmulKernel::{}) of ({} × {}) · ({} × {})", name, n, k, k, m),
                            [&] { return emulate_matmul(a, b, kernel); });
     KILN_JUDGE {
+      if (!c.ok() && c.error().is("kiln::IndexError")) {
+        KILN_FAIL(outside, {{"size", fmt::format("({} × {}) · ({} × {})", n, k, k, m)}}, c.describe_error());
+        return;
+      }
       if (!c.ok() && c.error().is("std::out_of_range")) {
         KILN_FAIL(out_of_bounds, {{"difference", "-"}, {"where", "-"}}, c.describe_error());
         return;
@@ -42,14 +48,18 @@ void check_matmul(MatmulKernel kernel, const char* name, const char* differs, co
 }
 
 TEST(Gpu, NaiveMatmul) {
-  check_matmul(MatmulKernel::naive, "naive", "naive_kernel_differs", "kernel_writes_out_of_bounds");
+  check_matmul(MatmulKernel::naive, "naive", "naive_kernel_differs", "kernel_writes_out_of_bounds",
+               "naive_touches_outside");
 }
 
 TEST(Gpu, CoalescedMatmul) {
-  check_matmul(MatmulKernel::coalesced, "coalesced", "coalesced_kernel_differs", "coalesced_kernel_differs");
+  check_matmul(MatmulKernel::coalesced, "coalesced", "coalesced_kernel_differs", "coalesced_kernel_differs",
+               "coalesced_touches_outside");
 }
 
-TEST(Gpu, TiledMatmul) { check_matmul(MatmulKernel::tiled, "tiled", "tiled_kernel_differs", "tiled_kernel_differs"); }
+TEST(Gpu, TiledMatmul) {
+  check_matmul(MatmulKernel::tiled, "tiled", "tiled_kernel_differs", "tiled_kernel_differs", "tiled_touches_outside");
+}
 
 TEST(Gpu, Embedding) {
   // dim is not a multiple of 16, nor is the count of ids; 37 ids into 10 rows repeat many times,
@@ -62,6 +72,10 @@ TEST(Gpu, Embedding) {
   const auto gathered = observe("emulate_embedding_gather(w, ids) of 37 ids into a (10, 20) table",
                                  [&] { return emulate_embedding_gather(w, ids); });
   KILN_JUDGE {
+    if (!gathered.ok() && gathered.error().is("kiln::IndexError")) {
+      KILN_FAIL("embedding_touches_outside", {{"kernel", "gather"}}, gathered.describe_error());
+      return;
+    }
     const TensorData table = data_of(w);
     std::vector<float> expected;
     for (std::int64_t id : ids)
@@ -73,6 +87,10 @@ TEST(Gpu, Embedding) {
   const auto scattered = observe("emulate_embedding_scatter_add(g, ids, 10) of 37 ids into a (10, 20) table",
                                  [&] { return emulate_embedding_scatter_add(g, ids, rows); });
   KILN_JUDGE {
+    if (!scattered.ok() && scattered.error().is("kiln::IndexError")) {
+      KILN_FAIL("embedding_touches_outside", {{"kernel", "scatter-add"}}, scattered.describe_error());
+      return;
+    }
     const TensorData gd = data_of(g);
     std::vector<double> sums(static_cast<std::size_t>(rows * dim), 0.0);
     for (std::size_t i = 0; i < ids.size(); ++i)

@@ -121,6 +121,10 @@ struct LaunchCounts {
   std::vector<BufferCounts> buffers;                          // in the order they were tracked
   AccessCounts shared_loads, shared_stores;
   std::int64_t barriers = 0;  // block-wide barriers passed, summed over blocks
+  // The launch's first access of global memory outside a tensor's elements (past its end, into
+  // the padding a launcher allocates, or outside every buffer it tracked), said in words: which
+  // thread of which block loaded or stored which element. Empty when every access was inside.
+  std::string stray;
 
   // The buffer of that name; std::out_of_range when there is none.
   const BufferCounts& buffer(std::string_view name) const;
