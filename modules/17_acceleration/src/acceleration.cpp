@@ -84,7 +84,8 @@ Tensor col2im(const Tensor& cols, const Shape& x_shape, int kernel_size, int str
   // (+=) it to the pixel it was read from; entries that came from the padding are dropped.
   // Pixels covered by several windows collect several values: col2im of ones (4, 4) into
   // (1, 1, 3, 3) with k = 2 is [[1,2,1], [2,4,2], [1,2,1]].
-  // ShapeError when cols is not (N·out_h·out_w, C·k·k) for x_shape.
+  // First refuse the window as im2col does (the same errors, the same check); then ShapeError
+  // when cols is not (N·out_h·out_w, C·k·k) for x_shape.
   throw kiln::NotImplemented();
 }
 

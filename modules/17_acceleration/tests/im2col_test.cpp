@@ -248,6 +248,37 @@ TEST(Acceleration, Col2im) {
     }
     if (refused.ok()) return;
   }
+  // The window and the image shape, refused as im2col refuses them (x not 4-D last: without a
+  // check it reads sizes the shape does not have; stride 0 before it divides by zero).
+  struct Refusal {
+    Shape x_shape;
+    int k, stride, padding;
+    bool shape_error;
+    std::string what;
+  };
+  const std::vector<Refusal> refusals{
+      {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
+      {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
+      {{1, 1, 2, 5}, 3, 1, 0, true, "a 3×3 window taller than the image"},
+      {{1, 1, 1, 2}, 4, 1, 1, true, "a 4×4 window larger than the image padded by 1"},
+      {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"},
+      {{1, 4, 4}, 2, 1, 0, true, "x_shape is not 4-D"}};
+  for (const Refusal& r : refusals) {
+    const Tensor y = random_tensor({4, 4}, 79);
+    const auto refused = observe(fmt::format("col2im(y, {}, {}, {}, {}): {}", to_string(r.x_shape), r.k, r.stride,
+                                             r.padding, r.what),
+                                 [&] { return col2im(y, r.x_shape, r.k, r.stride, r.padding); });
+    KILN_JUDGE {
+      const testing::Params params = {{"case", r.what}, {"error", r.shape_error ? "kiln::ShapeError" : "kiln::IndexError"}};
+      if (r.shape_error) {
+        testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "col2im_arguments_unchecked", {}, params);
+      } else {
+        testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, "col2im_arguments_unchecked", {}, params);
+      }
+    }
+    // A wrong answer stops the cases here, before a later one can crash the program.
+    if (refused.ok() || !refused.error().is(r.shape_error ? "kiln::ShapeError" : "kiln::IndexError")) return;
+  }
 }
 
 }  // namespace

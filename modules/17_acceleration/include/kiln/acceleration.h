@@ -54,7 +54,9 @@ Tensor im2col(const Tensor& x, int kernel_size, int stride = 1, int padding = 0)
 
 // The adjoint of im2col: scatters the rows of cols (N·out_h·out_w, C·k·k) back into an image of
 // shape x_shape (N, C, H, W), adding where patches overlap; values that fell on the padding are
-// dropped. Throws ShapeError when cols does not have the shape im2col would give for x_shape.
+// dropped. Refuses what im2col refuses, with the same errors: ShapeError when x_shape is not 4-D
+// or the window does not fit, IndexError when kernel_size < 1, stride < 1 or padding < 0. Then
+// throws ShapeError when cols does not have the shape im2col would give for x_shape.
 Tensor col2im(const Tensor& cols, const Shape& x_shape, int kernel_size, int stride = 1,
               int padding = 0);
 
