@@ -126,6 +126,15 @@ TEST(Transformer, LayerNorm) {
     const Tensor gain = random_tensor({width}, stream++, 0.5f, 1.5f), bias = random_tensor({width}, stream++);
     if (!judge(x, gain, bias, "")) return;
   }
+  // A 1-D x is one row. Rows whose mean, 20, is large beside their spread (±1.7): Σx²/D - μ² in
+  // float loses about 2e-4 of x̂ there, while the two passes of the formula, even in float, keep
+  // it within 4e-6.
+  const Tensor row = random_tensor({9}, 1320, -2.0f, 2.0f);
+  if (!judge(row, random_tensor({9}, 1321, 0.5f, 1.5f), random_tensor({9}, 1322), " (1-D: one row)")) return;
+  std::vector<float> offset_values = data_of(random_tensor({3, 16}, 1323, -1.7f, 1.7f)).values;
+  for (float& v : offset_values) v += 20.0f;
+  const Tensor offset({3, 16}, offset_values);
+  if (!judge(offset, random_tensor({16}, 1324, 0.5f, 1.5f), random_tensor({16}, 1325), " (rows of mean 20)")) return;
   // The layer: LayerNorm(6) starts with gain 1 and bias 0.
   const Tensor x = random_tensor({2, 5, 6}, 1310, -2.0f, 2.0f);
   const auto layer = observe("LayerNorm(6).forward(x) with x (2, 5, 6)", [&] { return nn::LayerNorm(6).forward(x); });
@@ -648,7 +657,10 @@ TEST(Transformer, Sampling) {
 
   // Draws from one generator, compared with the rule replayed: top-k with ties at the boundary
   // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2), then temperatures 1, 0.5 and 2 with and without
-  // top-k on logits of the run (7 and 31 of them); a negative top_k, like 0, keeps every id.
+  // top-k on logits of the run (7 and 31 of them); a negative top_k, like 0, keeps every id; top_k
+  // 1 (only the largest); 40 logits, 30 of them equal, with k = 5 (a tie that only a stable ranking
+  // keeps in id order: with 6 logits any sort would); and logits 800 apart, where e^(z - z_max)
+  // is the only form that does not overflow.
   struct Case {
     std::vector<float> logits;
     double temperature;
@@ -656,13 +668,19 @@ TEST(Transformer, Sampling) {
   };
   const std::vector<float> seven = data_of(random_tensor({7}, 1403, -2.0f, 2.0f)).values;
   const std::vector<float> many = data_of(random_tensor({31}, 1404, -2.0f, 2.0f)).values;
+  std::vector<float> tied = data_of(random_tensor({40}, 1405, -2.0f, 0.5f)).values;
+  for (std::size_t i = 0; i < tied.size(); ++i)
+    if (i % 4 != 1) tied[i] = 1.0f;  // 30 equal largest logits, 10 smaller ones among them
   for (const Case& c : std::vector<Case>{{{1, 3, 3, 0, 3, 2}, 1.0, 2},
                                          {seven, 1.0, 0},
                                          {seven, 0.5, 0},
                                          {seven, 2.0, 3},
                                          {seven, 1.0, -2},
                                          {many, 0.7, 7},
-                                         {many, 1.3, 40}}) {
+                                         {many, 1.3, 40},
+                                         {seven, 1.0, 1},
+                                         {tied, 1.0, 5},
+                                         {{0.5f, 800.0f, -5.0f}, 1.0, 0}}) {
     const std::uint64_t seed = drawn_seed(draw);
     constexpr std::size_t kDraws = 300;
     const auto out = observe(fmt::format("{} draws of sample_token(logits, {}, {}, generator) with {} logits", kDraws,
@@ -805,6 +823,21 @@ TEST(Transformer, Generate) {
                               testing::list(std::vector<float>(context.begin(), context.end()))));
         return;
       }
+    }
+  }
+
+  // The model it ran is left in evaluation mode (it starts in training mode).
+  const auto mode = observe("generate(model, [2, 5], 1, 0, 0, generator), then model.training()", [&] {
+    nn::GPT model = gpt_with(s, p);
+    WichmannHill generator(seed);
+    nn::generate(model, {2, 5}, 1, 0.0, 0, generator);
+    return model.training();
+  });
+  if (!KILN_EXPECT_OK(mode, "generate_not_in_eval_mode")) return;
+  KILN_JUDGE {
+    if (*mode) {
+      KILN_FAIL("generate_not_in_eval_mode", {}, mode.call() + " is true");
+      return;
     }
   }
 
