@@ -220,6 +220,14 @@ TEST(Training, SafetensorsWrite) {
         {"say \"hi\"\\now", random_tensor({3}, 916)},
         {"tab\there", random_tensor({1, 1}, 917)}}},
       {"no tensors", {}},
+      {"eight tensors with long names, a header of more than 256 bytes (its length needs two bytes)",
+       [] {
+         std::vector<std::pair<std::string, Tensor>> many;
+         for (int layer = 0; layer < 8; ++layer)
+           many.emplace_back(fmt::format("transformer.blocks.{}.attention.query.weight", layer),
+                             random_tensor({2, 2}, 930 + static_cast<std::uint64_t>(layer)));
+         return many;
+       }()},
   };
   std::optional<tt::ScratchDir> scratch;
   for (std::size_t k = 0; k < cases.size(); ++k) {
@@ -252,11 +260,12 @@ TEST(Training, SafetensorsWrite) {
       {"a tensor named \"\"", "empty-name.safetensors", {{"a", w}, {"", w}}, true},
       {"a tensor named \"__metadata__\"", "metadata.safetensors", {{"__metadata__", w}}, true},
       {"two tensors named \"w\"", "twice.safetensors", {{"w", w}, {"v", w}, {"w", w}}, true},
-      {"a path in a folder that does not exist", "no-such-folder/x.safetensors", {{"w", w}}, false}};
+      {"a path in a folder that does not exist", "no-such-folder/x.safetensors", {{"w", w}}, false},
+      {"/dev/full, which opens but takes no byte", "/dev/full", {{"w", w}}, false}};
   for (const Refusal& r : refusals) {
     const auto error = observe("save_safetensors(\"" + r.file + "\", tensors) with " + r.what, [&] {
       if (!scratch) scratch.emplace("write");
-      nn::save_safetensors(scratch->path_of(r.file), r.tensors);
+      nn::save_safetensors(r.file.front() == '/' ? r.file : scratch->path_of(r.file), r.tensors);
     });
     KILN_JUDGE {
       if (r.name_error) {
@@ -324,6 +333,17 @@ TEST(Training, SafetensorsRead) {
       return;
   }
 
+  // A file of no tensors: the header "{}" padded to 8 bytes, and no data.
+  const std::string none_path = *folder + "none.safetensors";
+  const auto none = observe("load_safetensors(\"" + none_path + "\") of a file holding no tensors", [&] {
+    scratch->write("none.safetensors", file_bytes("{}", {}));
+    return nn::load_safetensors(none_path);
+  });
+  KILN_JUDGE {
+    if (!expect_tensors(__FILE__, __LINE__, none, {}, "read_wrong", "a file of no tensors: \"{}\" padded, no data"))
+      return;
+  }
+
   // Damaged files and a missing one, read by load_safetensors itself.
   const std::vector<std::tuple<std::string, std::string, std::vector<std::string>>> damaged = {
       {"size.safetensors", "a file whose 2.bias has shape (3) and data_offsets [0, 8]", {"byte 8", "2.bias"}},
@@ -336,7 +356,10 @@ TEST(Training, SafetensorsRead) {
       std::vector<std::string> all = {path};
       all.insert(all.end(), mention.begin(), mention.end());
       const bool missing = mention.empty();
-      bool refused = !error.ok() && error.error().is(missing ? "std::runtime_error" : "kiln::FormatError");
+      // A file that cannot be opened is not a damaged one: std::runtime_error, not FormatError
+      // (which is one too).
+      bool refused = !error.ok() && error.error().is(missing ? "std::runtime_error" : "kiln::FormatError") &&
+                     !(missing && error.error().is("kiln::FormatError"));
       for (const std::string& m : all) refused = refused && error.error().message.find(m) != std::string::npos;
       if (!refused) {
         std::string detail;
@@ -389,9 +412,27 @@ TEST(Training, SafetensorsDamaged) {
   };
   std::vector<Damage> damages;
   const Bytes whole = file_bytes(header_of(entries, false), data);
+  // "byte 8 + N + offset": where the data of a damaged file was expected, N its header length.
+  const auto data_byte = [](const Bytes& file, std::uint64_t offset) {
+    std::uint64_t n = 0;
+    for (int b = 7; b >= 0; --b) n = (n << 8) | file[static_cast<std::size_t>(b)];
+    return fmt::format("byte {}", 8 + n + offset);
+  };
   damages.push_back({"truncated.safetensors", "a 5-byte file", Bytes(whole.begin(), whole.begin() + 5), {"byte 5"}});
   damages.push_back({"long-header.safetensors", "a header length of 4096 in a shorter file",
                      file_bytes(header_of(entries, false), data, 4096), {"byte 0"}});
+  // The largest header length the file allows is its size - 8; one more runs past the end. The
+  // header length's 8th byte counts too (2^56 + N), and a file of the 8 bytes alone holds an
+  // empty header, which is not JSON.
+  damages.push_back({"one-past.safetensors", "a header length one byte past the end of the file",
+                     file_bytes(header_of(entries, false), data, whole.size() - 8 + 1), {"byte 0"}});
+  {
+    Bytes high = whole;
+    high[7] = 1;
+    damages.push_back({"high-byte.safetensors", "a header length of 2^56 + N (its 8th byte 1)", high, {"byte 0"}});
+  }
+  damages.push_back({"length-only.safetensors", "a file of the 8 bytes of a header length 0 and nothing else",
+                     Bytes(8, 0), {"byte "}});
   damages.push_back({"bad-json.safetensors", "a header that is not JSON",
                      file_bytes("{\"0.weight\": {\"dtype\": \"F32\", \"shape\": [3, 4]", data), {"byte "}});
   auto with = [&](const std::function<void(std::vector<Stored>&)>& change) {
@@ -400,7 +441,7 @@ TEST(Training, SafetensorsDamaged) {
     return file_bytes(header_of(e, false), data);
   };
   damages.push_back({"dtype.safetensors", "0.bias stored as dtype I32 (4 bytes an element too)",
-                     with([](std::vector<Stored>& e) { e[1].dtype = "I32"; }), {"byte ", "0.bias", "I32"}});
+                     with([](std::vector<Stored>& e) { e[1].dtype = "I32"; }), {"byte 8", "0.bias", "I32"}});
   damages.push_back({"past-end.safetensors", "2.bias with data_offsets [96, 112] in 104 bytes of data",
                      with([](std::vector<Stored>& e) {
                        e[3].end = 112;
@@ -432,6 +473,13 @@ TEST(Training, SafetensorsDamaged) {
                        return file_bytes(header_of(entries, false), d);
                      }(),
                      {"byte "}});
+  // Where each of the data's damages lies: 8 + N + the offset at which the data was expected.
+  for (Damage& d : damages) {
+    if (d.file == "past-end.safetensors") d.mention = {data_byte(d.bytes, 96), "2.bias"};
+    if (d.file == "overlap.safetensors") d.mention = {data_byte(d.bytes, 48), "0.bias"};
+    if (d.file == "gap.safetensors") d.mention = {data_byte(d.bytes, 64), "2.weight"};
+    if (d.file == "trailing.safetensors") d.mention = {data_byte(d.bytes, 104), "8 bytes"};
+  }
   const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});
   damages.push_back({"missing.safetensors", "a file without 2.bias", file_bytes(header_of(short_entries, false), short_data),
                      {"2.bias"}});

@@ -144,6 +144,7 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   if (!out) throw std::runtime_error("cannot write " + path);
   out.write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
+  out.flush();  // a small file waits in the stream's buffer: only the flush finds a full disk
   if (!out) throw std::runtime_error("cannot write " + path);
 }
 
