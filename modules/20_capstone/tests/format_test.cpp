@@ -8,6 +8,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "capstone_testing.h"
 #include "kiln/capstone.h"
@@ -100,17 +101,34 @@ bool judge_case(const Case& c, std::uint64_t stream) {
   const auto got = observe(fmt::format("load_model and predict for {} on ({}, {}) images", c.name, c.rows, width),
                            [&] {
                              const capstone::Model m = capstone::load_model(bytes);
-                             return std::tuple(m.input_width, m.output_width, capstone::predict(m, x));
+                             std::vector<std::int64_t> widths;  // in, out of every layer
+                             for (const capstone::Layer& l : m.layers) widths.insert(widths.end(), {l.in, l.out});
+                             return std::tuple(m.input_width, m.output_width, capstone::predict(m, x), widths);
                            });
   if (!KILN_EXPECT_OK(got, c.failure, params)) return false;
   KILN_JUDGE {
     std::string problem;
     const auto trusted = capstone_testing::read(bytes, problem);
-    const auto& [input_width, output_width, y] = *got;
+    const auto& [input_width, output_width, y, widths] = *got;
     if (input_width != trusted->input_width || output_width != trusted->output_width) {
       KILN_FAIL("widths_wrong", params,
                 fmt::format("load_model gave input_width {} and output_width {}; the file's layers give {} and {}",
                             input_width, output_width, trusted->input_width, trusted->output_width));
+      return false;
+    }
+    // A relu's in and out are the width it passes through: a leading relu's, the first weighted
+    // layer's input.
+    std::vector<std::int64_t> expected_widths;
+    std::int64_t through = trusted->input_width;
+    for (const auto& layer : trusted->layers) {
+      const bool relu = layer.kind == 4;
+      expected_widths.insert(expected_widths.end(), {relu ? through : std::int64_t{layer.in}, relu ? through : std::int64_t{layer.out}});
+      if (!relu) through = layer.out;
+    }
+    if (widths != expected_widths) {
+      KILN_FAIL("layer_widths_wrong", params,
+                fmt::format("load_model gave the layers' in and out [{}]; the file's layers give [{}]",
+                            fmt::join(widths, ", "), fmt::join(expected_widths, ", ")));
       return false;
     }
     const TensorData xd = data_of(x);
