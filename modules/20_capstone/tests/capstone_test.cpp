@@ -85,9 +85,10 @@ TEST(Capstone, Model) {
   }
 }
 
-// The timed batch, and the observed calls' smaller one.
-constexpr std::int64_t kImages = 1000;
-constexpr std::int64_t kCheckImages = 64;
+// The timed batch, and the observed calls' smaller one: neither a multiple of 2, 4, 8 or 16, so
+// that a loop over blocks of rows meets a last block that is not full.
+constexpr std::int64_t kImages = 1001;
+constexpr std::int64_t kCheckImages = 67;
 
 // `count` test images of the run, each moved by noise of up to 2/255 a pixel (then kept in
 // [0, 1]), so that no batch was ever seen before, whatever was kept from earlier calls.
