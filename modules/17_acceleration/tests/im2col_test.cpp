@@ -170,6 +170,7 @@ TEST(Acceleration, Im2col) {
       {{1, 1, 5, 2}, 3, 1, 0, true, "a 3×3 window wider than the image"},
       {{1, 1, 3, 3}, 5, 1, 0, true, "a 5×5 window larger than the image padded by 0"},
       {{1, 1, 1, 2}, 4, 1, 1, true, "a 4×4 window larger than the image padded by 1"},
+      {{1, 1, 4, 1}, 4, 1, 1, true, "a 4×4 window wider than the image padded by 1"},
       {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
       {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
       {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"}};
