@@ -1,4 +1,4 @@
-// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P]]: the instructor's proof that the
+// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents]]: the instructor's proof that the
 // course is sound, or how many mistakes its checks catch (grading.h).
 #include "cli.h"
 
@@ -18,6 +18,8 @@ void add_verify_command(CLI::App& app, Chosen& chosen) {
       ->check(CLI::NonNegativeNumber);
   sub->add_option("--min-score", options->min_score, "With --mutation: a module scoring under this percent fails")
       ->check(CLI::Range(0.0, 100.0));
+  sub->add_flag("--recheck-equivalents", options->recheck_equivalents,
+                "With --mutation: also run the mutants module.yaml lists as equivalent; a killed one is a problem");
   on_workspace(sub, chosen, [options, all](const Workspace& ws) {
     if (*all) options->modules.clear();
     return verify_course(ws, *options) == 0 ? 0 : 1;

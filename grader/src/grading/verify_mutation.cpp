@@ -46,7 +46,7 @@ struct Plan {
 // Stages each chosen mutant in .grader/build/mutation/mutants/<module>/<number>/, numbered by its
 // place among all of the module's mutants, so that a sample reuses the builds of a full run.
 Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules, const fs::path& build_dir,
-                  std::size_t sample) {
+                  std::size_t sample, bool recheck_equivalents) {
   Plan plan;
   for (const Module* m : modules) {
     ModulePlan mp{.module = m};
@@ -74,7 +74,7 @@ Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules
     }
     for (const std::size_t i : sample_by_stride(all.size(), sample)) {
       MutantJob job{.module = m, .mutant = all[i], .equivalent = declared_equivalent(*m, all[i])};
-      if (job.equivalent) {
+      if (job.equivalent && !recheck_equivalents) {
         job.outcome = Outcome::equivalent;  // not built, not run
       } else {
         const std::string name = fmt::format("mutation_{:04d}", i);
@@ -276,6 +276,17 @@ int report_module(const ModulePlan& mp, const Plan& plan, const Report& referenc
                            j->mutant.mutation, j->equivalent->reason)
                    .c_str(),
                stdout);
+  int problems = 0;
+  for (const std::size_t i : mp.jobs) {
+    const MutantJob& j = plan.jobs[i];
+    if (!j.equivalent || j.outcome != Outcome::killed) continue;
+    std::fputs(fmt::format("  ✗ module.yaml lists {}:{}: {} as equivalent, but it was killed ({}): take it off the "
+                           "list\n",
+                           j.mutant.file, j.mutant.line, j.mutant.mutation, j.killed_by)
+                   .c_str(),
+               stdout);
+    ++problems;
+  }
   for (const EquivalentMutant* e : mp.unmatched)
     std::fputs(fmt::format("  - module.yaml lists {}:{}: {} as equivalent, but no rule generates it (the reference "
                            "changed?)\n",
@@ -286,9 +297,9 @@ int report_module(const ModulePlan& mp, const Plan& plan, const Report& referenc
                      std::to_string(killed), std::to_string(survivors.size()), std::to_string(equivalents.size()), score);
   if (counted > 0 && 100.0 * static_cast<double>(killed) < min_score * static_cast<double>(counted)) {
     std::fputs(fmt::format("  ✗ score {} is under the {:g}% asked for\n", score, min_score).c_str(), stdout);
-    return 1;
+    return problems + 1;
   }
-  return 0;
+  return problems;
 }
 
 }  // namespace
@@ -302,7 +313,8 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
     for (const auto& name : options.modules) modules.push_back(&ws.course.find(name));
   }
   const fs::path build_dir = ws.build_dir("mutation");
-  Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)));
+  Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)),
+                           options.recheck_equivalents);
   const std::vector<BuildResult> built = build_plan(ws, plan, build_dir, modules.size());
 
   // The references first: a module whose reference fails a check has no score.
@@ -318,6 +330,9 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   }
   run_mutants(ws, plan, built, judges, build_dir, options.seed);
   rerun_survivors_sanitized(ws, plan, judges, build_dir, options.seed, std::max(1u, std::thread::hardware_concurrency()));
+  // Rechecked equivalents: one that survived is equivalent as listed; one that was killed is not.
+  for (MutantJob& j : plan.jobs)
+    if (j.equivalent && j.outcome == Outcome::survived) j.outcome = Outcome::equivalent;
   write_results(plan, build_dir / "results.txt");
 
   int problems = 0;

@@ -480,6 +480,7 @@ TEST(Training, SafetensorsDamaged) {
     if (d.file == "gap.safetensors") d.mention = {data_byte(d.bytes, 64), "2.weight"};
     if (d.file == "trailing.safetensors") d.mention = {data_byte(d.bytes, 104), "8 bytes"};
   }
+  damages.push_back({"empty.safetensors", "a well-formed file holding no tensors", file_bytes("{}", {}), {"0.weight"}});
   const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});
   damages.push_back({"missing.safetensors", "a file without 2.bias", file_bytes(header_of(short_entries, false), short_data),
                      {"2.bias"}});

@@ -215,6 +215,9 @@ struct VerifyOptions {
   bool mutation = false;
   int sample = 0;          // mutants per module, picked by a fixed stride; 0 = all
   double min_score = 0;    // percent: a module scoring less is a problem
+  // Also build and run the mutants module.yaml lists as equivalent: one that a check kills is not
+  // equivalent, and is a problem to fix in module.yaml.
+  bool recheck_equivalents = false;
 };
 int verify_course(const Workspace& ws, const VerifyOptions& options);
 
