@@ -83,6 +83,31 @@ bool check_patches(const Observed<TensorData>& actual, const TensorData& expecte
   return false;
 }
 
+// A window or an image shape that im2col and col2im must refuse: ShapeError for the shapes,
+// IndexError for the numbers.
+struct WindowRefusal {
+  Shape x_shape;
+  int k, stride, padding;
+  bool shape_error;
+  std::string what;
+};
+
+// Judges a call that must have refused r. Whether the cases go on: not after a wrong answer, so
+// that a later case cannot crash the program before the failure is reported.
+template <class Observed>
+bool refused_as_promised(const Observed& refused, const WindowRefusal& r, const char* failure_id) {
+  const char* error = r.shape_error ? "kiln::ShapeError" : "kiln::IndexError";
+  KILN_JUDGE {
+    const testing::Params params = {{"case", r.what}, {"error", error}};
+    if (r.shape_error) {
+      testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, failure_id, {}, params);
+    } else {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, failure_id, {}, params);
+    }
+  }
+  return !refused.ok() && refused.error().is(error);
+}
+
 TEST(Acceleration, Im2col) {
   // The 3×3 image 1..9, k = 2: one row per 2×2 window, read row by row.
   const auto patches1 =
@@ -158,13 +183,7 @@ TEST(Acceleration, Im2col) {
 
   // Arguments that describe no window: ShapeError for the shapes, IndexError for the numbers
   // (stride 0 last: without a check it divides by zero).
-  struct Refusal {
-    Shape x_shape;
-    int k, stride, padding;
-    bool shape_error;
-    std::string what;
-  };
-  const std::vector<Refusal> refusals{
+  const std::vector<WindowRefusal> refusals{
       {{1, 3, 3}, 2, 1, 0, true, "x is not 4-D"},
       {{1, 1, 2, 5}, 3, 1, 0, true, "a 3×3 window taller than the image"},
       {{1, 1, 5, 2}, 3, 1, 0, true, "a 3×3 window wider than the image"},
@@ -174,20 +193,12 @@ TEST(Acceleration, Im2col) {
       {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
       {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
       {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"}};
-  for (const Refusal& r : refusals) {
+  for (const WindowRefusal& r : refusals) {
     const Tensor x = random_tensor(r.x_shape, 69);
     const auto refused = observe(fmt::format("im2col(x, {}, {}, {}) with x {}: {}", r.k, r.stride, r.padding,
                                              to_string(r.x_shape), r.what),
                                  [&] { return im2col(x, r.k, r.stride, r.padding); });
-    KILN_JUDGE {
-      const testing::Params params = {{"case", r.what}, {"error", r.shape_error ? "kiln::ShapeError" : "kiln::IndexError"}};
-      if (r.shape_error) {
-        testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "im2col_arguments_unchecked", {}, params);
-      } else {
-        testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, "im2col_arguments_unchecked", {}, params);
-      }
-    }
-    if (refused.ok()) return;
+    if (!refused_as_promised(refused, r, "im2col_arguments_unchecked")) return;
   }
 }
 
@@ -251,34 +262,19 @@ TEST(Acceleration, Col2im) {
   }
   // The window and the image shape, refused as im2col refuses them (x not 4-D last: without a
   // check it reads sizes the shape does not have; stride 0 before it divides by zero).
-  struct Refusal {
-    Shape x_shape;
-    int k, stride, padding;
-    bool shape_error;
-    std::string what;
-  };
-  const std::vector<Refusal> refusals{
+  const std::vector<WindowRefusal> refusals{
       {{1, 1, 4, 4}, 0, 1, 0, false, "kernel_size 0"},
       {{1, 1, 4, 4}, 2, 1, -1, false, "padding -1"},
       {{1, 1, 2, 5}, 3, 1, 0, true, "a 3×3 window taller than the image"},
       {{1, 1, 1, 2}, 4, 1, 1, true, "a 4×4 window larger than the image padded by 1"},
       {{1, 1, 4, 4}, 2, 0, 0, false, "stride 0"},
       {{1, 4, 4}, 2, 1, 0, true, "x_shape is not 4-D"}};
-  for (const Refusal& r : refusals) {
+  for (const WindowRefusal& r : refusals) {
     const Tensor y = random_tensor({4, 4}, 79);
     const auto refused = observe(fmt::format("col2im(y, {}, {}, {}, {}): {}", to_string(r.x_shape), r.k, r.stride,
                                              r.padding, r.what),
                                  [&] { return col2im(y, r.x_shape, r.k, r.stride, r.padding); });
-    KILN_JUDGE {
-      const testing::Params params = {{"case", r.what}, {"error", r.shape_error ? "kiln::ShapeError" : "kiln::IndexError"}};
-      if (r.shape_error) {
-        testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "col2im_arguments_unchecked", {}, params);
-      } else {
-        testing::expect_throws<IndexError>(__FILE__, __LINE__, refused, "col2im_arguments_unchecked", {}, params);
-      }
-    }
-    // A wrong answer stops the cases here, before a later one can crash the program.
-    if (refused.ok() || !refused.error().is(r.shape_error ? "kiln::ShapeError" : "kiln::IndexError")) return;
+    if (!refused_as_promised(refused, r, "col2im_arguments_unchecked")) return;
   }
 }
 
