@@ -1,5 +1,6 @@
-// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents]]: the instructor's proof that the
-// course is sound, or how many mistakes its checks catch (grading.h).
+// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents]]:
+// the instructor's proof that the course is sound, or how many mistakes its checks catch
+// (grading.h).
 #include "cli.h"
 
 namespace kiln::grader::cli {

@@ -31,7 +31,6 @@ namespace {
 
 double smallest(const std::vector<double>& v) { return v.empty() ? 0 : *std::min_element(v.begin(), v.end()); }
 
-
 struct TimedRun {
   ProcessResult process;
   double cpu_s = -1;    // the CPU time of the run's processes, all of them
@@ -175,7 +174,9 @@ SpeedResult time_speed_check(const Check& check, const SpeedPrograms& programs, 
     batch->put(check.id, *reused);
     theirs_s.clear();
   }
-  std::vector<double> per_call;  // the student's rounds, each less the fastest empty run so far
+  // With a reused figure: each of the student's rounds less the reference's fastest empty run, for
+  // the early stop.
+  std::vector<double> per_call;
   for (int round = 1; round <= speed.rounds; ++round) {
     TimedRun empty, mine, theirs;
     if (!reused) {

@@ -412,7 +412,8 @@ TEST(Training, SafetensorsDamaged) {
   };
   std::vector<Damage> damages;
   const Bytes whole = file_bytes(header_of(entries, false), data);
-  // "byte 8 + N + offset": where the data of a damaged file was expected, N its header length.
+  // "byte 8 + N + offset": where the data of a damaged file was expected, N its header length (the
+  // damages of the data below name it).
   const auto data_byte = [](const Bytes& file, std::uint64_t offset) {
     std::uint64_t n = 0;
     for (int b = 7; b >= 0; --b) n = (n << 8) | file[static_cast<std::size_t>(b)];
@@ -447,13 +448,15 @@ TEST(Training, SafetensorsDamaged) {
                        e[3].end = 112;
                        e[3].shape = {4};
                      }),
-                     {"byte ", "2.bias"}});
+                     {}});
+  damages.back().mention = {data_byte(damages.back().bytes, 96), "2.bias"};
   damages.push_back({"overlap.safetensors", "0.bias at [32, 48], inside 0.weight's [0, 48]",
                      with([](std::vector<Stored>& e) {
                        e[1].begin = 32;
                        e[1].end = 48;
                      }),
-                     {"byte "}});
+                     {}});
+  damages.back().mention = {data_byte(damages.back().bytes, 48), "0.bias"};
   damages.push_back({"gap.safetensors", "2.weight and 2.bias 8 bytes later than 0.bias ends",
                      [&] {
                        std::vector<Stored> e = entries;
@@ -465,21 +468,16 @@ TEST(Training, SafetensorsDamaged) {
                        }
                        return file_bytes(header_of(e, false), d);
                      }(),
-                     {"byte "}});
+                     {}});
+  damages.back().mention = {data_byte(damages.back().bytes, 64), "2.weight"};
   damages.push_back({"trailing.safetensors", "8 bytes after 2.bias, the last tensor, ends",
                      [&] {
                        Bytes d = data;
                        d.insert(d.end(), 8, 0);
                        return file_bytes(header_of(entries, false), d);
                      }(),
-                     {"byte "}});
-  // Where each of the data's damages lies: 8 + N + the offset at which the data was expected.
-  for (Damage& d : damages) {
-    if (d.file == "past-end.safetensors") d.mention = {data_byte(d.bytes, 96), "2.bias"};
-    if (d.file == "overlap.safetensors") d.mention = {data_byte(d.bytes, 48), "0.bias"};
-    if (d.file == "gap.safetensors") d.mention = {data_byte(d.bytes, 64), "2.weight"};
-    if (d.file == "trailing.safetensors") d.mention = {data_byte(d.bytes, 104), "8 bytes"};
-  }
+                     {}});
+  damages.back().mention = {data_byte(damages.back().bytes, 104), "8 bytes"};
   damages.push_back({"empty.safetensors", "a well-formed file holding no tensors", file_bytes("{}", {}), {"0.weight"}});
   const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});
   damages.push_back({"missing.safetensors", "a file without 2.bias", file_bytes(header_of(short_entries, false), short_data),

@@ -51,41 +51,37 @@ struct Gpt2Vocabulary {
 };
 
 Gpt2Vocabulary gpt2_vocabulary() {
-  constexpr std::int64_t kMerges = kGpt2EndOfText - 256;
   Gpt2Vocabulary v;
-  std::map<std::int64_t, std::int64_t> to_module;
+  std::int64_t byte_of[256];  // GPT-2's id of a byte token -> the byte (both number 256 tokens)
   for (std::int64_t b = 0; b < 256; ++b) {
     const std::int64_t gpt2 = kGpt2ByteIds[static_cast<std::size_t>(b)];
-    to_module[gpt2] = b;
+    byte_of[gpt2] = b;
     v.to_gpt2.push_back(gpt2);
     v.bytes[gpt2] = std::string(1, static_cast<char>(b));
   }
+  const auto to_module = [&](std::int64_t gpt2) { return gpt2 < 256 ? byte_of[gpt2] : gpt2; };
   std::vector<bool> in_texts(256, false);
   for (const Gpt2Text& t : kGpt2Texts) {
     for (const char c : std::string(t.text) + "<|endoftext|>") in_texts[static_cast<unsigned char>(c)] = true;
   }
   std::int64_t filler = 0;  // the next pair (filler / 256, filler % 256) to try
-  auto next_filler = [&] {
-    for (; filler < 256 * 256; ++filler) {
-      const std::int64_t first = filler / 256, second = filler % 256;
-      if (!in_texts[static_cast<std::size_t>(first)] || !in_texts[static_cast<std::size_t>(second)]) {
-        ++filler;
-        return Pair{first, second};
-      }
+  const auto next_filler = [&] {
+    while (filler < 256 * 256) {
+      const Pair pair{filler / 256, filler % 256};
+      ++filler;
+      if (!in_texts[static_cast<std::size_t>(pair.first)] || !in_texts[static_cast<std::size_t>(pair.second)]) return pair;
     }
     throw std::logic_error("gpt2_vocabulary: not enough byte pairs absent from the texts to fill GPT-2's ranks");
   };
   std::size_t next_real = 0;
-  for (std::int64_t rank = 0; rank < kMerges; ++rank) {
-    const std::int64_t id = 256 + rank;
-    if (next_real < kGpt2Merges.size() && kGpt2Merges[next_real][0] == rank) {
+  for (std::int64_t id = 256; id < kGpt2EndOfText; ++id) {  // the merge of rank id - 256
+    if (next_real < kGpt2Merges.size() && kGpt2Merges[next_real][0] == id - 256) {
       const auto& [_, first, second] = kGpt2Merges[next_real++];
-      v.merges.emplace_back(to_module.at(first), to_module.at(second));
+      v.merges.emplace_back(to_module(first), to_module(second));
       v.bytes[id] = v.bytes.at(first) + v.bytes.at(second);
     } else {
       v.merges.push_back(next_filler());
     }
-    to_module[id] = id;
     v.to_gpt2.push_back(id);
   }
   v.to_gpt2.push_back(kGpt2EndOfText);
@@ -213,7 +209,6 @@ TEST(Tokenization, BpePretokenizedEncode) {
   }
 }
 
-
 TEST(Tokenization, BpeGpt2Ids) {
   // GPT-2's 50,000 merges (those the texts use, the rest never applying) and <|endoftext|>; the
   // ids compared are GPT-2's.
@@ -254,7 +249,9 @@ TEST(Tokenization, BpeGpt2Ids) {
       if (as_gpt2 != c.expected) {
         std::size_t k = 0;
         while (k < as_gpt2.size() && k < c.expected.size() && as_gpt2[k] == c.expected[k]) ++k;
-        const std::string got_k = k < as_gpt2.size() ? (as_gpt2[k] < 0 ? fmt::format("the id {} (outside the vocabulary)", (*got)[k]) : token_shown(as_gpt2[k])) : "nothing";
+        const std::string got_k = k >= as_gpt2.size() ? "nothing"
+                                  : as_gpt2[k] < 0  ? fmt::format("the id {} (outside the vocabulary)", (*got)[k])
+                                                    : token_shown(as_gpt2[k]);
         const std::string expected_k = k < c.expected.size() ? token_shown(c.expected[k]) : "nothing";
         KILN_FAIL("gpt2_ids_wrong", params,
                   fmt::format("{} gave {} tokens, GPT-2's encoder {}; in GPT-2's ids they first differ at token {}: "

@@ -39,17 +39,15 @@ unsigned blocks(std::int64_t size, int per_block = kTile) {
   return static_cast<unsigned>((size + per_block - 1) / per_block);
 }
 
-std::vector<float> padded_copy(const Tensor& t) {
-  std::vector<float> values = t.to_vector();
-  values.resize(values.size() + kGuardFloats, 0.0f);  // stray reads stay inside the allocation
+// The values, then kGuardFloats zeros: a stray read stays inside the allocation (the emulator
+// reports it, by the tensor's own size).
+template <class T>
+std::vector<T> padded(std::vector<T> values) {
+  values.resize(values.size() + kGuardFloats, T{0});
   return values;
 }
 
-std::vector<std::int64_t> padded_ids(const std::vector<std::int64_t>& ids) {
-  std::vector<std::int64_t> values = ids;
-  values.resize(values.size() + kGuardFloats, 0);  // as padded_copy: stray reads stay inside
-  return values;
-}
+std::vector<float> padded_copy(const Tensor& t) { return padded(t.to_vector()); }
 
 }  // namespace
 
@@ -96,7 +94,7 @@ Tensor emulate_embedding_gather(const Tensor& w, const std::vector<std::int64_t>
   const std::vector<float> table = padded_copy(w);
   std::vector<float> out = guarded(std::size_t(count) * dim, kUnwritten);
   const float* w_ptr = grid::track(table.data(), std::size_t(w.shape()[0]) * dim, table.size(), "w");
-  const std::vector<std::int64_t> id_values = padded_ids(ids);
+  const std::vector<std::int64_t> id_values = padded(ids);
   const std::int64_t* ids_ptr = grid::track(id_values.data(), ids.size(), id_values.size(), "ids");
   float* out_ptr = grid::track(out.data(), std::size_t(count) * dim, out.size(), "out");
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_gather_kernel, w_ptr, ids_ptr, out_ptr,
@@ -115,7 +113,7 @@ Tensor emulate_embedding_scatter_add(const Tensor& g, const std::vector<std::int
   const std::vector<float> grads = padded_copy(g);
   std::vector<float> grad_w = guarded(std::size_t(rows) * dim, 0.0f);  // the scatter-add adds into zeros
   const float* g_ptr = grid::track(grads.data(), std::size_t(count) * dim, grads.size(), "g");
-  const std::vector<std::int64_t> id_values = padded_ids(ids);
+  const std::vector<std::int64_t> id_values = padded(ids);
   const std::int64_t* ids_ptr = grid::track(id_values.data(), ids.size(), id_values.size(), "ids");
   float* grad_w_ptr = grid::track(grad_w.data(), std::size_t(rows) * dim, grad_w.size(), "grad_w");
   grid::launch({blocks(dim), blocks(count), 1}, {kTile, kTile, 1}, embedding_scatter_add_kernel, g_ptr, ids_ptr,

@@ -185,7 +185,8 @@ void record_global(Access access, const void* address) {
     if (access == Access::load && offset / mem.element_bytes < reads.size()) ++reads[offset / mem.element_bytes];
     return;
   }
-  if (counts.stray.empty()) counts.stray = who_is_running() + " " + verb(access) + " an address outside every buffer of the launch";
+  if (counts.stray.empty())
+    counts.stray = who_is_running() + " " + verb(access) + " an address outside every buffer of the launch";
 }
 
 void record_shared(Access access, const void* address) {

@@ -23,7 +23,8 @@ using testing::TensorData;
 // Sizes below, at and past one 16 × 16 block, and shapes that are not square. The launchers
 // throw std::out_of_range when a kernel wrote past the end of c; that is out_of_bounds. They
 // throw kiln::IndexError when a thread touched any other element outside the tensors (a load
-// past the edge); that is outside. Any other error or a wrong number is differs.
+// past the edge); that is outside, asked first, since an IndexError is a std::out_of_range too.
+// Any other error or a wrong number is differs.
 void check_matmul(MatmulKernel kernel, const char* name, const char* differs, const char* out_of_bounds,
                   const char* outside) {
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> sizes = {

@@ -121,9 +121,9 @@ bool judge_case(const Case& c, std::uint64_t stream) {
     std::vector<std::int64_t> expected_widths;
     std::int64_t through = trusted->input_width;
     for (const auto& layer : trusted->layers) {
-      const bool relu = layer.kind == 4;
-      expected_widths.insert(expected_widths.end(), {relu ? through : std::int64_t{layer.in}, relu ? through : std::int64_t{layer.out}});
-      if (!relu) through = layer.out;
+      if (layer.kind != 4) through = layer.out;  // a relu (kind 4) passes `through` on unchanged
+      expected_widths.insert(expected_widths.end(),
+                             {layer.kind == 4 ? through : std::int64_t{layer.in}, through});
     }
     if (widths != expected_widths) {
       KILN_FAIL("layer_widths_wrong", params,

@@ -39,8 +39,8 @@ enum class Visibility { visible, after_due_date, hidden };
 // grader takes their CPU time from the kernel's accounting, never from the programs themselves.
 // Every result of a timed run is checked by trusted code before its time counts. A program's time
 // is its fastest round less the fastest empty run (the machine's other work only adds time). The
-// points go by the ratio of the two: all at full_at times the reference's time or less, none at zero_at or
-// more, and between, 1 - ln(ratio/full_at)/ln(zero_at/full_at) of them, rounded to whole points.
+// points go by the ratio of the two: all at full_at times the reference's time or less, none at
+// zero_at or more, and between, 1 - ln(ratio/full_at)/ln(zero_at/full_at) of them, rounded to whole points.
 struct Speed {
   double full_at = 1.2;
   double zero_at = 10.0;

@@ -82,8 +82,8 @@ inline constexpr float kUnwritten = std::numeric_limits<float>::quiet_NaN();
 // shapes above. A kernel that writes past the end of its output makes these throw
 // std::out_of_range; one that loads or stores any other element outside the tensors (a load past
 // the edge, which a GPU would not report) makes them throw kiln::IndexError naming the thread,
-// the buffer and the element. After each, grid::last_launch() holds the launch's counts (kiln/grid.h),
-// with the buffers named "a", "b", "c" for a product, "w", "ids", "out" for the gather, and "g",
+// the buffer and the element. After each, grid::last_launch() holds the launch's counts
+// (kiln/grid.h), with the buffers named "a", "b", "c" for a product, "w", "ids", "out" for the gather, and "g",
 // "ids", "grad_w" for the scatter-add.
 enum class MatmulKernel { naive, coalesced, tiled, blocktile_1d, blocktile_2d };
 Tensor emulate_matmul(const Tensor& a, const Tensor& b, MatmulKernel kernel);
