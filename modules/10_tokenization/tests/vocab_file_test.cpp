@@ -200,6 +200,12 @@ TEST(Tokenization, VocabFileErrors) {
       {"header-space.bpe", replace_line(1, "kiln-bpe 1 "), 1, "the first line \"kiln-bpe 1 \" (a space at the end)",
        "bad_header_not_reported"},
       {"count-x.bpe", replace_line(2, "merges x"), 2, "the merge count \"merges x\"", "bad_merge_not_reported"},
+      // Counts no file can hold: past the largest int64 (2^63 + 3), and 2^64 + 3, which a count
+      // that wraps around reads as 3, the merges that follow.
+      {"count-2-63.bpe", replace_line(2, "merges 9223372036854775811"), 2, "the merge count 2^63 + 3",
+       "bad_merge_not_reported"},
+      {"count-2-64.bpe", replace_line(2, "merges 18446744073709551619"), 2, "the merge count 2^64 + 3",
+       "bad_merge_not_reported"},
       {"undefined-256.bpe", replace_line(3, "97 256"), 3, "merge 0 naming id 256, not yet defined",
        "bad_merge_not_reported"},
       {"undefined-300.bpe", replace_line(4, "97 300"), 4, "merge 1 naming id 300", "bad_merge_not_reported"},
