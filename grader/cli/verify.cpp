@@ -1,4 +1,4 @@
-// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents]]:
+// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents] [--at FILE:LINE]]:
 // the instructor's proof that the course is sound, or how many mistakes its checks catch
 // (grading.h).
 #include "cli.h"
@@ -21,6 +21,8 @@ void add_verify_command(CLI::App& app, Chosen& chosen) {
       ->check(CLI::Range(0.0, 100.0));
   sub->add_flag("--recheck-equivalents", options->recheck_equivalents,
                 "With --mutation: also run the mutants module.yaml lists as equivalent; a killed one is a problem");
+  sub->add_option("--at", options->at,
+                  "With --mutation: only the mutants at FILE:LINE (\"acceleration.cpp:207\"; repeatable)");
   on_workspace(sub, chosen, [options, all](const Workspace& ws) {
     if (*all) options->modules.clear();
     return verify_course(ws, *options) == 0 ? 0 : 1;

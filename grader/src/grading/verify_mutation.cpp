@@ -45,8 +45,19 @@ struct Plan {
 
 // Stages each chosen mutant in .grader/build/mutation/mutants/<module>/<number>/, numbered by its
 // place among all of the module's mutants, so that a sample reuses the builds of a full run.
+// Whether a mutant is at one of the places asked for ("src/bpe.cpp:224", "bpe.cpp:224"); no places: all.
+bool at_place(const GeneratedMutant& g, const std::vector<std::string>& places) {
+  if (places.empty()) return true;
+  const std::string line = fmt::format(":{}", g.line);
+  return std::any_of(places.begin(), places.end(), [&](const std::string& p) {
+    if (!p.ends_with(line)) return false;
+    const std::string file = p.substr(0, p.size() - line.size());
+    return file == g.file || file == fs::path(g.file).filename().string();
+  });
+}
+
 Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules, const fs::path& build_dir,
-                  std::size_t sample, bool recheck_equivalents) {
+                  std::size_t sample, bool recheck_equivalents, const std::vector<std::string>& places) {
   Plan plan;
   for (const Module* m : modules) {
     ModulePlan mp{.module = m};
@@ -73,6 +84,7 @@ Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules
       if (!generated) mp.unmatched.push_back(&e);
     }
     for (const std::size_t i : sample_by_stride(all.size(), sample)) {
+      if (!at_place(all[i], places)) continue;
       MutantJob job{.module = m, .mutant = all[i], .equivalent = declared_equivalent(*m, all[i])};
       if (job.equivalent && !recheck_equivalents) {
         job.outcome = Outcome::equivalent;  // not built, not run
@@ -314,7 +326,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   }
   const fs::path build_dir = ws.build_dir("mutation");
   Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)),
-                           options.recheck_equivalents);
+                           options.recheck_equivalents, options.at);
   const std::vector<BuildResult> built = build_plan(ws, plan, build_dir, modules.size());
 
   // The references first: a module whose reference fails a check has no score.

@@ -111,11 +111,15 @@ struct LossFrame {
   double py(double y) const { return h - bottom - std::clamp(y, 0.0, y1) / y1 * (h - top - bottom); }
 };
 
+// The steps a curve's running mean averages: about 1% of them; 1 (no mean) under 200 steps.
+std::size_t mean_window(std::size_t steps) { return steps < 200 ? 1 : steps / 100; }
+
 // Every step's loss, thin; a running mean over about 1% of the steps, thick; in one model's colours.
+// A curve too short for a mean is drawn once, thick.
 std::string loss_lines(const std::vector<std::pair<double, double>>& curve, const LossFrame& f,
                        const char* thin = "#90cdf4", const char* thick = "#2b6cb0") {
   std::string raw, smooth;
-  const std::size_t window = std::max<std::size_t>(1, curve.size() / 100);
+  const std::size_t window = mean_window(curve.size());
   double sum = 0;
   // At most about 2,000 points of each line: a picture, not a data file.
   const std::size_t stride = std::max<std::size_t>(1, curve.size() / 2000);
@@ -126,6 +130,7 @@ std::string loss_lines(const std::vector<std::pair<double, double>>& curve, cons
     raw += fmt::format("{:.1f},{:.1f} ", f.px(curve[i].first), f.py(curve[i].second));
     if (i + 1 >= window) smooth += fmt::format("{:.1f},{:.1f} ", f.px(curve[i].first), f.py(sum / static_cast<double>(window)));
   }
+  if (window == 1) return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2\" points=\"{}\"/>\n", thick, raw);
   return fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"1\" points=\"{}\"/>\n", thin, raw) +
          fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"2.5\" points=\"{}\"/>\n", thick, smooth);
 }
@@ -204,9 +209,10 @@ std::string loss_curve_svg(const MilestoneResult& r) {
   }
   for (std::size_t k = 0; k < curves.size(); ++k) {
     const std::string of = curves[k].name.empty() ? "" : xml_escape(curves[k].name) + ": ";
-    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{}training loss per step, and its "
-                     "running mean</text>\n",
-                     f.w - f.right - 4, legend_y, kColours[k % kColours.size()][1], of);
+    const std::size_t window = mean_window(curves[k].curve.size());
+    const std::string mean = window == 1 ? "" : fmt::format(", and its running mean over {} steps", window);
+    s += fmt::format("<text x=\"{:.1f}\" y=\"{:.1f}\" text-anchor=\"end\" fill=\"{}\">{}training loss per step{}</text>\n",
+                     f.w - f.right - 4, legend_y, kColours[k % kColours.size()][1], of, mean);
     legend_y += 16;
   }
   return s + "</svg>\n";

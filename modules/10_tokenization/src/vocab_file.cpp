@@ -14,7 +14,8 @@ namespace kiln {
 void BpeTokenizer::save(const std::string& path) const {
   // std::ofstream out(path, std::ios::binary); cannot open: throw std::runtime_error naming path.
   // Then "kiln-bpe 1\n", "merges " M "\n", one "first second\n" per merge, "specials " S "\n",
-  // and one "text\n" per special token.
+  // and one "text\n" per special token. Last, out.flush() and check !out again: a file can open
+  // and still refuse the bytes (a full disk), and a small one meets it only at the flush.
   throw kiln::NotImplemented();
 }
 

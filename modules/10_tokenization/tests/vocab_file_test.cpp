@@ -124,6 +124,22 @@ TEST(Tokenization, VocabFile) {
       return;
     }
   }
+  // A path that cannot be written: a folder that does not exist, and /dev/full, which opens but
+  // takes no byte.
+  for (const auto& [what, path] : std::vector<std::pair<std::string, std::string>>{
+           {"a path in a folder that does not exist", *folder + "no-such-folder/saved.bpe"},
+           {"/dev/full (it opens, then takes no byte)", "/dev/full"}}) {
+    const auto refused = observe(fmt::format("save(\"{}\"), {}", path, what), [&] {
+      BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
+      tokenizer.save(path);
+    });
+    KILN_JUDGE {
+      if (!expect_error(__FILE__, __LINE__, refused, "std::runtime_error", {path}, {}, "save_not_refused",
+                        {{"case", what}}))
+        return;
+    }
+    if (refused.ok()) return;
+  }
 
   // load: the hand-written file, the bytes-only file, the run's file written here, and the file
   // save wrote, each into a tokenizer that held something else before.

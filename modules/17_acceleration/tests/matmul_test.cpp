@@ -165,15 +165,17 @@ TEST(Acceleration, TiledMatmul) {
 
 // Challenge. The reference blocks C in 6 × 16 register blocks, 96 rows, 256 inner values and 2048
 // columns at a time; a student's blocks may differ, so the sizes below cross many boundaries:
-// no multiple of 6 or 16 except the (6, 16, 16) case, and 97 rows, 257 inner values and 2049
+// few multiples of 6 or 16 (the (6, 16, 16) case and those below), and 97 rows, 257 inner values and 2049
 // columns, one past a block each.
 TEST(Acceleration, BlockedMatmul) {
   // (n, inner, m). Also full panels of columns (m a multiple of 32, so of 16 and 32 lanes' panels)
   // over a last panel of rows that is not full (n = 7), and blocks that fill the packing buffers
-  // exactly (n = 96 rows, inner = 256): one panel or block too many then reads past them.
+  // exactly (n = 96 rows, inner = 256): one panel or block too many then reads past them. And the
+  // other way round: a last panel of rows that is full (n = 24, a multiple of 4, 6 and 8) beside a
+  // last panel of columns that is not (m = 17): a full block's store there writes past C.
   const std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>> sizes{
       {1, 1, 1}, {5, 7, 3}, {6, 16, 16}, {13, 37, 35}, {97, 20, 33}, {7, 257, 17}, {3, 5, 2049}, {7, 5, 32},
-      {96, 256, 32}};
+      {96, 256, 32}, {24, 9, 17}};
   std::uint64_t stream = 31;
   for (const auto& [n, inner, m] : sizes) {
     const Tensor a = random_tensor({n, inner}, stream++), b = random_tensor({inner, m}, stream++);

@@ -38,6 +38,7 @@ void BpeTokenizer::save(const std::string& path) const {
   for (const Merge& m : merges_) out << m.first << ' ' << m.second << '\n';
   out << "specials " << specials_.size() << '\n';
   for (const std::string& special : specials_) out << special << '\n';
+  out.flush();  // a small file waits in the stream's buffer: only the flush finds a full disk
   if (!out) throw std::runtime_error("could not write all of the vocabulary file " + path);
 }
 

@@ -218,6 +218,9 @@ struct VerifyOptions {
   // Also build and run the mutants module.yaml lists as equivalent: one that a check kills is not
   // equivalent, and is a problem to fix in module.yaml.
   bool recheck_equivalents = false;
+  // Only the mutants at these places, "src/acceleration.cpp:207" or "acceleration.cpp:207" (a
+  // survivor run again after a check changed); empty = all.
+  std::vector<std::string> at;
 };
 int verify_course(const Workspace& ws, const VerifyOptions& options);
 

@@ -194,7 +194,8 @@ class BpeTokenizer {
   std::string decode(const TokenIds& ids) const;
 
   // Writes the vocabulary file (the format below) to `path`, replacing it. Throws
-  // std::runtime_error naming the path when it cannot be written.
+  // std::runtime_error naming the path when it cannot be written: when it cannot be opened, or
+  // when it opens but does not take every byte (a full disk).
   void save(const std::string& path) const;
 
   // Replaces this tokenizer's merges and special tokens with those of the file at `path`. All or
