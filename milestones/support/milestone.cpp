@@ -4,8 +4,10 @@
 
 #include <cstdio>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <stdexcept>
+#include <system_error>
 
 namespace kiln::milestone {
 
@@ -70,15 +72,35 @@ Settings parse(int argc, char** argv) {
     const std::string option = argv[i];
     if (i + 1 >= argc) throw std::invalid_argument("option " + option + " needs a value");
     const std::string value = argv[++i];
-    if (option == "--epochs") settings.epochs = std::stoi(value);
-    else if (option == "--train") settings.train_count = std::stoll(value);
-    else if (option == "--test") settings.test_count = std::stoll(value);
-    else if (option == "--steps") settings.steps = std::stoll(value);
-    else if (option == "--seed") settings.seed = std::stoull(value);
+    // A whole number, all of `value` ("--epochs 3"; "3x", "" and "three" are refused by name).
+    const auto whole = [&] {
+      std::size_t used = 0;
+      long long n = 0;
+      try {
+        n = std::stoll(value, &used);
+      } catch (const std::exception&) {
+        used = 0;
+      }
+      if (value.empty() || used != value.size())
+        throw std::invalid_argument("option " + option + " needs a whole number, got \"" + value + "\"");
+      return n;
+    };
+    if (option == "--epochs") settings.epochs = static_cast<int>(whole());
+    else if (option == "--train") settings.train_count = whole();
+    else if (option == "--test") settings.test_count = whole();
+    else if (option == "--steps") settings.steps = whole();
+    else if (option == "--seed") settings.seed = static_cast<std::uint64_t>(whole());
     else if (option == "--data") settings.data_dir = value;
     else if (option == "--out") settings.out_dir = value;
     else throw std::invalid_argument("unknown option " + option + " (known: --epochs --train --test --steps --seed --data --out)");
   }
+  // The folder for logits and parameters is made now, so that a bad one is said before training,
+  // not after it.
+  std::error_code ec;
+  std::filesystem::create_directories(settings.out_dir, ec);
+  if (!std::filesystem::is_directory(settings.out_dir))
+    throw std::invalid_argument("--out " + settings.out_dir + ": cannot make that folder" +
+                                (ec ? " (" + ec.message() + ")" : ""));
   current = &settings;
   return settings;
 }
