@@ -65,8 +65,10 @@ class ModuleGrader {
  public:
   ModuleGrader(const Workspace& ws, const Module& m, const GradeOptions& options);
   // Grades one submission in its own work folder, as sandbox user `uid` (SandboxUser).
-  Report grade(const Submission& sub, int slot, int uid, GradePhases& phases);
+  // cores: the batch's (CoreShare), held by the caller while this runs (may be null).
+  Report grade(const Submission& sub, int slot, int uid, GradePhases& phases, CoreShare* cores = nullptr);
   const ReferenceTimes& reference_times() const { return reference_times_; }
+  bool speed_graded() const { return !reference_program_.empty(); }
 
  private:
   void build_speed_references();
@@ -155,7 +157,7 @@ Report failed_report(const Course& course, const Module& m, const std::string& w
   return report_of(course, v, "submission");
 }
 
-Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases& phases) {
+Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases& phases, CoreShare* cores) {
   const bool sandbox = !options_.no_sandbox;
   const fs::path work = ws_.state_dir() / "grade" / fmt::format("slot{}", slot) / sub.name;
   auto t = std::chrono::steady_clock::now();
@@ -208,7 +210,7 @@ Report ModuleGrader::grade(const Submission& sub, int slot, int uid, GradePhases
     }
     // The optimised build for speed timing goes on beside the checks, in a folder of its own; it is
     // stopped when no speed-graded check passes.
-    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_);
+    SandboxedSpeedTiming timing(compile, speed_recipe_, sources, reference_program_, &reference_times_, cores);
     // (A reference program is built only for a module with speed-graded checks.)
     if (built.ok && !reference_program_.empty()) timing.start_build();
     Verdicts v = observe_and_judge(m_, std::move(built), options);
@@ -260,20 +262,28 @@ GradeResults grade_submissions(const Workspace& ws, const GradeOptions& options)
     ModuleGrader grader(ws, *m, options);
     std::atomic<std::size_t> next{0};
     std::mutex done;
+    // -j N: N submissions at work at once, each holding one of N cores. A module with speed-graded
+    // checks has one worker more, which works only while another waits for its turn to be timed
+    // (CoreShare): its compile fills the core the waiting one gave back.
+    const int cores = std::max(1, options.jobs);
+    const int workers = cores + (grader.speed_graded() && results.submissions.size() > 1 ? 1 : 0);
+    CoreShare share(cores);
     // Each worker's own sandbox user, shared with no other grader on the machine.
     std::vector<std::unique_ptr<SandboxUser>> users;
-    for (int j = 0; j < std::max(1, options.jobs); ++j) users.push_back(std::make_unique<SandboxUser>());
+    for (int j = 0; j < workers; ++j) users.push_back(std::make_unique<SandboxUser>());
     auto worker = [&](int slot) {
       for (std::size_t i; (i = next++) < results.submissions.size();) {
         GradePhases mine;
-        Report report = grader.grade(results.submissions[i], slot, users[slot]->uid(), mine);
+        share.take();
+        Report report = grader.grade(results.submissions[i], slot, users[slot]->uid(), mine, &share);
+        share.give();
         std::lock_guard lock(done);
         results.phases += mine;
         results.reports[i].push_back(std::move(report));
       }
     };
     std::vector<std::thread> pool;
-    for (int j = 0; j < std::max(1, options.jobs); ++j) pool.emplace_back(worker, j);
+    for (int j = 0; j < workers; ++j) pool.emplace_back(worker, j);
     for (auto& t : pool) t.join();
     results.reference_retimed += grader.reference_times().retimed();
     results.reference_drift = std::max(results.reference_drift, grader.reference_times().largest_drift());

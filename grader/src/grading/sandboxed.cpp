@@ -219,13 +219,14 @@ BuildResult SandboxedBuilder::build() {
 }
 
 SandboxedSpeedTiming::SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
-                                           fs::path reference_program, ReferenceTimes* batch)
+                                           fs::path reference_program, ReferenceTimes* batch, CoreShare* cores)
     : compile_(compile),
       optimised_(compile),
       recipe_(recipe),
       sources_(std::move(sources)),
       reference_(std::move(reference_program)),
       batch_(batch) {
+  programs_.cores = cores;
   optimised_.work = compile.work / "speed";
   cooked_ = cook(recipe_, sources_, optimised_.work);
 }

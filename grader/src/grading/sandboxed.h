@@ -67,8 +67,9 @@ class SandboxedBuilder : public Builder {
 class SandboxedSpeedTiming : public SpeedTiming {
  public:
   // batch: the reference's timings shared by the submissions of one grade (may be null).
+  // cores: the batch's, given back while this submission waits for its turn to be timed (may be null).
   SandboxedSpeedTiming(const SandboxedCompile& compile, const Recipe& recipe, fs::path sources,
-                       fs::path reference_program, ReferenceTimes* batch = nullptr);
+                       fs::path reference_program, ReferenceTimes* batch = nullptr, CoreShare* cores = nullptr);
   ~SandboxedSpeedTiming() override;
   // Starts the optimised build beside whatever runs next (the checks), in a folder of its own
   // that only it writes (work/speed). cancel_build() stops it (no speed check passed);

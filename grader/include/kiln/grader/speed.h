@@ -12,6 +12,7 @@
 // once for several submissions (ReferenceTimes), and a round then runs the student's program only.
 #pragma once
 
+#include <condition_variable>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -24,6 +25,21 @@
 
 namespace kiln::grader {
 
+// A batch's cores (grade --batch -j N): a submission holds one of N while it compiles, runs its
+// checks or is timed, and gives it back while it waits for its turn to be timed, so that one more
+// submission's compile fills the core instead of leaving it idle. Thread-safe.
+class CoreShare {
+ public:
+  explicit CoreShare(int cores) : free_(cores) {}
+  void take();
+  void give();
+
+ private:
+  std::mutex lock_;
+  std::condition_variable freed_;
+  int free_;
+};
+
 struct SpeedPrograms {
   fs::path student;                              // the student's test program, built optimised
   // The sandbox's commands in front of the timed runs (grade): the same sandbox for both, so
@@ -35,6 +51,7 @@ struct SpeedPrograms {
   std::vector<std::pair<std::string, std::string>> env;  // the run's seed
   fs::path scratch;                              // where a round's results wait for the verifier
   std::shared_ptr<void> hold;                    // the lock on the build the programs lie in
+  CoreShare* cores = nullptr;                    // a batch's: given back while waiting to be timed
 };
 
 struct SpeedResult {
