@@ -149,6 +149,10 @@ std::string whole_tensors(const TensorData& got, const TensorData& expected) {
 
 }  // namespace
 
+std::string shapes_where(const Shape& got, const Shape& expected) {
+  return "every element: the shape is " + to_string(got) + ", expected " + to_string(expected);
+}
+
 bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const TensorData& expected,
                   double atol, std::string_view failure_id, double rtol, const Params& extra) {
   auto with = [&](Params p) {
@@ -156,14 +160,14 @@ bool expect_close(const char* file, int line, const Observed<TensorData>& actual
     return p;
   };
   if (!actual.ok()) {
-    report_failure(file, line, failure_id, with({{"difference", "(it threw)"}, {"where", "-"}}),
+    report_failure(file, line, failure_id, with({{"difference", kThrewDifference}, {"where", kThrewWhere}}),
                    "unexpected error: " + actual.describe_error());
     return false;
   }
   const Comparison c = compare(*actual, expected, atol, rtol);
   if (c.close) return true;
   if (!c.shapes_match) {
-    report_failure(file, line, failure_id, with({{"difference", "inf"}, {"where", "-"}}),
+    report_failure(file, line, failure_id, with({{"difference", "inf"}, {"where", shapes_where(actual->shape, expected.shape)}}),
                    fmt::format("{} has shape {}, expected shape {}", actual.call(), to_string(actual->shape),
                                to_string(expected.shape)) + whole_tensors(*actual, expected));
   } else {

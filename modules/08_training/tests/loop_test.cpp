@@ -140,7 +140,12 @@ TEST(Training, TrainEpoch) {
       const auto& [parameters, loss, accuracy, examples, modes] = *got;
       const std::vector<TensorData> replayed = values_of(model);
       if (parameters.size() != replayed.size()) {
-        KILN_FAIL("train_parameters_wrong", {{"case", c.what}, {"parameter", "the model"}, {"difference", "-"}, {"where", "-"}},
+        KILN_FAIL("train_parameters_wrong",
+                  {{"case", c.what},
+                   {"parameter", "the model"},
+                   {"difference", "an unknown amount"},
+                   {"where", fmt::format("its list of parameters ({} of them, where the replay has {})", parameters.size(),
+                                         replayed.size())}},
                   fmt::format("{} parameters, expected {}", parameters.size(), replayed.size()));
         return;
       }
@@ -346,7 +351,7 @@ TEST(Training, Xor) {
                              }
                              return accuracies;
                            });
-  if (!KILN_EXPECT_OK(got, "xor_not_learned", {{"epochs", std::to_string(kEpochs)}, {"mlp", "-"}, {"linear", "-"}})) return;
+  if (!KILN_EXPECT_OK(got, "xor_not_learned", {{"epochs", std::to_string(kEpochs)}, {"mlp", "unknown (the call threw)"}, {"linear", "unknown"}})) return;
   const double mlp = got->at(0), linear = got->at(1);
   KILN_EXPECT(mlp == 1.0 && linear <= 0.75, "xor_not_learned",
               {{"epochs", std::to_string(kEpochs)}, {"mlp", number(mlp)}, {"linear", number(linear)}});

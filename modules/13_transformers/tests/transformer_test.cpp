@@ -538,11 +538,8 @@ TEST(Transformer, Loss) {
           return;
         continue;
       }
-      // Position-major: the targets of (b, t) read at t·B + b.
-      std::vector<std::int64_t> swapped(targets.size());
-      for (std::int64_t b = 0; b < batch; ++b) {
-        for (std::int64_t t = 0; t < length; ++t) swapped[at(t * batch + b)] = targets[at(b * length + t)];
-      }
+      // Position-major: the targets of (b, t) read at t·B + b pair the same logits and targets as
+      // the logits laid out (t, b) against the targets as they are.
       Values position_major;
       for (std::int64_t t = 0; t < length; ++t) {
         for (std::int64_t b = 0; b < batch; ++b) {

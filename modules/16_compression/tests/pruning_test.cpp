@@ -259,7 +259,7 @@ std::vector<std::pair<Tensor, Tensor>> run_library(const MaskedRun& run) {
 // inside KILN_JUDGE.
 bool expect_masked_run(const char* file, int line, const MaskedRun& run,
                        const testing::Observed<std::vector<std::pair<TensorData, TensorData>>>& got) {
-  if (!testing::expect_ok(file, line, got, "kept_weights_wrong", {{"shape", "the"}, {"difference", "an unknown amount (the call threw)"}})) return false;
+  if (!testing::expect_ok(file, line, got, "kept_weights_wrong", {{"shape", "masked"}})) return false;
   const auto [weights, grads] = replay(run);
   for (std::size_t k = 0; k < run.initial.size(); ++k) {
     const Shape& shape = run.initial[k].shape();
@@ -355,7 +355,7 @@ TEST(Compression, MaskedStep) {
   KILN_JUDGE {
     const testing::Params params = {{"shape", "(1, 3)"}};
     if (!testing::expect_ok(__FILE__, __LINE__, no_grad, "kept_weights_wrong",
-                            {{"shape", "(1, 3)"}, {"difference", "an unknown amount (the call threw)"}}))
+                            {{"shape", "(1, 3)"}}))
       return;
     if (no_grad->shape == Shape{1, 3} && no_grad->values[1] != 0.0f) {
       testing::report_failure(__FILE__, __LINE__, "pruned_weights_moved", params,

@@ -119,14 +119,14 @@ Gradients direct_conv_gradients(const TensorData& x, const TensorData& weight, c
 bool expect_close_as(const char* file, int line, const testing::Observed<TensorData>& actual,
                      const TensorData& expected, double tolerance, const char* failure_id, testing::Params params) {
   if (!actual.ok()) {
-    params.insert(params.end(), {{"difference", "an unknown amount (the call threw)"}, {"where", "-"}});
+    params.insert(params.end(), {{"difference", testing::kThrewDifference}, {"where", testing::kThrewWhere}});
     testing::report_failure(file, line, failure_id, params, "unexpected error: " + actual.describe_error());
     return false;
   }
   const testing::Comparison c = testing::compare(*actual, expected, tolerance);
   if (c.close) return true;
   if (!c.shapes_match) {
-    params.insert(params.end(), {{"difference", "inf"}, {"where", "-"}});
+    params.insert(params.end(), {{"difference", "inf"}, {"where", testing::shapes_where(actual->shape, expected.shape)}});
     testing::report_failure(file, line, failure_id, params,
                             fmt::format("{} has shape {}, expected shape {}", actual.call(), to_string(actual->shape),
                                         to_string(expected.shape)));

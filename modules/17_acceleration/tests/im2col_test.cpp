@@ -73,7 +73,7 @@ bool check_patches(const Observed<TensorData>& actual, const TensorData& expecte
   if (rows_are_reordered(*actual, expected)) {
     KILN_FAIL("im2col_column_order", {}, actual.call() + ": " + result.describe());
   } else if (!result.shapes_match) {
-    KILN_FAIL("im2col_values", {{"difference", "inf"}, {"where", "-"}},
+    KILN_FAIL("im2col_values", {{"difference", "inf"}, {"where", testing::shapes_where(actual->shape, expected.shape)}},
               fmt::format("{} has shape {}, expected {}", actual.call(), to_string(actual->shape),
                           to_string(expected.shape)));
   } else {

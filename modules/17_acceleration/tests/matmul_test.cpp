@@ -40,14 +40,14 @@ Tensor transposed_view(std::int64_t rows, std::int64_t cols, std::uint64_t strea
 bool expect_product(const char* file, int line, const Observed<TensorData>& product, const TensorData& expected,
                     double atol, double rtol, const char* failure_id, Params params) {
   if (!product.ok()) {
-    params.insert(params.end(), {{"difference", "an unknown amount (the call threw)"}, {"where", "-"}});
+    params.insert(params.end(), {{"difference", testing::kThrewDifference}, {"where", testing::kThrewWhere}});
     report_failure(file, line, failure_id, params, "unexpected error: " + product.describe_error());
     return false;
   }
   const testing::Comparison c = compare(*product, expected, atol, rtol);
   if (c.close) return true;
   if (!c.shapes_match) {
-    params.insert(params.end(), {{"difference", "inf"}, {"where", "-"}});
+    params.insert(params.end(), {{"difference", "inf"}, {"where", testing::shapes_where(product->shape, expected.shape)}});
     report_failure(file, line, failure_id, params,
                    fmt::format("{} has shape {}, expected {}", product.call(), to_string(product->shape),
                                to_string(expected.shape)));

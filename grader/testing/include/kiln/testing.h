@@ -130,6 +130,13 @@ struct Comparison {
 // Compares with the tolerance atol + rtol·|expected| per element. NaN never counts as close.
 Comparison compare(const TensorData& actual, const TensorData& expected, double atol, double rtol = 0.0);
 
+// A message's {difference} and {where} when no element could be compared: the call threw ("by up
+// to an unknown amount (the call threw) at any element"), or the shapes differ ("by up to inf at
+// every element: the shape is (2, 3), expected (3, 2)").
+inline constexpr const char* kThrewDifference = "an unknown amount (the call threw)";
+inline constexpr const char* kThrewWhere = "any element";
+std::string shapes_where(const Shape& got, const Shape& expected);
+
 
 // Reports failure_id (params: difference, where) unless the observation is a tensor within
 // tolerance of expected. An error the call threw is reported under the same id, naming the call.
@@ -147,8 +154,8 @@ bool expect_ok(const char* file, int line, const Observed<T>& observed, std::str
   if (observed.ok()) return true;
   // A message that quotes a difference has none to quote: the call threw instead.
   Params filled = params;
-  for (const auto& [key, value] : {std::pair<const char*, const char*>{"difference", "an unknown amount (the call threw)"},
-                                   {"where", "-"}}) {
+  for (const auto& [key, value] : {std::pair<const char*, const char*>{"difference", kThrewDifference},
+                                   {"where", kThrewWhere}}) {
     bool given = false;
     for (const auto& p : params) given = given || p.first == key;
     if (!given) filled.emplace_back(key, value);
