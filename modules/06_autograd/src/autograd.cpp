@@ -25,11 +25,12 @@ void Tensor::backward(const Tensor& grad_output) {
   //    the order in which the searches finish lists every tensor before all the tensors it was
   //    computed from.
   // 2. Walk that order with a map from AutogradMeta* to the gradient received so far, starting
-  //    with {this: grad_output}. For a tensor with a grad_fn, call grad_fn->backward(gradient)
-  //    and ADD each returned gradient into the map entry of the matching input (a tensor used
-  //    twice, as in x * x, receives two contributions). For a leaf (no grad_fn), add the
-  //    gradient into meta->grad (a std::optional): keep what earlier backward() calls left
-  //    there, and store a copy (clone()), never a handle to a temporary.
+  //    with {this: grad_output}. For a tensor with a grad_fn, call grad_fn->backward(gradient);
+  //    when it returns more or fewer gradients than grad_fn->inputs holds, throw
+  //    std::logic_error naming both counts. ADD each returned gradient into the map entry of
+  //    the matching input (a tensor used twice, as in x * x, receives two contributions). For a
+  //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
+  //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
   // Skip every input that does not require grad: it must not receive a gradient.
   throw kiln::NotImplemented();
 }

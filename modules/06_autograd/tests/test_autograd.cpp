@@ -85,6 +85,13 @@ struct TrustedReshape : ag::Function {
   Tensor forward() override { return inputs[0].reshape(shape); }
   std::vector<Tensor> backward(const Tensor& g) override { return {g.reshape(inputs[0].shape())}; }
 };
+// A product node whose backward returns `count` gradients for its two inputs: a node written
+// wrong, which the walk must refuse rather than read past the list or drop a gradient.
+struct MiscountedMul : ag::Function {
+  std::size_t count = 0;
+  Tensor forward() override { return inputs[0] * inputs[1]; }
+  std::vector<Tensor> backward(const Tensor& g) override { return std::vector<Tensor>(count, g * inputs[1]); }
+};
 Tensor trusted_add(const Tensor& a, const Tensor& b) { return ag::Function::apply(std::make_shared<TrustedAdd>(), {a, b}); }
 Tensor trusted_mul(const Tensor& a, const Tensor& b) { return ag::Function::apply(std::make_shared<TrustedMul>(), {a, b}); }
 Tensor trusted_sum(const Tensor& x) { return ag::Function::apply(std::make_shared<TrustedSum>(), {x}); }
@@ -514,6 +521,23 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, scalar_backward,
                                                       "untracked_backward_allowed");
+
+  // A node whose backward returns three gradients for its two inputs, then one (last: a walk
+  // without the check reads past the list there).
+  for (const std::size_t count : {std::size_t(3), std::size_t(1)}) {
+    const auto miscounted = observe(
+        fmt::format("y.backward() on y = sum(a·b) whose product node's backward returns {} gradients for 2 inputs",
+                    count),
+        [&] {
+          Tensor a = x.tensor().set_requires_grad(true), b = x.tensor().set_requires_grad(true);
+          auto node = std::make_shared<MiscountedMul>();
+          node->count = count;
+          trusted_sum(ag::Function::apply(node, {a, b})).backward();
+        });
+    KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, miscounted, "gradient_count_unchecked",
+                                                        {std::to_string(count), "2"}, {{"count", std::to_string(count)}});
+    if (miscounted.ok()) return;
+  }
 }
 
 TEST(Autograd, FrozenTensorsGetNoGrad) {

@@ -166,4 +166,5 @@ struct ReluFunction : Function {
 //                            ShapeError naming the shape otherwise
 //   backward(grad_output)    yours: the graph walk. grad_output must have this tensor's shape
 //                            (ShapeError naming both shapes otherwise); throws std::logic_error
-//                            when this tensor does not require grad.
+//                            when this tensor does not require grad, and when a node's
+//                            backward() returns more or fewer gradients than it has inputs.
