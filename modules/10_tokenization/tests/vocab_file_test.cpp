@@ -238,6 +238,10 @@ TEST(Tokenization, VocabFileErrors) {
       {"cut-3.bpe", first_lines(good, 3), 4, "after line 3, inside the merges", "truncated_not_reported"},
       {"cut-5.bpe", first_lines(good, 5), 6, "after line 5, before \"specials 2\"", "truncated_not_reported"},
       {"cut-7.bpe", first_lines(good, 7), 8, "after line 7, inside the specials", "truncated_not_reported"},
+      // The largest count of 18 digits is a number like any other: the file is wrong where the
+      // first merge it promises is missing, and a count bounded lower (or reserved for) is not.
+      {"count-18-digits.bpe", "kiln-bpe 1\nmerges 999999999999999999\n", 3,
+       "after \"merges 999999999999999999\" (18 digits: a count like any other)", "truncated_not_reported"},
       {"run-cut.bpe", first_lines(good, static_cast<std::size_t>(run_cut)), run_cut + 1,
        fmt::format("after line {} (a place of the run)", run_cut), "truncated_not_reported"},
       {"count-specials.bpe", replace_line(6, "specials two"), 6, "the count \"specials two\"",
