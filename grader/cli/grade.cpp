@@ -80,7 +80,10 @@ void add_grade_command(CLI::App& app, Chosen& chosen) {
   sub->add_flag("--all", options->all, "Grade every module");
   sub->add_option("--format", output->format, "Result format")->check(CLI::IsMember({"gradescope", "junit", "json"}));
   sub->add_option("--out", output->out, "Result file (one submission) or folder (batch; default: results/ beside it)");
-  sub->add_option("-j,--jobs", options->jobs, "Submissions run at once")->check(CLI::Range(1, 64));
+  sub->add_option("-j,--jobs", options->jobs,
+                  "Submissions at work at once (with speed checks, one more compiles while another waits to be "
+                  "timed)")
+      ->check(CLI::Range(1, 64));
   sub->add_flag("--no-sandbox", options->no_sandbox, "Grade without the sandbox (trusted code only)");
   sub->add_option("--compile-timeout", options->compile_timeout_s, "Seconds a submission's compiles may take in all")
       ->check(CLI::Range(1.0, 3600.0));
