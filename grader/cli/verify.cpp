@@ -13,16 +13,20 @@ void add_verify_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("modules", options->modules, "Modules to verify (default: all)");
   sub->add_flag("--all", *all, "Every module");
   sub->add_option("--seed", options->seed, "Seed of the checks' inputs (default: the one `grader check` uses)");
-  sub->add_flag("--mutation", options->mutation,
+  auto* mutation = sub->add_flag("--mutation", options->mutation,
                 "Instead: the mutation score, every reference file's generated mutants run through the checks");
   sub->add_option("--sample", options->sample, "With --mutation: only K mutants per module, the same K every run")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->needs(mutation);
   sub->add_option("--min-score", options->min_score, "With --mutation: a module scoring under this percent fails")
-      ->check(CLI::Range(0.0, 100.0));
+      ->check(CLI::Range(0.0, 100.0))
+      ->needs(mutation);
   sub->add_flag("--recheck-equivalents", options->recheck_equivalents,
-                "With --mutation: also run the mutants module.yaml lists as equivalent; a killed one is a problem");
+                "With --mutation: also run the mutants module.yaml lists as equivalent; a killed one is a problem")
+      ->needs(mutation);
   sub->add_option("--at", options->at,
-                  "With --mutation: only the mutants at FILE:LINE (\"acceleration.cpp:207\"; repeatable)");
+                  "With --mutation: only the mutants at FILE:LINE (\"acceleration.cpp:207\"; repeatable)")
+      ->needs(mutation);
   on_workspace(sub, chosen, [options, all](const Workspace& ws) {
     if (*all) options->modules.clear();
     return verify_course(ws, *options) == 0 ? 0 : 1;
