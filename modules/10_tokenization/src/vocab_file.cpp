@@ -24,8 +24,9 @@ void BpeTokenizer::load(const std::string& path) {
   // its number (from 1). Check each line against the format, and on the first problem throw
   // TokenizerError(path + ": line " + N + ": expected ..., found ..."), for example
   // "vocab.bpe: line 1: expected \"kiln-bpe 1\", found \"kiln-bpe 2\"" (for a line past the end,
-  // name the line that is missing: the number of lines + 1). A number is decimal digits only
-  // (std::stoll accepts "+9", " 9" and the "9" of "9x": check the characters yourself).
+  // name the line that is missing: the number of lines + 1). A number is 1 to 18 decimal digits
+  // (std::stoll accepts "+9", " 9" and the "9" of "9x": check the characters yourself), and a
+  // count that large is still a count: never reserve() room for it before the lines are there.
   // All or nothing: collect the merges in a local vector, build a local
   // BpeTokenizer(merges), add_special() the specials to it (it rejects a repeated one with
   // std::invalid_argument: report that line), and only when the whole file is good,

@@ -230,9 +230,11 @@ class BpeTokenizer {
 //   specials 1            line 3 + M: the number of special tokens S
 //   <|endoftext|>         S lines, one special token each, verbatim; none empty, none twice
 //
-// and nothing after them. Anything else is a damaged file: a wrong first line, a count or an id
-// that is not decimal digits, a merge line without exactly two numbers, an id not yet defined, a
-// file that ends before its counts say (the message names the line that is missing: the last
-// line + 1), a repeated special, or a line after the last special.
+// and nothing after them. A number is at most 18 decimal digits, so that it fits a std::int64_t,
+// and a count may be that large however few lines follow it. Anything else is a damaged file: a
+// wrong first line, a count or an id that is not decimal digits or has more than 18, a merge
+// line without exactly two numbers, an id not yet defined, a file that ends before its counts say (the message
+// names the line that is missing: the last line + 1), a repeated special, or a line after the
+// last special.
 
 }  // namespace kiln
