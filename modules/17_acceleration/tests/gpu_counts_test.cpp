@@ -186,6 +186,12 @@ struct Access {
   const char* what;
   std::size_t at;  // index of requests; transactions, max, accesses follow
 };
+// What a count message quotes for the counts it could not take, because the launch threw (the
+// error follows the message): "an unknown number of warp requests", "an unknown number to an
+// unknown number of times".
+constexpr const char* kUnknownCount = "an unknown number of";
+constexpr const char* kUnknownFewest = "an unknown number";
+
 constexpr Access kLoadsA{"loads of a", 0}, kLoadsB{"loads of b", 4}, kLoadsC{"loads of c", 8},
     kStoresC{"stores of c", 12};
 
@@ -206,8 +212,8 @@ TEST(Gpu, Counters) {
     const Size size{16, 16, 16};
     const auto observed = count_matmul(size, MatmulKernel::naive, 31);
     if (!KILN_EXPECT_OK(observed, "naive_counts",
-                 {{"access", "-"}, {"size", product(size)}, {"requests", "-"}, {"transactions", "-"},
-                  {"expected_requests", "-"}, {"expected_transactions", "-"}}))
+                 {{"access", kLoadsA.what}, {"size", product(size)}, {"requests", kUnknownCount},
+                  {"transactions", kUnknownCount}, {"expected_requests", "128"}, {"expected_transactions", "1024"}}))
       return;
     KILN_JUDGE {
       const MatmulCounts& counts = *observed;
@@ -234,7 +240,9 @@ TEST(Gpu, Counters) {
   for (const Size& size : {Size{17, 5, 33}, Size{3, 70, 2}}) {
     const auto observed = count_matmul(size, MatmulKernel::naive, 33);
     if (!KILN_EXPECT_OK(observed, "naive_reads",
-                 {{"size", product(size)}, {"reads", "-"}, {"expected_a", "-"}, {"expected_b", "-"}, {"stores", "-"}}))
+                 {{"size", product(size)}, {"reads", fmt::format("a and b {} times", kUnknownCount)},
+                  {"expected_a", std::to_string(std::get<2>(size))}, {"expected_b", std::to_string(std::get<0>(size))},
+                  {"stores", kUnknownCount}}))
       return;
     KILN_JUDGE {
       const auto& [n, k, m] = size;
@@ -268,7 +276,7 @@ TEST(Gpu, CoalescedTransactions) {
     const auto observed = count_matmul(size, MatmulKernel::coalesced, stream);
     stream += 2;
     if (!KILN_EXPECT_OK(observed, "coalesced_transactions",
-                 {{"access", "-"}, {"size", product(size)}, {"transactions", "-"}, {"limit", "-"}}))
+                 {{"access", kLoadsA.what}, {"size", product(size)}, {"transactions", kUnknownCount}, {"limit", "2"}}))
       return;
     KILN_JUDGE {
       const MatmulCounts& counts = *observed;
@@ -312,7 +320,8 @@ TEST(Gpu, TiledReuse) {
     const auto observed = count_matmul(size, MatmulKernel::tiled, stream);
     stream += 2;
     if (!KILN_EXPECT_OK(observed, "tiled_reuse",
-                 {{"matrix", "-"}, {"size", product(size)}, {"fewest", "-"}, {"most", "-"}, {"expected", "-"}}))
+                 {{"matrix", "a"}, {"size", product(size)}, {"fewest", kUnknownFewest}, {"most", kUnknownCount},
+                  {"expected", std::to_string(blocks(std::get<2>(size)))}}))
       return;
     KILN_JUDGE {
       const auto& [n, k, m] = size;
