@@ -693,8 +693,18 @@ TEST(Transformer, Sampling) {
     if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
     KILN_JUDGE {
       const Values p = trusted_probabilities(c.logits, c.temperature, c.top_k);
+      const auto vocab = static_cast<std::int64_t>(p.size());
       for (const std::int64_t token : *out) {
-        if (token >= 0 && token < static_cast<std::int64_t>(p.size()) && p[at(token)] > 0) continue;
+        if (token >= 0 && token < vocab && p[at(token)] > 0) continue;
+        if (token >= 0 && token < vocab && (c.top_k <= 0 || c.top_k >= vocab)) {
+          // Every id is kept, so a probability of 0 is e^((z − z_max)/T) underflowing: only the
+          // logits 800 apart have one, and only a sampler whose e^z overflowed picks it.
+          const auto [lowest, highest] = std::minmax_element(c.logits.begin(), c.logits.end());
+          KILN_FAIL("sampling_overflows", {{"token", std::to_string(token)}, {"spread", fmt::format("{:g}", *highest - *lowest)}},
+                    fmt::format("{}: the probabilities are {}", out.call(),
+                                testing::list(std::vector<float>(p.begin(), p.end()), 40)));
+          return;
+        }
         KILN_FAIL("top_k_leaks", {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)}},
                   fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
                               testing::list(std::vector<float>(p.begin(), p.end()), 40)));

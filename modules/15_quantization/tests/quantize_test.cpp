@@ -73,11 +73,15 @@ const Tensor hand_weight({3, 5}, {127, 2.5f, -2.5f, 0.5f, -0.7f, 0, 0, 0, 0, 0, 
 
 TEST(Quantization, QuantizeWeights) {
   // One value at a time: ties go away from zero, in both directions. Then values beyond the range
-  // clamp to ±127, and -127.5, which rounds to -128, to -127: the codes are symmetric.
+  // clamp to ±127, and -127.5, which rounds to -128, to -127: the codes are symmetric. Last, halves
+  // of scales that are not powers of two, where value / scale in float and value · (1 / scale)
+  // land on the two sides of a half (126.499992 and 126.5; -26.5 and -26.4999981) and round apart.
   const std::tuple<float, float, std::int64_t> values[] = {
       {2.5f, 1.0f, 3}, {-2.5f, 1.0f, -3}, {0.5f, 1.0f, 1},   {-0.5f, 1.0f, -1}, {0.49f, 1.0f, 0},
       {1.0f, 0.125f, 8}, {-0.7f, 1.0f, -1}, {0.0f, 0.5f, 0}, {63.5f, 0.5f, 127}, {1.4375f, 0.125f, 12},
       {200.0f, 1.0f, 127}, {-200.0f, 1.0f, -127}, {-127.5f, 1.0f, -127}, {127.5f, 1.0f, 127},
+      {4.15960836f, 0.0328822806f, 126}, {-0.194568947f, 0.00734222447f, -27}, {0.565164566f, 0.00676843803f, 84},
+      {-3.03492141f, 0.0589305125f, -52},
   };
   for (const auto& [value, scale, code] : values) {
     const auto got = observe(fmt::format("quantize_value({}, {})", value, scale),
