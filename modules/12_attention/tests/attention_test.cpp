@@ -160,6 +160,25 @@ Tensor transposed(const Tensor& m) { return make_view(m, {m.shape()[1], m.shape(
 
 // Whether a gradient (observed) is within 1e-4 + 1e-3·|expected| of the finite differences; the
 // comparison's description in *detail otherwise.
+// The one factor r that brings the actual gradients closest to r times the expected ones (least
+// squares over all of them together): how much a uniformly scaled gradient is scaled by.
+double common_factor(const std::vector<const TensorData*>& actual, const std::vector<const Values*>& expected) {
+  double cross = 0, square = 0;
+  for (std::size_t t = 0; t < actual.size(); ++t) {
+    if (actual[t]->values.size() != expected[t]->size()) return std::nan("");
+    for (std::size_t i = 0; i < expected[t]->size(); ++i) {
+      cross += actual[t]->values[i] * (*expected[t])[i];
+      square += (*expected[t])[i] * (*expected[t])[i];
+    }
+  }
+  return square > 0 ? cross / square : std::nan("");
+}
+
+Values scaled(Values values, double factor) {
+  for (double& value : values) value *= factor;
+  return values;
+}
+
 bool gradient_close(const TensorData& actual, const Shape& shape, const Values& expected, std::string* detail) {
   const testing::Comparison c = testing::compare(actual, floats(shape, expected), 1e-4, 1e-3);
   if (c.close) return true;
@@ -525,11 +544,21 @@ TEST(Attention, Gradients) {
         KILN_FAIL("grad_value_wrong", {}, grads.call() + ", the gradient of v: " + v_detail);
         return;
       }
-      const bool q_right = gradient_close(std::get<0>(*grads), q.shape(),
-                                          testing::double_numeric_gradient(f, inputs, 0, weights), &q_detail);
-      const bool k_right = gradient_close(std::get<1>(*grads), k.shape(),
-                                          testing::double_numeric_gradient(f, inputs, 1, weights), &k_detail);
+      const Values q_expected = testing::double_numeric_gradient(f, inputs, 0, weights);
+      const Values k_expected = testing::double_numeric_gradient(f, inputs, 1, weights);
+      const bool q_right = gradient_close(std::get<0>(*grads), q.shape(), q_expected, &q_detail);
+      const bool k_right = gradient_close(std::get<1>(*grads), k.shape(), k_expected, &k_detail);
       if (!q_right && !k_right) {
+        // Both off by one factor: the scores' gradient was scaled by something other than 1/√d.
+        const double factor = common_factor({&std::get<0>(*grads), &std::get<1>(*grads)}, {&q_expected, &k_expected});
+        if (std::isfinite(factor) && std::fabs(factor - 1.0) > 0.01 &&
+            gradient_close(std::get<0>(*grads), q.shape(), scaled(q_expected, factor), &q_detail) &&
+            gradient_close(std::get<1>(*grads), k.shape(), scaled(k_expected, factor), &k_detail)) {
+          KILN_FAIL("grad_scale_wrong", {{"factor", fmt::format("{:.4g}", factor)}, {"d", std::to_string(s.d)}},
+                    fmt::format("{}: every element of q's and k's gradients is {:.4g} times the right one",
+                                grads.call(), factor));
+          return;
+        }
         KILN_FAIL("grad_scores_wrong", {},
                   grads.call() + ", the gradient of q: " + q_detail + "; the gradient of k: " + k_detail);
         return;
