@@ -84,7 +84,11 @@ struct Pooled {
   TensorData out;
   std::vector<std::int64_t> argmax;
 };
-Pooled reference_maxpool(const TensorData& x, std::int64_t k, std::int64_t stride) {
+// Which of a window's equal maxima it takes: the first in row-major order (the rule), or the last
+// (a > written as >=, to name that mistake).
+enum class Tie { first, last };
+
+Pooled reference_maxpool(const TensorData& x, std::int64_t k, std::int64_t stride, Tie tie = Tie::first) {
   const std::int64_t N = x.shape[0], C = x.shape[1], H = x.shape[2], W = x.shape[3];
   const std::int64_t out_h = (H - k) / stride + 1, out_w = (W - k) / stride + 1;
   Pooled pooled;
@@ -97,7 +101,8 @@ Pooled reference_maxpool(const TensorData& x, std::int64_t k, std::int64_t strid
           for (std::int64_t kh = 0; kh < k; ++kh)
             for (std::int64_t kw = 0; kw < k; ++kw) {
               const std::int64_t at = ((n * C + c) * H + oh * stride + kh) * W + ow * stride + kw;
-              if (best < 0 || x.values[static_cast<std::size_t>(at)] > x.values[static_cast<std::size_t>(best)]) best = at;
+              const float value = x.values[static_cast<std::size_t>(at)], largest = x.values[static_cast<std::size_t>(best < 0 ? at : best)];
+              if (best < 0 || value > largest || (tie == Tie::last && value == largest)) best = at;
             }
           out.push_back(x.values[static_cast<std::size_t>(best)]);
           pooled.argmax.push_back(best);
@@ -107,8 +112,9 @@ Pooled reference_maxpool(const TensorData& x, std::int64_t k, std::int64_t strid
 }
 
 // Max pooling's gradient for x: each output's gradient added at the element its window took.
-TensorData reference_maxpool_grad(const TensorData& x, std::int64_t k, std::int64_t stride, const TensorData& g) {
-  const Pooled pooled = reference_maxpool(x, k, stride);
+TensorData reference_maxpool_grad(const TensorData& x, std::int64_t k, std::int64_t stride, const TensorData& g,
+                                  Tie tie = Tie::first) {
+  const Pooled pooled = reference_maxpool(x, k, stride, tie);
   std::vector<float> grad(x.values.size(), 0.0f);
   for (std::size_t i = 0; i < pooled.argmax.size(); ++i) grad[static_cast<std::size_t>(pooled.argmax[i])] += g.values[i];
   return data_of(x.shape, grad);
@@ -519,12 +525,19 @@ TEST(Convolutions, MaxPoolBackward) {
   // (the first one on a tie), every other element gets 0.
   const TensorData x = data_of({1, 2, 4, 4}, {1, 5, 2, 0,   3, 4, 8, 1,   0, 2, 9, 9,   7, 1, 3, 4,
                                               -1, -2, 0, 6,  -3, -4, 5, 2,  1, 1, 1, 1,  1, 1, 1, 2});
-  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("x (1, 2, 4, 4) and g = [10, 20, ..., 80]", x, 2, 2,
-                                              data_of({1, 2, 2, 2}, {10, 20, 30, 40, 50, 60, 70, 80})),
-                         data_of({1, 2, 4, 4}, {0, 10, 0, 0,   0, 0, 20, 0,   0, 0, 40, 0,   30, 0, 0, 0,
-                                                50, 0, 0, 60,  0, 0, 0, 0,    70, 0, 0, 0,   0, 0, 0, 80}),
-                         1e-6, "maxpool_grad_misrouted"))
-    return;
+  const TensorData hand_g = data_of({1, 2, 2, 2}, {10, 20, 30, 40, 50, 60, 70, 80});
+  const auto hand = observe_maxpool_grad("x (1, 2, 4, 4) and g = [10, 20, ..., 80]", x, 2, 2, hand_g);
+  const TensorData hand_expected = data_of({1, 2, 4, 4}, {0, 10, 0, 0,   0, 0, 20, 0,   0, 0, 40, 0,   30, 0, 0, 0,
+                                                          50, 0, 0, 60,  0, 0, 0, 0,    70, 0, 0, 0,   0, 0, 0, 80});
+  KILN_JUDGE {
+    // Right but for the ties (9, 9 in channel 0; 1, 1, 1, 1 in channel 1): the last maximum taken.
+    if (hand.ok() && !testing::compare(*hand, hand_expected, 1e-6).close &&
+        testing::compare(*hand, reference_maxpool_grad(x, 2, 2, hand_g, Tie::last), 1e-6).close) {
+      KILN_FAIL("maxpool_tie_last", {}, hand.call() + ": " + testing::compare(*hand, hand_expected, 1e-6).describe());
+      return;
+    }
+  }
+  if (!KILN_EXPECT_CLOSE(hand, hand_expected, 1e-6, "maxpool_grad_misrouted")) return;
   // A random image of the run, (5, 7) pooled side by side to (2, 3).
   const TensorData r = data_of(random_tensor({1, 2, 5, 7}, 80));
   const TensorData g = data_of(random_tensor({1, 2, 2, 3}, 81, 0.5f, 1.5f));
