@@ -561,6 +561,9 @@ TEST(Tensor, FrobeniusNorm) {
       {"[1, 2, 2] repeated in 2 rows by stride 0", make_view(ones_and_twos, {2, 3}, {0, 1}, 0), std::sqrt(18.0f)},
       {"the scalar -2", Tensor::scalar(-2.0f), 2.0f},
       {"a random (5, 7) tensor", r, std::nullopt},
+      // Squares out of float's range, both ways: 9e40 overflows to inf, 9e-60 underflows to 0.
+      {"[3e20, -4e20]", Tensor({2}, {3e20f, -4e20f}), 5e20f},
+      {"[3e-30, 4e-30]", Tensor({2}, {3e-30f, 4e-30f}), 5e-30f},
   };
   for (const Case& c : cases) {
     const auto got = observe("norm() of " + c.what, [&] { return c.t.norm(); });

@@ -85,6 +85,12 @@ struct TrustedReshape : ag::Function {
   Tensor forward() override { return inputs[0].reshape(shape); }
   std::vector<Tensor> backward(const Tensor& g) override { return {g.reshape(inputs[0].shape())}; }
 };
+// An addition whose backward hands the same tensor, g itself, to both inputs, as a node may: the
+// leaves must each keep a copy of their own.
+struct SharingAdd : ag::Function {
+  Tensor forward() override { return inputs[0] + inputs[1]; }
+  std::vector<Tensor> backward(const Tensor& g) override { return {g, g}; }
+};
 // A product node whose backward returns `count` gradients for its two inputs: a node written
 // wrong, which the walk must refuse rather than read past the list or drop a gradient.
 struct MiscountedMul : ag::Function {
@@ -448,6 +454,33 @@ TEST(Autograd, AccumulatesAcrossCalls) {
     for (std::size_t k = 0; k < expected.size(); ++k) {
       const Observed<TensorData> grad(expected[k].first, (*grads)[k]);
       if (!KILN_EXPECT_CLOSE(grad, data_of({2, 3}, expected[k].second), 1e-5, "calls_not_accumulated")) return;
+    }
+  }
+
+  // A leaf's first gradient is a copy: writing into a.grad(), or into the g the caller passed to
+  // backward(), leaves b.grad() alone, though one node handed the same g to both.
+  const TensorData b_values = data_of(random_tensor({2, 3}, 84));
+  const TensorData g = data_of(random_tensor({2, 3}, 85));
+  const auto owned = observe(
+      "a.grad() and b.grad() after c = a + b (a node that passes g itself to both), c.backward(g), then "
+      "a.grad()[0] += 100 and g[1] += 200",
+      [&] {
+        Tensor a = x.tensor().set_requires_grad(true), b = b_values.tensor().set_requires_grad(true);
+        Tensor passed = g.tensor();
+        ag::Function::apply(std::make_shared<SharingAdd>(), {a, b}).backward(passed);
+        a.grad().data()[0] += 100.0f;
+        passed.data()[1] += 200.0f;
+        return std::vector<Tensor>{a.grad().clone(), b.grad().clone()};
+      });
+  if (!KILN_EXPECT_OK(owned, "gradient_shared")) return;
+  KILN_JUDGE {
+    std::vector<float> a_expected = g.values;
+    a_expected[0] += 100.0f;
+    const std::vector<std::pair<std::string, std::vector<float>>> expected = {{"a.grad()", a_expected},
+                                                                              {"b.grad()", g.values}};
+    for (std::size_t k = 0; k < expected.size(); ++k) {
+      const Observed<TensorData> grad(owned.call() + ": " + expected[k].first, (*owned)[k]);
+      if (!KILN_EXPECT_CLOSE(grad, data_of({2, 3}, expected[k].second), 1e-5, "gradient_shared")) return;
     }
   }
 }

@@ -250,6 +250,10 @@ TEST(Tokenization, VocabFileErrors) {
        "bad_special_not_reported"},
       {"empty-special.bpe", replace_line(7, ""), 7, "an empty special", "bad_special_not_reported"},
       {"extra.bpe", good + "<|pad|>\n", 9, "a line after the last special", "bad_special_not_reported"},
+      // An empty line is a line too: "\n\n" at the end is not one final newline.
+      {"blank-after.bpe", good + "\n", 9, "an empty line after the last special", "bad_special_not_reported"},
+      {"blank-then-extra.bpe", good + "\n<|pad|>\n", 9, "an empty line, then a special, after the last special",
+       "bad_special_not_reported"},
   };
   std::vector<std::pair<std::string, std::string>> files;
   for (const Damaged& d : damaged) files.emplace_back(d.name, d.text);

@@ -111,7 +111,9 @@ class Tensor {
   Tensor mean(std::int64_t dim, bool keepdim = false) const;
   // Sum of all elements, as a scalar tensor.
   Tensor sum() const;
-  // Frobenius norm: the square root of the sum of the squares of all elements.
+  // Frobenius norm: the square root of the sum of the squares of all elements. Right wherever the
+  // norm is a float: [3e20, 4e20] gives 5e20 and [3e-30, 4e-30] gives 5e-30, although their
+  // squares lie outside float's range (square and add in double).
   float norm() const;
 
   // Autograd, defined by module 06 (kiln/autograd.h): whether gradients flow into this tensor,
