@@ -8,6 +8,7 @@
 #include <fstream>
 #include <limits>
 #include <string>
+#include <vector>
 
 #include <gtest/gtest-spi.h>
 #include <gtest/gtest.h>
@@ -35,6 +36,46 @@ std::vector<nlohmann::json> drain(int fd) {
     }
   }
   return out;
+}
+
+// Every "thrown" event on the channel: the call and the frames it names.
+std::vector<nlohmann::json> thrown_events(int fd) {
+  std::string text;
+  char buffer[4096];
+  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  std::vector<nlohmann::json> out;
+  std::size_t start = 0;
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
+    auto j = nlohmann::json::parse(text.substr(start, nl - start));
+    if (j.value("event", "") == "thrown") out.push_back(j);
+  }
+  return out;
+}
+
+// Where an error was thrown is told only when it passed through this program's throws. An
+// exception libstdc++ throws from its own code (vector::at's out_of_range) takes the memory the
+// one before it left, and must not be placed where that one was thrown. (First in the file: the
+// test below leaves the session judging.)
+TEST(Observe, AThrowIsPlacedOnlyWhereItWasThrown) {
+  int pipe_fds[2];
+  ASSERT_EQ(pipe(pipe_fds), 0);
+  session::open_channel(pipe_fds[1]);
+  session::begin_check("T.Thrown");
+  const auto ours = observe("ours", []() -> int { throw ShapeError("shapes (2) and (3)"); });
+  const auto library = observe("library", [] {
+    const std::vector<int> none;
+    return none.at(3);
+  });
+  session::end_check(false);
+  session::open_channel(-1);
+  close(pipe_fds[1]);
+  ASSERT_FALSE(ours.ok());
+  ASSERT_FALSE(library.ok());
+  const auto events = thrown_events(pipe_fds[0]);
+  close(pipe_fds[0]);
+  ASSERT_EQ(events.size(), 1u) << nlohmann::json(events).dump();
+  EXPECT_EQ(events[0]["call"], "ours");
+  EXPECT_FALSE(events[0]["at"].empty());
 }
 
 // One process records, then judges: session state is global, so the order is fixed.

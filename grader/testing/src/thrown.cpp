@@ -3,7 +3,9 @@
 // return addresses of the frames that threw it are noted, and when observe() catches an exception
 // that escaped student code, the place it was thrown goes to the grader as a "thrown" event (the
 // grader turns the addresses into functions and lines). Exceptions thrown inside the standard
-// library's own compiled code do not pass here and have no place.
+// library's own compiled code do not pass here and have no place: observe() forgets every earlier
+// throw before its call, so that such an exception, taking the memory an earlier one left, is
+// never placed where that one was thrown.
 #include <dlfcn.h>
 #include <execinfo.h>
 
@@ -48,6 +50,10 @@ extern "C" [[noreturn]] void __wrap___cxa_throw(void* object, std::type_info* ty
 
 namespace kiln::testing::detail {
 
+void forget_thrown() {
+  for (Throw& t : recent) t.object = nullptr;
+}
+
 std::vector<std::string> thrown_at() {
   // The exception being handled is known by its object: libstdc++'s exception_ptr holds nothing but
   // a pointer to it, the pointer __cxa_throw was given.
@@ -60,7 +66,10 @@ std::vector<std::string> thrown_at() {
   Dl_info self{};
   if (dladdr(reinterpret_cast<void*>(&thrown_at), &self) == 0 || self.dli_fbase == nullptr) return {};
   std::vector<std::string> out;
-  for (const Throw& t : recent) {
+  // Newest first: an exception's memory is reused by the next one of its size, so an older slot
+  // may hold the same object address with another throw's frames.
+  for (unsigned k = 1; k <= recent.size(); ++k) {
+    const Throw& t = recent[(next_slot - k) % recent.size()];
     if (t.object != object) continue;
     for (int i = 0; i < t.count; ++i) {
       Dl_info where{};

@@ -331,6 +331,10 @@ struct Replayed {
 };
 Replayed replay(const std::string& call);
 [[noreturn]] void unobserved(const std::string& why);
+// Forgets where earlier exceptions were thrown, before a call is observed: an exception that
+// does not pass through this program's throws (one libstdc++ throws itself) may reuse an earlier
+// one's memory, and must not be placed where that one was thrown.
+void forget_throws();
 // The error being handled, as plain data.
 ErrorData current_error();
 bool is_stub(const std::exception& error);
@@ -355,6 +359,7 @@ auto observe(std::string what, F&& call) {
   }
   std::optional<T> value;
   ErrorData error;
+  detail::forget_throws();
   try {
     if constexpr (std::is_void_v<R>) {
       call();
