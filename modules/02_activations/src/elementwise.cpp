@@ -33,7 +33,8 @@ Tensor sigmoid(const Tensor& x) {
   // σ(x) = 1 / (1 + e^(-x)), computed without ever taking e^t of a large positive t: with
   // e = std::exp(-std::fabs(x)), which lies in (0, 1],
   //   σ(x) = 1 / (1 + e) when x >= 0,   σ(x) = e / (1 + e) when x < 0.
-  // sigmoid([-2, 0, 2]) = [0.1192029, 0.5, 0.8807971]; sigmoid(±1000) = 1 and 0, never NaN.
+  // sigmoid([-2, 0, 2]) = [0.1192029, 0.5, 0.8807971]; sigmoid(±1000) = 1 and 0, never NaN;
+  // sigmoid(-20) = 2.06e-9, not 0 (1 - 1/(1 + e) would cancel it away).
   throw kiln::NotImplemented();
 }
 

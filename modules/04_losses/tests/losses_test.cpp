@@ -179,6 +179,26 @@ TEST(Losses, BinaryCrossEntropy) {
   if (!check_loss(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
                   extreme, KILN_JUDGE_ONLY(bce_exact), "bce_not_stable"))
     return;
+  // Confidently right: each loss is log(1 + e^-|z|) alone, tiny but held by float.
+  // [20, 30, -25] against [1, 1, 0]: (2.061e-9 + 9.36e-14 + 1.389e-11)/3 = 6.917e-10, to 1e-5
+  // relative. log(1 + e) rounds 1 + e to 1 and gives 0, which the 1e-5 absolute above allows.
+  const std::vector<float> confident = {20, 30, -25};
+  const Tensor confident_targets({3}, {1, 1, 0});
+  const auto tiny = observe("binary_cross_entropy_with_logits for logits [20, 30, -25], targets [1, 1, 0]",
+                            [&] { return binary_cross_entropy_with_logits(Tensor({3}, confident), confident_targets); });
+  KILN_JUDGE {
+    const double exact = bce_exact(doubles(Tensor({3}, confident)), doubles(confident_targets));
+    std::string got;
+    if (!tiny.ok()) got = "nothing: the call threw " + tiny.describe_error();
+    else if (tiny->values.size() != 1) got = "a tensor of shape " + to_string(tiny->shape);
+    else if (std::fabs(tiny->values[0] - exact) > 1e-5 * exact) got = fmt::format("{:.4g}", tiny->values[0]);
+    if (!got.empty()) {
+      testing::report_failure(__FILE__, __LINE__, "bce_tiny_lost", {{"got", got}, {"expected", fmt::format("{:.4g}", exact)}},
+                              tiny.call());
+      return;
+    }
+  }
+  if (!tiny.ok()) return;
   // dL/dz = (σ(z) - t)/n: for z = 0, t = 1, -0.5.
   if (!check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
                       FUNCTION(binary_cross_entropy_with_logits_backward), inputs, KILN_JUDGE_ONLY(bce_exact), "bce_grad_wrong"))

@@ -235,6 +235,10 @@ TEST(Data, Histogram) {
       // counted in the last bin, not one past it.
       {"-1, 0, 0.5 and the largest double below 1, over [-1, 1)", {-1.0, 0.0, 0.5, std::nextafter(1.0, 0.0)}, 4, -1.0,
        1.0},
+      // The ten lower edges 0, 0.1, ..., 0.9 (as doubles), one in each bin by the header's
+      // formula: 0.3·10 is 3.0000000000000004. Dividing by the width instead, 0.3/0.1 is
+      // 2.9999999999999996, and 0.3, 0.6 and 0.7 fall one bin low.
+      {"the ten bin edges 0, 0.1, ..., 0.9", {0.0, 0.1, 0.2, 0.3, 0.4, 0.5, 0.6, 0.7, 0.8, 0.9}, 10, 0.0, 1.0},
   };
   // 10,000 draws of WichmannHill(457428938475) and of a seed of the run, in 10 bins over [0, 1).
   testing::Generator draw(601);

@@ -34,16 +34,26 @@ struct LayerCase {
   float input_scale;
 };
 
-// Everything a QuantizedLinear holds, and its forward(x).
-using LayerParts = std::tuple<std::int64_t, std::int64_t, float, WeightParts, Tensor, Tensor>;
+// Everything a QuantizedLinear holds and its forward(x); then what its bias is: whether it
+// records gradients, whether forward's result does, and whether a change to the layer's bias
+// after construction reached it.
+using LayerParts = std::tuple<std::int64_t, std::int64_t, float, WeightParts, Tensor, Tensor, bool, bool, bool>;
 
 LayerParts run_layer(const LayerCase& c) {
   WichmannHill generator(15);
   nn::Linear layer(c.weight.shape[0], c.weight.shape[1], generator);
-  layer.weight = c.weight.tensor();
-  layer.bias = c.bias.tensor();
+  // Parameters, as a trained layer's are.
+  layer.weight = c.weight.tensor().set_requires_grad(true);
+  layer.bias = c.bias.tensor().set_requires_grad(true);
   const quant::QuantizedLinear q(layer, c.input_scale);
-  return {q.in_features, q.out_features, q.input_scale, parts_of(q.weight), q.bias, q.forward(c.x.tensor())};
+  const Tensor y = q.forward(c.x.tensor());
+  const bool bias_records = q.bias.requires_grad(), forward_records = y.requires_grad();
+  // The float layer trained on: its bias moves, the quantized layer's copy must not.
+  const std::vector<float> before = q.bias.to_vector();
+  layer.bias.data()[0] += 1.0f;
+  const bool follows_layer = q.bias.to_vector() != before;
+  return {q.in_features, q.out_features, q.input_scale, parts_of(q.weight), q.bias, y,
+          bias_records, forward_records, follows_layer};
 }
 
 // The weight transposed to (out, in): the rows quantize_per_channel sees.
@@ -63,8 +73,21 @@ bool check_layer(const char* file, int line, const LayerCase& c) {
     const std::int64_t batch = c.x.shape[0], in = c.weight.shape[0], out = c.weight.shape[1];
     const testing::Params params = {{"in", std::to_string(in)}, {"out", std::to_string(out)}};
     if (!testing::expect_ok(file, line, got, "quantized_weight_wrong", params)) return false;
-    const auto& [in_features, out_features, input_scale, weight, bias, y] = *got;
+    const auto& [in_features, out_features, input_scale, weight, bias, y, bias_records, forward_records, follows_layer] =
+        *got;
 
+    // Its bias its own first: a shared one also reads as the layer's changed value below.
+    std::string shared;
+    if (follows_layer)
+      shared = "adding 1 to layer.bias[0] after the constructor changed the quantized layer's bias too: they share one storage";
+    else if (bias_records)
+      shared = "its bias.requires_grad() is true: it carries the layer's autograd bookkeeping";
+    else if (forward_records)
+      shared = "forward's result records a graph (requires_grad() is true)";
+    if (!shared.empty()) {
+      testing::report_failure(file, line, "bias_not_copied", params, got.call() + ": " + shared);
+      return false;
+    }
     // The layer's parts: sizes, scale, codes and scales of the (out, in) weight, the bias.
     const Quantized expected = trusted_quantize(transposed(c.weight));
     const auto& [codes, scales, rows, cols] = weight;
