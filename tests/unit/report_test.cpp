@@ -16,6 +16,16 @@ TEST(RenderMessage, FillsKnownPlaceholdersAndKeepsUnknownOnes) {
   EXPECT_EQ(render_message("no placeholders", {}), "no placeholders");
 }
 
+// What a report left as written: a placeholder the failure gave no value for (verify reports
+// each); braces around anything but a name are text, not placeholders.
+TEST(UnfilledPlaceholders, NamesEachPlaceholderWithoutAValue) {
+  EXPECT_EQ(unfilled_placeholders("differs by up to {difference} at {where}", {{"where", "(0, 1)"}}),
+            std::vector<std::string>{"{difference}"});
+  EXPECT_TRUE(unfilled_placeholders("differs by up to {difference}", {{"difference", "0.5"}}).empty());
+  EXPECT_TRUE(unfilled_placeholders("a set {1, 2} and an empty {} and {A B}", {}).empty());
+  EXPECT_EQ(unfilled_placeholders("{size}: {size_2}", {}), (std::vector<std::string>{"{size}", "{size_2}"}));
+}
+
 TEST(RelativeTo, ShowsCoursePathsRelativeToTheRoot) {
   EXPECT_EQ(relative_to("/c", "at /c/modules/x.cpp:3 and /c/y"), "at modules/x.cpp:3 and y");
 }

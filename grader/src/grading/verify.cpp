@@ -431,6 +431,23 @@ void prove_solution(const Workspace& ws, const Module& m, const Job& job, Proof&
   }
 }
 
+// Every message a run of the module printed, the reference's, the stubs' and each mutant's, has
+// each of its placeholders filled: "differs by up to {difference}" read literally means a test
+// path that reports a failure without the value its message quotes.
+void prove_messages_filled(const std::vector<Job>& jobs, std::size_t first, std::size_t last, Proof& v) {
+  std::set<std::string> seen;
+  for (std::size_t i = first; i < last; ++i)
+    for (const Report* r : {&jobs[i].judged, &jobs[i].in_process})
+      for (const auto& c : r->checks)
+        for (const auto& u : c.unfilled)
+          if (seen.insert(c.id + " " + u).second)
+            v.fail(fmt::format("check {}, failure {} left unfilled in the message {} printed: the test reports that "
+                               "failure without a value for it",
+                               c.id, u, jobs[i].variant == "solution" || jobs[i].variant == "stub"
+                                            ? "the " + jobs[i].variant + (jobs[i].variant == "stub" ? "s" : "")
+                                            : jobs[i].variant));
+}
+
 // No check passes on the untouched stubs, judged or in the test program itself.
 void prove_stubs(const Job& job, Proof& v) {
   const Report& stubs = job.judged;
@@ -616,6 +633,7 @@ int verify_course(const Workspace& ws, const VerifyOptions& options) {
     std::set<std::string> proven, needs_device;
     for (const auto& mu : plan.mutants[m]) prove_mutant(*m, mu, plan.jobs[at++], v, proven, needs_device);
     prove_catalogue(*m, proven, needs_device, v);
+    prove_messages_filled(plan.jobs, at - 2 - plan.mutants[m].size(), at, v);
     prove_promises(ws.course, *m, v);
     for (const auto& stray : stray_solution_files(ws.course, *m))
       v.fail(fmt::format("{} is not one of the module's student_files, so no build reads it: list it in "

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cstdio>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include <fmt/format.h>
@@ -27,6 +28,7 @@ struct MutantJob {
   std::size_t target = 0;  // index into the plan's targets
   Outcome outcome = Outcome::not_compiled;
   std::string killed_by;   // "check relu_values: failed"
+  std::vector<std::string> unfilled;  // "relu_values, relu_wrong: {where}": a message printed with a placeholder as written
 };
 
 struct ModulePlan {
@@ -121,6 +123,14 @@ PipelineOptions options_for(const Workspace& ws, const TestTarget& target, const
 }
 
 // The first check that did not pass, in words, or "" when every check passed.
+// Every placeholder a report's messages printed as written, "check, failure: {name}".
+std::vector<std::string> unfilled_in(const Report& r) {
+  std::vector<std::string> out;
+  for (const auto& c : r.checks)
+    for (const auto& u : c.unfilled) out.push_back(c.id + ", " + u);
+  return out;
+}
+
 std::string first_failure(const Report& r) {
   for (const auto& c : r.checks)
     if (c.status != Status::passed && c.status != Status::skipped) return fmt::format("{} {}", c.id, status_name(c.status));
@@ -160,7 +170,9 @@ void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::map<c
                                             build_dir / "judge" / (j.module->name() + "_" + t.own.name + "_s.json"), seed);
       options.sanitized_only = true;
       PrebuiltBuilder builder(sanitized[k]);
-      j.killed_by = first_failure(report_of(ws.course, run_pipeline(*j.module, builder, options), "mutant"));
+      const Report r = report_of(ws.course, run_pipeline(*j.module, builder, options), "mutant");
+      j.killed_by = first_failure(r);
+      j.unfilled = unfilled_in(r);
       if (!j.killed_by.empty()) j.outcome = Outcome::killed;
     }
   };
@@ -214,7 +226,9 @@ void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>
                                         options_for(ws, t, judges.at(j.module),
                                                     build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"),
                                                     seed));
-        j.killed_by = first_failure(report_of(ws.course, v, "mutant"));
+        const Report r = report_of(ws.course, v, "mutant");
+        j.killed_by = first_failure(r);
+        j.unfilled = unfilled_in(r);
         j.outcome = j.killed_by.empty() ? Outcome::survived : Outcome::killed;
       }
       const std::lock_guard<std::mutex> hold(progress);
@@ -298,6 +312,20 @@ int report_module(const ModulePlan& mp, const Plan& plan, const Report& referenc
                    .c_str(),
                stdout);
     ++problems;
+  }
+  // A killed mutant whose message still reads "{difference}": the test reports that failure on a
+  // path without the value its message quotes.
+  std::set<std::string> unfilled;
+  for (const std::size_t i : mp.jobs) {
+    const MutantJob& j = plan.jobs[i];
+    for (const auto& u : j.unfilled) {
+      if (!unfilled.insert(u).second) continue;
+      std::fputs(fmt::format("  ✗ {} left unfilled in its message, for {}:{}:{}: {}\n", u, j.mutant.file, j.mutant.line,
+                             j.mutant.column, j.mutant.mutation)
+                     .c_str(),
+                 stdout);
+      ++problems;
+    }
   }
   for (const EquivalentMutant* e : mp.unmatched)
     std::fputs(fmt::format("  - module.yaml lists {}:{}: {} as equivalent, but no rule generates it (the reference "

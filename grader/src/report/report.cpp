@@ -53,6 +53,20 @@ std::string render_message(const std::string& message, const std::map<std::strin
   return out;
 }
 
+std::vector<std::string> unfilled_placeholders(const std::string& message, const std::map<std::string, std::string>& params) {
+  std::vector<std::string> out;
+  for (std::size_t open = message.find('{'); open != std::string::npos; open = message.find('{', open + 1)) {
+    const auto close = message.find('}', open);
+    if (close == std::string::npos) break;
+    const std::string name = message.substr(open + 1, close - open - 1);
+    const bool placeholder = !name.empty() && std::all_of(name.begin(), name.end(), [](char c) {
+      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '_';
+    });
+    if (placeholder && !params.count(name)) out.push_back("{" + name + "}");
+  }
+  return out;
+}
+
 std::string relative_to(const fs::path& root, const std::string& path) {
   const std::string prefix = root.generic_string() + "/";
   std::string out = path;
@@ -196,6 +210,8 @@ Report make_report(const Course& course, const Module& module, const std::vector
           c.failure_ids.push_back(f.id);
           if (const Failure* known = check.failure(f.id)) {
             const std::string message = render_message(known->message, f.params);
+            for (const auto& name : unfilled_placeholders(known->message, f.params))
+              c.unfilled.push_back(f.id + ": " + name);
             c.messages.push_back(work.empty() ? message : relative(message));
             c.rendered[f.id] = c.messages.back();
             c.hints.push_back(known->hint);

@@ -24,6 +24,9 @@ struct CheckReport {
   std::vector<std::string> messages;  // catalogued messages, rendered
   std::vector<std::string> failure_ids;
   std::map<std::string, std::string> rendered;  // each catalogued failure reported, as its message read
+  // "failure_id: {name}" for each placeholder of a catalogued message that the test reported no
+  // value for, so that the student read it as written: an authoring defect, which verify reports.
+  std::vector<std::string> unfilled;
   std::vector<std::string> hints;
   std::vector<std::string> details;   // what was expected and what came back
   std::string waits_for;  // the check it needs that did not pass ("skipped: fix X first")
@@ -62,6 +65,8 @@ struct Report {
 
 // Fills a catalogued message's {placeholders}; unknown names are left as they are.
 std::string render_message(const std::string& message, const std::map<std::string, std::string>& params);
+// The {placeholders} of a catalogued message that params leaves unfilled.
+std::vector<std::string> unfilled_placeholders(const std::string& message, const std::map<std::string, std::string>& params);
 
 // Text made safe for XML, SVG and HTML: the five special characters as entities, and the control
 // characters XML 1.0 forbids as spaces.
