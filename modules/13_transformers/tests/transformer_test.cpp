@@ -716,6 +716,11 @@ TEST(Transformer, Sampling) {
       while (first < expected.size() && first < out->size() && (*out)[first] == expected[first]) ++first;
       const std::string detail = fmt::format("{}: draw {} is token {}, expected {}", out.call(), first,
                                              first < out->size() ? (*out)[first] : -1, expected[first]);
+      if (c.top_k < 0) {
+        // The same logits and temperature with top_k = 0 came out right above.
+        KILN_FAIL("negative_top_k_wrong", {{"k", std::to_string(c.top_k)}}, detail);
+        return;
+      }
       const bool temperature_flipped = *out == trusted_samples(c.logits, 1.0 / c.temperature, c.top_k, seed, kDraws);
       const bool temperature_ignored = *out == trusted_samples(c.logits, 1.0, c.top_k, seed, kDraws);
       if (c.temperature != 1.0 && (temperature_flipped || temperature_ignored)) {
