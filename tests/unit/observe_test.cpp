@@ -21,34 +21,34 @@
 namespace kiln::testing {
 namespace {
 
-// Everything recorded through the channel, one JSON object per observation.
-std::vector<nlohmann::json> drain(int fd) {
+// Every event written to the channel, one JSON object a line.
+std::vector<nlohmann::json> events_of(int fd) {
   std::string text;
   char buffer[4096];
   for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
   std::vector<nlohmann::json> out;
   std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    auto j = nlohmann::json::parse(text.substr(start, nl - start));
-    if (j.value("event", "") == "observe") {
-      j.erase("event");
-      out.push_back(j);
-    }
+  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1)
+    out.push_back(nlohmann::json::parse(text.substr(start, nl - start)));
+  return out;
+}
+
+// Everything recorded through the channel, one JSON object per observation.
+std::vector<nlohmann::json> drain(int fd) {
+  std::vector<nlohmann::json> out;
+  for (auto& j : events_of(fd)) {
+    if (j.value("event", "") != "observe") continue;
+    j.erase("event");
+    out.push_back(j);
   }
   return out;
 }
 
 // Every "thrown" event on the channel: the call and the frames it names.
 std::vector<nlohmann::json> thrown_events(int fd) {
-  std::string text;
-  char buffer[4096];
-  for (ssize_t n; (n = read(fd, buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
   std::vector<nlohmann::json> out;
-  std::size_t start = 0;
-  for (std::size_t nl; (nl = text.find('\n', start)) != std::string::npos; start = nl + 1) {
-    auto j = nlohmann::json::parse(text.substr(start, nl - start));
+  for (auto& j : events_of(fd))
     if (j.value("event", "") == "thrown") out.push_back(j);
-  }
   return out;
 }
 
