@@ -441,11 +441,9 @@ void prove_messages_filled(const std::vector<Job>& jobs, std::size_t first, std:
       for (const auto& c : r->checks)
         for (const auto& u : c.unfilled)
           if (seen.insert(c.id + " " + u).second)
-            v.fail(fmt::format("check {}, failure {} left unfilled in the message {} printed: the test reports that "
+            v.fail(fmt::format("check {}, failure {} left unfilled in the message of the {}: the test reports that "
                                "failure without a value for it",
-                               c.id, u, jobs[i].variant == "solution" || jobs[i].variant == "stub"
-                                            ? "the " + jobs[i].variant + (jobs[i].variant == "stub" ? "s" : "")
-                                            : jobs[i].variant));
+                               c.id, u, jobs[i].variant));
 }
 
 // No check passes on the untouched stubs, judged or in the test program itself.

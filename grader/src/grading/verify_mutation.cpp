@@ -122,7 +122,6 @@ PipelineOptions options_for(const Workspace& ws, const TestTarget& target, const
   return options;
 }
 
-// The first check that did not pass, in words, or "" when every check passed.
 // Every placeholder a report's messages printed as written, "check, failure: {name}".
 std::vector<std::string> unfilled_in(const Report& r) {
   std::vector<std::string> out;
@@ -131,6 +130,7 @@ std::vector<std::string> unfilled_in(const Report& r) {
   return out;
 }
 
+// The first check that did not pass, in words, or "" when every check passed.
 std::string first_failure(const Report& r) {
   for (const auto& c : r.checks)
     if (c.status != Status::passed && c.status != Status::skipped) return fmt::format("{} {}", c.id, status_name(c.status));

@@ -347,8 +347,6 @@ namespace {
 thread_local std::vector<std::string> last_thrown_at;  // of the error current_error() last read
 }  // namespace
 
-void forget_throws() { forget_thrown(); }
-
 ErrorData current_error() {
   last_thrown_at = thrown_at();
   ErrorData e;

@@ -19,6 +19,7 @@
 
 #include <fmt/format.h>
 
+#include "kiln/observe.h"
 #include "thrown.h"
 
 extern "C" [[noreturn]] void __real___cxa_throw(void* object, std::type_info* type, void (*destroy)(void*));
@@ -50,7 +51,8 @@ extern "C" [[noreturn]] void __wrap___cxa_throw(void* object, std::type_info* ty
 
 namespace kiln::testing::detail {
 
-void forget_thrown() {
+// Declared in kiln/observe.h, which observe() calls before each call it observes.
+void forget_throws() {
   for (Throw& t : recent) t.object = nullptr;
 }
 

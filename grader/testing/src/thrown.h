@@ -8,7 +8,5 @@
 namespace kiln::testing::detail {
 
 std::vector<std::string> thrown_at();
-// Forgets every throw recorded so far on this thread.
-void forget_thrown();
 
 }  // namespace kiln::testing::detail
