@@ -7,7 +7,8 @@
 #
 # The root is a bubblewrap namespace: /autograder is a folder of this test's, the system's
 # programs and libraries (and the package database) are there read-only, /tmp and HOME are fresh,
-# there is no network and nothing else of this machine (no repository, no build folder, no home).
+# there is no network and nothing else of this machine (no repository, no build folder, no home);
+# under bin/test, its compiler cache is, so that setup.sh's build reuses bin/test's compiles.
 # setup.sh runs as Gradescope runs it, as root, when this test runs as root; its apt-get is a
 # stand-in that fails unless every package asked for is installed here (this machine's packages
 # stand in for the image's). The grader sandboxes each submission with bubblewrap inside the root.
@@ -63,12 +64,20 @@ chmod +x "$work/bubblewrap-0.6/bwrap"
 # alone, and the grader could not become its sandbox user (as it does, being root on Gradescope).
 in_root() {
   local lift='awk '\''$5 ~ "^/proc/." {print $5}'\'' /proc/self/mountinfo | sort -r | xargs -r umount'
-  local extra=() path=/opt/image/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
+  local extra=() cache=() path=/opt/image/bin:/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin
   case $1 in
     --masked-proc) lift=true extra=(--ro-bind /proc/sys /proc/sys); shift ;;
     --bubblewrap-0.6) extra=(--ro-bind "$work/bubblewrap-0.6" /opt/bubblewrap-0.6) path=/opt/bubblewrap-0.6:$path; shift ;;
   esac
   local system=(--ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /var/lib/dpkg /var/lib/dpkg)
+  # Under bin/test, its compiler cache: the root's builds reuse what bin/test compiled (bin/test).
+  if [[ -n ${CCACHE_DIR:-} && -n ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]]; then
+    mkdir -p "$CCACHE_DIR"
+    extra+=(--bind "$CCACHE_DIR" /var/cache/kiln-ccache)
+    cache=(--setenv CCACHE_DIR /var/cache/kiln-ccache --setenv CMAKE_CXX_COMPILER_LAUNCHER "$CMAKE_CXX_COMPILER_LAUNCHER"
+           --setenv CCACHE_BASEDIR /autograder/source/kiln --setenv CCACHE_NOHASHDIR 1
+           --setenv CCACHE_SLOPPINESS "${CCACHE_SLOPPINESS:-}")
+  fi
   for dir in /bin /sbin /lib /lib32 /lib64 /libx32; do
     if [[ -L $dir ]]; then system+=(--symlink "$(readlink "$dir")" "$dir")
     elif [[ -d $dir ]]; then system+=(--ro-bind "$dir" "$dir")
@@ -77,7 +86,7 @@ in_root() {
   bwrap --unshare-pid --unshare-ipc --unshare-uts --unshare-net --unshare-cgroup-try --die-with-parent \
     "${system[@]}" --proc /proc --dev /dev --tmpfs /tmp --tmpfs /root "${extra[@]}" \
     --bind "$work/root" /autograder --ro-bind "$work/image" /opt/image --chdir /autograder \
-    --clearenv --setenv HOME /root --setenv LANG C.UTF-8 --setenv PATH "$path" \
+    --clearenv --setenv HOME /root --setenv LANG C.UTF-8 --setenv PATH "$path" "${cache[@]}" \
     -- sh -c "$lift; exec \"\$@\"" sh "$@"
 }
 

@@ -9,6 +9,8 @@ work=$(mktemp -d /tmp/kiln-readme-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 git clone -q "$source_repo" "$work/kiln"
 cd "$work/kiln"
+# Under bin/test, paths in this clone are compiled as bin/test's own (its compiler cache, bin/test).
+export CCACHE_BASEDIR="$work/kiln"
 
 # A PATH on which every program of /usr/bin is found except chromium.
 mkdir "$work/bin"

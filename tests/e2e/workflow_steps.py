@@ -42,6 +42,8 @@ exit $status
 for shim in shims.iterdir():
     shim.chmod(0o755)
 env = dict(os.environ, PATH=f"{shims}:{os.environ['PATH']}", CI="true", GITHUB_ACTIONS="true")
+# Under bin/test, paths in the checkout are compiled as bin/test's own (its compiler cache, bin/test).
+env["CCACHE_BASEDIR"] = str(checkout)
 env.pop("KILN_HOME", None)
 env.pop("KILN_ROOT", None)
 
