@@ -71,12 +71,12 @@ in_root() {
   esac
   local system=(--ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /var/lib/dpkg /var/lib/dpkg)
   # Under bin/test, its compiler cache: the root's builds reuse what bin/test compiled (bin/test).
-  if [[ -n ${CCACHE_DIR:-} && -n ${CMAKE_CXX_COMPILER_LAUNCHER:-} ]]; then
+  if [[ -n ${CCACHE_DIR:-} ]]; then
     mkdir -p "$CCACHE_DIR"
     extra+=(--bind "$CCACHE_DIR" /var/cache/kiln-ccache)
-    cache=(--setenv CCACHE_DIR /var/cache/kiln-ccache --setenv CMAKE_CXX_COMPILER_LAUNCHER "$CMAKE_CXX_COMPILER_LAUNCHER"
+    cache=(--setenv CCACHE_DIR /var/cache/kiln-ccache --setenv CMAKE_CXX_COMPILER_LAUNCHER ccache
            --setenv CCACHE_BASEDIR /autograder/source/kiln --setenv CCACHE_NOHASHDIR 1
-           --setenv CCACHE_SLOPPINESS "${CCACHE_SLOPPINESS:-}")
+           --setenv CCACHE_DEPEND 1 --setenv CCACHE_SLOPPINESS "${CCACHE_SLOPPINESS:-}")
   fi
   for dir in /bin /sbin /lib /lib32 /lib64 /libx32; do
     if [[ -L $dir ]]; then system+=(--symlink "$(readlink "$dir")" "$dir")

@@ -9,8 +9,8 @@ work=$(mktemp -d /tmp/kiln-readme-XXXXXX)
 trap 'rm -rf "$work"' EXIT
 git clone -q "$source_repo" "$work/kiln"
 cd "$work/kiln"
-# Under bin/test, paths in this clone are compiled as bin/test's own (its compiler cache, bin/test).
-export CCACHE_BASEDIR="$work/kiln"
+# Under bin/test, its compiler cache, this clone's paths compiled as bin/test's own (bin/test).
+if [[ -n ${CCACHE_DIR:-} ]]; then export CMAKE_CXX_COMPILER_LAUNCHER=ccache CCACHE_BASEDIR="$work/kiln"; fi
 
 # A PATH on which every program of /usr/bin is found except chromium.
 mkdir "$work/bin"

@@ -42,8 +42,9 @@ exit $status
 for shim in shims.iterdir():
     shim.chmod(0o755)
 env = dict(os.environ, PATH=f"{shims}:{os.environ['PATH']}", CI="true", GITHUB_ACTIONS="true")
-# Under bin/test, paths in the checkout are compiled as bin/test's own (its compiler cache, bin/test).
-env["CCACHE_BASEDIR"] = str(checkout)
+# Under bin/test, its compiler cache, the checkout's paths compiled as bin/test's own (bin/test).
+if "CCACHE_DIR" in env:
+    env.update(CMAKE_CXX_COMPILER_LAUNCHER="ccache", CCACHE_BASEDIR=str(checkout))
 env.pop("KILN_HOME", None)
 env.pop("KILN_ROOT", None)
 
