@@ -140,8 +140,7 @@ function(kiln_test_binary target)
   # The test library first: it uses module 01's Tensor, which the variant's libraries bring after it.
   target_link_libraries(${target} PRIVATE ${testing} ${T_LIBRARIES})
   # gold links a test binary in less than half of ld's time: every edit, mutant and submission links.
-  # Every throw passes through the test library first (src/thrown.cpp), which notes where it was.
-  target_link_options(${target} PRIVATE -fuse-ld=gold -Wl,--wrap=__cxa_throw)
+  target_link_options(${target} PRIVATE -fuse-ld=gold)
   # s_...: the same checks on the sanitized student files.
   string(REGEX REPLACE "^t_" "s_" sanitized ${target})
   set(san_libraries)
@@ -150,7 +149,7 @@ function(kiln_test_binary target)
   endforeach()
   add_executable(${sanitized} EXCLUDE_FROM_ALL $<TARGET_OBJECTS:${tests}> $<TARGET_OBJECTS:kiln_testing_main>)
   target_link_libraries(${sanitized} PRIVATE ${testing} ${san_libraries})
-  target_link_options(${sanitized} PRIVATE ${KILN_SANITIZE} -fuse-ld=gold -Wl,--wrap=__cxa_throw)
+  target_link_options(${sanitized} PRIVATE ${KILN_SANITIZE} -fuse-ld=gold)
 endfunction()
 
 # kiln_bench_binary(TARGET MODULE name SOURCES bench-src... LIBRARIES lib...): the module's given
@@ -216,7 +215,6 @@ function(kiln_device_test_binary target)
   add_executable(${target} $<TARGET_OBJECTS:${tests}> ${${D_VARIANT}_cuda_OBJECT}
                  $<TARGET_OBJECTS:kiln_testing_main>)
   target_link_libraries(${target} PRIVATE ${D_MODULE}_headers ${testing} ${D_LIBRARIES} CUDA::cudart_static)
-  target_link_options(${target} PRIVATE -Wl,--wrap=__cxa_throw)  # as kiln_test_binary
 endfunction()
 
 # kiln_gpu_bench_binary(TARGET MODULE name VARIANT v KERNELS student-src... LIBRARIES lib...):

@@ -52,11 +52,11 @@ std::vector<nlohmann::json> thrown_events(int fd) {
   return out;
 }
 
-// Where an error was thrown is told only when it passed through this program's throws. An
-// exception libstdc++ throws from its own code (vector::at's out_of_range) takes the memory the
-// one before it left, and must not be placed where that one was thrown. (First in the file: the
-// test below leaves the session judging.)
-TEST(Observe, AThrowIsPlacedOnlyWhereItWasThrown) {
+// Every throw is placed where it was thrown, also an error libstdc++ throws from its own code
+// (vector::at's out_of_range): the program passes it through its own throws, and it never takes
+// the place of the throw before it, whose memory it reuses. (First in the file: the test below
+// leaves the session judging.)
+TEST(Observe, AThrowIsPlacedWhereItWasThrownAlsoInTheStandardLibrary) {
   int pipe_fds[2];
   ASSERT_EQ(pipe(pipe_fds), 0);
   session::open_channel(pipe_fds[1]);
@@ -71,11 +71,18 @@ TEST(Observe, AThrowIsPlacedOnlyWhereItWasThrown) {
   close(pipe_fds[1]);
   ASSERT_FALSE(ours.ok());
   ASSERT_FALSE(library.ok());
+  // The same exception and message as libstdc++'s own.
+  EXPECT_EQ(library.error().kind(), "std::out_of_range");
+  EXPECT_NE(library.error().message.find("(which is 3) >= this->size() (which is 0)"), std::string::npos)
+      << library.error().message;
   const auto events = thrown_events(pipe_fds[0]);
   close(pipe_fds[0]);
-  ASSERT_EQ(events.size(), 1u) << nlohmann::json(events).dump();
+  ASSERT_EQ(events.size(), 2u) << nlohmann::json(events).dump();
   EXPECT_EQ(events[0]["call"], "ours");
+  EXPECT_EQ(events[1]["call"], "library");
   EXPECT_FALSE(events[0]["at"].empty());
+  EXPECT_FALSE(events[1]["at"].empty());
+  EXPECT_NE(events[0]["at"], events[1]["at"]);
 }
 
 // One process records, then judges: session state is global, so the order is fixed.

@@ -2,17 +2,26 @@
 // `throw` in it (student code included) passes through here first: the thrown object and the
 // return addresses of the frames that threw it are noted, and when observe() catches an exception
 // that escaped student code, the place it was thrown goes to the grader as a "thrown" event (the
-// grader turns the addresses into functions and lines). Exceptions thrown inside the standard
-// library's own compiled code do not pass here and have no place: observe() forgets every earlier
-// throw before its call, so that such an exception, taking the memory an earlier one left, is
-// never placed where that one was thrown.
+// grader turns the addresses into functions and lines). The errors libstdc++ throws from its own
+// compiled code (vector::at's out_of_range, std::stoi's invalid_argument, a vector's length_error)
+// would not pass there: the program is also linked with --wrap for each function libstdc++ throws
+// them from, and the wrappers below throw the same exception with the same message from this
+// program instead. observe() forgets every earlier throw before its call, so that an exception
+// thrown where nothing notes it (a library of the system's, not compiled into the program) is
+// never placed where an earlier one, whose memory it took, was thrown.
 #include <dlfcn.h>
 #include <execinfo.h>
 
+#include <algorithm>
 #include <array>
+#include <cstdarg>
 #include <cstdint>
+#include <cstdio>
 #include <cstring>
 #include <exception>
+#include <functional>
+#include <new>
+#include <stdexcept>
 #include <string>
 #include <typeinfo>
 #include <vector>
@@ -47,6 +56,33 @@ extern "C" [[noreturn]] void __wrap___cxa_throw(void* object, std::type_info* ty
   t.count = n > 1 ? n - 1 : 0;
   for (int i = 0; i < t.count; ++i) t.frames[static_cast<std::size_t>(i)] = frames[i + 1];
   __real___cxa_throw(object, type, destroy);
+}
+
+// libstdc++'s std::__throw_* functions (bits/functexcept.h), by their symbols: what each throws.
+// The list of symbols is grader/testing/CMakeLists.txt's KILN_WRAP_THROWS.
+extern "C" {
+[[noreturn]] void __wrap__ZSt20__throw_out_of_rangePKc(const char* what) { throw std::out_of_range(what); }
+[[noreturn]] void __wrap__ZSt24__throw_out_of_range_fmtPKcz(const char* format, ...) {
+  // libstdc++ fills in %s, %zu, %lu and %% (its snprintf_lite), as vsnprintf does.
+  std::string what(std::strlen(format) + 512, '\0');
+  va_list args;
+  va_start(args, format);
+  const int n = std::vsnprintf(what.data(), what.size(), format, args);
+  va_end(args);
+  what.resize(n < 0 ? 0 : std::min(static_cast<std::size_t>(n), what.size() - 1));
+  throw std::out_of_range(what);
+}
+[[noreturn]] void __wrap__ZSt24__throw_invalid_argumentPKc(const char* what) { throw std::invalid_argument(what); }
+[[noreturn]] void __wrap__ZSt20__throw_length_errorPKc(const char* what) { throw std::length_error(what); }
+[[noreturn]] void __wrap__ZSt19__throw_logic_errorPKc(const char* what) { throw std::logic_error(what); }
+[[noreturn]] void __wrap__ZSt20__throw_domain_errorPKc(const char* what) { throw std::domain_error(what); }
+[[noreturn]] void __wrap__ZSt19__throw_range_errorPKc(const char* what) { throw std::range_error(what); }
+[[noreturn]] void __wrap__ZSt22__throw_overflow_errorPKc(const char* what) { throw std::overflow_error(what); }
+[[noreturn]] void __wrap__ZSt23__throw_underflow_errorPKc(const char* what) { throw std::underflow_error(what); }
+[[noreturn]] void __wrap__ZSt21__throw_runtime_errorPKc(const char* what) { throw std::runtime_error(what); }
+[[noreturn]] void __wrap__ZSt17__throw_bad_allocv() { throw std::bad_alloc(); }
+[[noreturn]] void __wrap__ZSt28__throw_bad_array_new_lengthv() { throw std::bad_array_new_length(); }
+[[noreturn]] void __wrap__ZSt25__throw_bad_function_callv() { throw std::bad_function_call(); }
 }
 
 namespace kiln::testing::detail {
