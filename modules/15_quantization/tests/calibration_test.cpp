@@ -115,9 +115,38 @@ TEST(Quantization, ActivationObserver) {
   const std::vector<Tensor> drawn = {
       testing::random_tensor({3, 7}, 1540, -4.0f, 4.0f), transposed_view(testing::random_tensor({33, 31}, 1541, -3.0f, 3.0f)),
       testing::random_tensor({2, 3, 7}, 1542, -2.0f, 1.0f), testing::random_tensor({1, 1}, 1543, -1.0f, 1.0f)};
-  const auto got = observe("an ActivationObserver fed (3, 7), a (31, 33) view, (2, 3, 7) and (1, 1) batches of the run",
-                           [&] { return feed(drawn); });
-  KILN_JUDGE { EXPECT_READINGS(got, drawn); }
+  {
+    const auto got = observe("an ActivationObserver fed (3, 7), a (31, 33) view, (2, 3, 7) and (1, 1) batches of the run",
+                             [&] { return feed(drawn); });
+    KILN_JUDGE {
+      if (!EXPECT_READINGS(got, drawn)) return;
+    }
+    if (!got.ok()) return;
+  }
+
+  // A (3, 4) view of part of a (5, 6) tensor, rows 1..3 and columns 1..4 (offset 7, strides
+  // (6, 1)): inside it magnitudes up to 2.25, largest at its last element; outside it, in the same
+  // storage, -10 down to -24. The observer sees the view's 12 values only.
+  std::vector<float> grid(30);
+  for (std::int64_t r = 0; r < 5; ++r)
+    for (std::int64_t c = 0; c < 6; ++c) {
+      const bool inside = r >= 1 && r <= 3 && c >= 1 && c <= 4;
+      grid[static_cast<std::size_t>(r * 6 + c)] = inside ? 0.25f * static_cast<float>(r * 4 + c - 7) : -10.0f - static_cast<float>(r + 2 * c);
+    }
+  const std::vector<Tensor> part = {make_view(Tensor({5, 6}, grid), {3, 4}, {6, 1}, 7)};
+  const auto got = observe("an ActivationObserver fed a (3, 4) view of rows 1 to 3 and columns 1 to 4 of a (5, 6) tensor",
+                           [&] { return feed(part); });
+  KILN_JUDGE {
+    if (!testing::expect_ok(__FILE__, __LINE__, got, "observer_max_wrong", {{"batch", "after the batches it was fed"}})) return;
+    const float inside = largest_magnitude(data_of(part[0]).values, 0, 12, 1);
+    if (got->size() == 2 && (*got)[1].first > inside) {
+      testing::report_failure(__FILE__, __LINE__, "observer_reads_outside_view", {{"max_abs", fmt::format("{}", (*got)[1].first)}},
+                              fmt::format("{}: max_abs() is {}, expected {}, the largest |x| inside the view",
+                                          got.call(), (*got)[1].first, inside));
+      return;
+    }
+    EXPECT_READINGS(got, part);
+  }
 }
 
 TEST(Quantization, QuantizeActivations) {
