@@ -113,6 +113,7 @@ std::vector<Case> cases(std::uint64_t stream) {
       {"a random (2, 3, 5) x", cube, 0},
       {"a random (2, 3, 5) x", cube, 1},
       {"a random (2, 3, 5) x", cube, 2},
+      {"a random (2, 3, 5) x", cube, -3},
       {"a random (1, 33) x", random_tensor({1, 33}, stream + 3, -4.0f, 4.0f), 1},
       {"a random (31) x", random_tensor({31}, stream + 4, -4.0f, 4.0f), 0},
       {"a random (3, 1) x", random_tensor({3, 1}, stream + 5, -4.0f, 4.0f), 1},
@@ -137,12 +138,19 @@ std::vector<Case> large_cases(std::uint64_t stream) {
 
 using Function = std::function<Tensor(const Tensor&, std::int64_t)>;
 
-// Observes name(x, dim) on every case; reports failure_id for the first that is wrong.
+// Observes name(x, dim) on every case; reports failure_id for the first that is wrong, or
+// refused_id (when given) where a dim of the case, all in [-x.dim(), x.dim()), raised IndexError.
 bool check_softmax(const char* file, int line, const std::string& name, const Function& function, bool take_log,
-                   const std::vector<Case>& inputs, double atol, const std::string& failure_id) {
+                   const std::vector<Case>& inputs, double atol, const std::string& failure_id,
+                   const std::string& refused_id = "") {
   for (const Case& c : inputs) {
     const auto y = observe(fmt::format("{}(x, {}) for {}", name, c.dim, c.what), [&] { return function(c.x, c.dim); });
     KILN_JUDGE {
+      if (!refused_id.empty() && !y.ok() && y.error().is("kiln::IndexError")) {
+        testing::report_failure(file, line, refused_id, {{"dim", std::to_string(c.dim)}, {"shape", to_string(c.x.shape())}},
+                                y.describe_error());
+        return false;
+      }
       if (!testing::expect_close(file, line, y, expected_softmax(c.x, c.dim, take_log), atol, failure_id, 1e-5))
         return false;
     }
@@ -156,7 +164,8 @@ TEST(Activations, Softmax) {
   // softmax([1, 2, 3]) = [0.0900306, 0.2447285, 0.6652410]; a row of zeros gives thirds; down
   // the columns of [[1, 2, 3], [0, 0, 0]], [0.7310586, 0.2689414] for the first.
   const Function function = [](const Tensor& x, std::int64_t dim) { return softmax(x, dim); };
-  if (!check_softmax(__FILE__, __LINE__, "softmax", function, false, cases(600), 1e-6, "softmax_wrong")) return;
+  if (!check_softmax(__FILE__, __LINE__, "softmax", function, false, cases(600), 1e-6, "softmax_wrong", "valid_dim_refused"))
+    return;
   // softmax([1000, 1000]) = [0.5, 0.5]; [[1000, 0, -1000]] gives [[1, 0, 0]].
   check_softmax(__FILE__, __LINE__, "softmax", function, false, large_cases(610), 1e-6, "softmax_overflow");
 }
