@@ -1,6 +1,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <fstream>
 #include <optional>
 #include <set>
 #include <sstream>
@@ -12,6 +13,7 @@
 #include "kiln/grader/build.h"
 #include "kiln/grader/diagnose.h"
 #include "kiln/grader/process.h"
+#include "kiln/grader/recipe.h"
 #include "kiln/grader/runner.h"
 #include "kiln/grader/sandbox.h"
 
@@ -255,6 +257,23 @@ TEST(SanitizerReport, NamesTheBufferWithTheRightArticleAndCount) {
   EXPECT_NE(report_for(11).find("an 11-byte buffer"), std::string::npos) << report_for(11);
   EXPECT_NE(report_for(40).find("a 40-byte buffer (10 floats)"), std::string::npos) << report_for(40);
   EXPECT_NE(report_for(800).find("an 800-byte buffer"), std::string::npos) << report_for(800);
+}
+
+// The launcher a trusted build was configured with (ccache, as bin/test configures its own build),
+// which the submission's compile in the sandbox leaves out.
+TEST(CompilerLauncher, ReadsTheLauncherTheBuildWasConfiguredWith) {
+  const fs::path dir = fs::temp_directory_path() / ("kiln-launcher-" + std::to_string(getpid()));
+  fs::create_directories(dir);
+  auto cache = [&](const std::string& text) {
+    std::ofstream(dir / "CMakeCache.txt") << "CMAKE_BUILD_TYPE:STRING=Check\n" << text;
+    return compiler_launcher(dir);
+  };
+  EXPECT_EQ(cache(""), "");
+  EXPECT_EQ(cache("CMAKE_CXX_COMPILER_LAUNCHER:STRING=ccache\nCMAKE_C_COMPILER_LAUNCHER:STRING=other\n"), "ccache");
+  EXPECT_EQ(cache("CMAKE_CXX_COMPILER_LAUNCHER:STRING=/usr/bin/env;CCACHE_DEPEND=1;ccache\n"),
+            "/usr/bin/env CCACHE_DEPEND=1 ccache");
+  EXPECT_EQ(cache("CMAKE_CXX_COMPILER_LAUNCHER:STRING=\n"), "");
+  fs::remove_all(dir);
 }
 
 }  // namespace

@@ -33,23 +33,20 @@ std::vector<std::string> commands_of(const fs::path& dir, const std::string& tar
   return lines_of(r.out);
 }
 
-// The compiler launcher the trusted build was configured with (CMAKE_CXX_COMPILER_LAUNCHER, such as
-// ccache, as bin/test sets it), as Ninja writes it before the compiler; empty when there is none.
-std::string launcher_of(const fs::path& dir) {
-  const std::string cache = "\n" + read_file(dir / "CMakeCache.txt");
-  const std::string key = "\nCMAKE_CXX_COMPILER_LAUNCHER";
-  const std::size_t at = cache.find(key);
+constexpr const char* kSources = "@KILN_SOURCES@";
+constexpr const char* kWork = "@KILN_WORK@";
+
+}  // namespace
+
+std::string compiler_launcher(const fs::path& build_dir) {
+  const std::string cache = "\n" + read_file(build_dir / "CMakeCache.txt");
+  const std::size_t at = cache.find("\nCMAKE_CXX_COMPILER_LAUNCHER");
   if (at == std::string::npos) return "";
   const std::size_t value = cache.find('=', at) + 1;
   std::string launcher = cache.substr(value, cache.find('\n', value) - value);
   std::replace(launcher.begin(), launcher.end(), ';', ' ');
   return launcher;
 }
-
-constexpr const char* kSources = "@KILN_SOURCES@";
-constexpr const char* kWork = "@KILN_WORK@";
-
-}  // namespace
 
 Recipe make_recipe(const CourseBuild& build, const TestTarget& stub, bool device, bool sanitized) {
   Recipe recipe;
@@ -74,8 +71,7 @@ Recipe make_recipe(const CourseBuild& build, const TestTarget& stub, bool device
     return c;
   };
   std::string archive_members;  // what the stubs' archive holds, linked directly instead
-  // The submission's files are compiled by the compiler itself: a launcher stays outside the sandbox.
-  const std::string launcher = launcher_of(build.dir());
+  const std::string launcher = compiler_launcher(build.dir());
   for (const auto& c : commands_of(build.dir(), binary)) {
     const bool compile = c.find(objects) != std::string::npos && c.find(" -c " + root) != std::string::npos;
     const bool archives = c.find(" " + archive) != std::string::npos && c.find("ar qc") != std::string::npos;

@@ -20,6 +20,12 @@ struct Recipe {
   fs::path stub_root;                 // where the stubs' student files are, in the commands
 };
 
+// The compiler launcher the build in `build_dir` was configured with (CMAKE_CXX_COMPILER_LAUNCHER in
+// its CMakeCache.txt, such as ccache, a list's items joined by spaces), as Ninja writes it before the
+// compiler; empty when there is none. make_recipe leaves it out: a submission's files are compiled
+// in the sandbox by the compiler itself.
+std::string compiler_launcher(const fs::path& build_dir);
+
 // Reads the commands of `stub`'s test binary (its sanitized twin when `sanitized`), and of its
 // device binary when `device`, from the trusted build in `build`, which has built them. Throws
 // CourseError when they cannot be found.
