@@ -163,14 +163,27 @@ Shape conv_out_shape(const std::vector<TensorData>& in, int stride, int padding)
 // failure_ids[i] is not empty with central differences of reference_conv. An error, or a wrong
 // number of gradients, is reported under the first non-empty id. Returns whether all matched (in
 // the observed program: whether backward returned).
+// With x_as_view, the node's x is a view of the same values: the (N, C, H, W) transpose of a
+// contiguous (N, C, W, H) tensor, strides (C·W·H, W·H, 1, H).
 bool check_conv_gradients(const char* file, int line, const std::vector<TensorData>& in, int stride, int padding,
-                          std::uint64_t weight_stream, const std::vector<std::string>& failure_ids) {
+                          std::uint64_t weight_stream, const std::vector<std::string>& failure_ids,
+                          bool x_as_view = false) {
   const TensorData weights = data_of(random_tensor(conv_out_shape(in, stride, padding), weight_stream, 0.5f, 1.5f));
-  const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding), [&] {
+  const auto view_of = [](const TensorData& x) {
+    const std::int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+    std::vector<float> stored(x.values.size());  // (N, C, W, H), row-major
+    for (std::int64_t i = 0; i < n * c; ++i)
+      for (std::int64_t ih = 0; ih < h; ++ih)
+        for (std::int64_t iw = 0; iw < w; ++iw)
+          stored[static_cast<std::size_t>((i * w + iw) * h + ih)] = x.values[static_cast<std::size_t>((i * h + ih) * w + iw)];
+    return make_view(Tensor({n, c, w, h}, stored), {n, c, h, w}, {c * w * h, w * h, 1, h}, 0);
+  };
+  const std::string x_text = x_as_view ? ", x a transposed view," : "";
+  const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding) + x_text, [&] {
     auto node = std::make_shared<Conv2dFunction>();
     node->stride = stride;
     node->padding = padding;
-    for (const TensorData& v : in) node->inputs.push_back(v.tensor());
+    for (std::size_t i = 0; i < in.size(); ++i) node->inputs.push_back(i == 0 && x_as_view ? view_of(in[0]) : in[i].tensor());
     return node->backward(weights.tensor());
   });
   KILN_JUDGE {
@@ -198,8 +211,8 @@ bool check_conv_gradients(const char* file, int line, const std::vector<TensorDa
   }
   return grads.ok();
 }
-#define CHECK_CONV_GRADIENTS(in, stride, padding, stream, ids) \
-  check_conv_gradients(__FILE__, __LINE__, in, stride, padding, stream, ids)
+#define CHECK_CONV_GRADIENTS(in, stride, padding, stream, ids, ...) \
+  check_conv_gradients(__FILE__, __LINE__, in, stride, padding, stream, ids __VA_OPT__(, ) __VA_ARGS__)
 
 struct GradientCase {
   Shape x;
@@ -404,28 +417,35 @@ TEST(Convolutions, Initialisation) {
     }
   }
 
-  // Two layers sharing one generator: the second continues where the first stopped.
-  const auto shared = observe("Conv2d(1, 2, 3, 1, 1, with bias, g) then Conv2d(2, 1, 1, 1, 0, without bias, g), "
-                              "g = WichmannHill(11)",
+  // Three layers sharing one generator: each continues where the one before stopped, and the
+  // second, without a bias, draws nothing for one.
+  const auto shared = observe("Conv2d(1, 2, 3, 1, 1, with bias, g), Conv2d(2, 1, 1, 1, 0, without bias, g), then "
+                              "Conv2d(1, 1, 1, 1, 0, with bias, g), g = WichmannHill(11)",
                               [&] {
                                 WichmannHill g(11);
                                 const Conv2d first(1, 2, 3, 1, 1, true, g);
                                 const Conv2d second(2, 1, 1, 1, 0, false, g);
-                                return std::tuple<Tensor, Tensor, bool>{first.weight, second.weight,
-                                                                        second.weight.requires_grad()};
+                                const Conv2d third(1, 1, 1, 1, 0, true, g);
+                                return std::tuple<Tensor, Tensor, bool, Tensor>{first.weight, second.weight,
+                                                                                second.weight.requires_grad(), third.weight};
                               });
   if (!KILN_EXPECT_OK(shared, "init_values_wrong")) return;
   KILN_JUDGE {
-    const auto& [first_weight, second_weight, second_trainable] = *shared;
+    const auto& [first_weight, second_weight, second_trainable, third_weight] = *shared;
     WichmannHill generator(11);
     const TensorData expected_first = data_of({2, 1, 3, 3}, expected_draws(generator, 18, 1.0 / 3.0));
     expected_draws(generator, 2, 1.0 / 3.0);  // first's bias
     const TensorData expected_second = data_of({1, 2, 1, 1}, expected_draws(generator, 2, 1.0 / std::sqrt(2.0)));
-    KILN_EXPECT_CLOSE(Observed<TensorData>("the first layer's weight", first_weight), expected_first, 1e-6,
-                      "init_values_wrong");
-    KILN_EXPECT_CLOSE(Observed<TensorData>("the second layer's weight", second_weight), expected_second, 1e-6,
-                      "init_values_wrong");
+    const TensorData expected_third = data_of({1, 1, 1, 1}, expected_draws(generator, 1, 1.0));
+    if (!KILN_EXPECT_CLOSE(Observed<TensorData>("the first layer's weight", first_weight), expected_first, 1e-6,
+                           "init_values_wrong"))
+      return;
+    if (!KILN_EXPECT_CLOSE(Observed<TensorData>("the second layer's weight", second_weight), expected_second, 1e-6,
+                           "init_values_wrong"))
+      return;
     KILN_EXPECT(second_trainable, "params_not_trainable", {}, "the second layer's weight does not require grad");
+    KILN_EXPECT_CLOSE(Observed<TensorData>("the third layer's weight, drawn after the layer without a bias", third_weight),
+                      expected_third, 1e-6, "bias_drawn_without_bias");
   }
 }
 
@@ -437,6 +457,10 @@ TEST(Convolutions, InputGradient) {
       return;
     stream += 4;
   }
+  // x a view, as forward may be given one (a transposed image batch): backward reads it too.
+  const GradientCase& c = gradient_cases()[1];
+  CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
+                       (std::vector<std::string>{"input_grad_wrong", "", ""}), true);
 }
 
 TEST(Convolutions, WeightBiasGradient) {
