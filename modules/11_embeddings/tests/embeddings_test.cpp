@@ -467,6 +467,22 @@ TEST(Embeddings, Sinusoidal) {
       if (!KILN_EXPECT_CLOSE(got, data_of({rows, columns}, expected), 1e-5, "sinusoid_wrong")) return;
     }
   }
+  // Positions into the thousands, as a long context has: the angle p / 10000^(2i/dim) taken in
+  // float is off by about p·6e-8, 1e-4 at p = 2047, where the table computed in double and
+  // stored as float is within 6e-8 of the true value.
+  {
+    const auto got = observe("sinusoidal_positional_embedding(2048, 16)", [] { return sinusoidal_positional_embedding(2048, 16); });
+    KILN_JUDGE {
+      std::vector<float> expected;
+      for (std::int64_t p = 0; p < 2048; ++p)
+        for (std::int64_t d = 0; d < 16; ++d) {
+          const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / 16.0);
+          expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
+        }
+      if (!KILN_EXPECT_CLOSE(got, data_of({2048, 16}, expected), 1e-6, "sinusoid_precision")) return;
+    }
+    if (!got.ok()) return;
+  }
 
   // The bounds: length 0 is an empty (0, dim) table and dim 1 a single column of sines, sin p;
   // a negative length, or a dim of 0 or less, raises IndexError.
