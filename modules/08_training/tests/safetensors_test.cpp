@@ -219,6 +219,11 @@ TEST(Training, SafetensorsWrite) {
         {"view", transposed(base)},
         {"say \"hi\"\\now", random_tensor({3}, 916)},
         {"tab\there", random_tensor({1, 1}, 917)}}},
+      {"names in UTF-8 (\"poids_é\", \"层.weight\", \"🔥\": 2, 3 and 4 bytes a character) and one ending in DEL (0x7f)",
+       {{"poids_é", random_tensor({2}, 919)},
+        {"层.weight", random_tensor({1, 2}, 920)},
+        {"🔥", random_tensor({1}, 921)},
+        {"del\x7f", random_tensor({1}, 922)}}},
       {"no tensors", {}},
       {"eight tensors with long names, a header of more than 256 bytes (its length needs two bytes)",
        [] {
