@@ -7,6 +7,7 @@
 #include <filesystem>
 #include <fstream>
 #include <limits>
+#include <locale>
 #include <string>
 #include <vector>
 
@@ -52,9 +53,10 @@ std::vector<nlohmann::json> thrown_events(int fd) {
   return out;
 }
 
-// Every throw is placed where it was thrown, also an error libstdc++ throws from its own code
-// (vector::at's out_of_range): the program passes it through its own throws, and it never takes
-// the place of the throw before it, whose memory it reuses. (First in the file: the test below
+// Every throw is placed where it was thrown, also an error libstdc++ throws from its std::__throw_*
+// functions (vector::at's out_of_range), which the program passes through its own throws; one
+// thrown inside libstdc++.so itself (a locale that does not exist) has no place, and never takes
+// that of a throw before it, whose memory it may reuse. (First in the file: the test below
 // leaves the session judging.)
 TEST(Observe, AThrowIsPlacedWhereItWasThrownAlsoInTheStandardLibrary) {
   int pipe_fds[2];
@@ -66,11 +68,14 @@ TEST(Observe, AThrowIsPlacedWhereItWasThrownAlsoInTheStandardLibrary) {
     const std::vector<int> none;
     return none.at(3);
   });
+  // Thrown inside libstdc++.so itself, where nothing notes it: no place, never an earlier throw's.
+  const auto inside = observe("inside", [] { return std::locale("no-such-locale").name(); });
   session::end_check(false);
   session::open_channel(-1);
   close(pipe_fds[1]);
   ASSERT_FALSE(ours.ok());
   ASSERT_FALSE(library.ok());
+  ASSERT_FALSE(inside.ok());
   // The same exception and message as libstdc++'s own.
   EXPECT_EQ(library.error().kind(), "std::out_of_range");
   EXPECT_NE(library.error().message.find("(which is 3) >= this->size() (which is 0)"), std::string::npos)

@@ -40,7 +40,7 @@ constexpr const char* kWork = "@KILN_WORK@";
 
 std::string compiler_launcher(const fs::path& build_dir) {
   const std::string cache = "\n" + read_file(build_dir / "CMakeCache.txt");
-  const std::size_t at = cache.find("\nCMAKE_CXX_COMPILER_LAUNCHER");
+  const std::size_t at = cache.find("\nCMAKE_CXX_COMPILER_LAUNCHER:");
   if (at == std::string::npos) return "";
   const std::size_t value = cache.find('=', at) + 1;
   std::string launcher = cache.substr(value, cache.find('\n', value) - value);
@@ -82,7 +82,14 @@ Recipe make_recipe(const CourseBuild& build, const TestTarget& stub, bool device
       const std::size_t begin = at + 4;
       const std::string object = c.substr(begin, c.find(' ', begin) - begin);
       renamed.emplace_back(object, fmt::format("{}/obj/{}.o", kWork, renamed.size()));
-      recipe.host.push_back(generic(!launcher.empty() && c.starts_with(launcher + " ") ? c.substr(launcher.size() + 1) : c));
+      if (launcher.empty()) {
+        recipe.host.push_back(generic(c));
+      } else if (c.starts_with(launcher + " ")) {
+        recipe.host.push_back(generic(c.substr(launcher.size() + 1)));
+      } else {
+        throw CourseError(fmt::format("the build was configured with the compiler launcher \"{}\", which this compile "
+                                      "command does not start with: {}", launcher, c));
+      }
     } else if (archives) {
       // ": && cmake -E rm -f lib.a && ar qc lib.a OBJECTS && ranlib lib.a && :": an archive
       // costs a copy of every given object per submission; the link takes the objects as they are.

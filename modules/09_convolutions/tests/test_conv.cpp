@@ -457,7 +457,7 @@ TEST(Convolutions, InputGradient) {
       return;
     stream += 4;
   }
-  // x a view, as forward may be given one (a transposed image batch): backward reads it too.
+  // x a view (a transposed image batch): the node keeps the x forward was given, and backward reads it.
   const GradientCase& c = gradient_cases()[1];
   CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
                        (std::vector<std::string>{"input_grad_wrong", "", ""}), true);

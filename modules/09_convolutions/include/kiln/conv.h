@@ -27,8 +27,8 @@ namespace kiln {
 std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, int padding);
 
 // Convolution as a node of the autograd graph.
-//   inputs: x (N, C, H, W), weight (out_ch, C, k, k), and bias (out_ch) when there is one; any of
-//           them may be a view (forward and backward read them through their strides)
+//   inputs: x (N, C, H, W), weight (out_ch, C, k, k), and bias (out_ch) when there is one; x
+//           may be a view (a transposed image batch), which backward reads as forward does
 //   output: (N, out_ch, out_h, out_w)
 struct Conv2dFunction : autograd::Function {
   int stride = 1;
