@@ -449,37 +449,33 @@ TEST(Embeddings, Sinusoidal) {
                                           0.0006309573f}),
                          1e-6, "sinusoid_wrong"))
     return;
-  // Larger tables against the formula, computed here in double: 50×16, then a length from 20 to
-  // 59 and a dim from 3 to 22 of the run's own.
+  // Larger tables against the formula, computed here in double and stored as float: 50×16, a
+  // length from 20 to 59 and a dim from 3 to 22 of the run's own, within 1e-5; then positions into
+  // the thousands, as a long context has, within 1e-6: the angle p / 10000^(2i/dim) taken in float
+  // is off by about p·6e-8, 1e-4 at p = 2047, where the table computed in double is within 6e-8.
+  const auto table = [](std::int64_t rows, std::int64_t columns) {
+    std::vector<float> expected;
+    for (std::int64_t p = 0; p < rows; ++p) {
+      for (std::int64_t d = 0; d < columns; ++d) {
+        const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / columns);
+        expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
+      }
+    }
+    return data_of({rows, columns}, expected);
+  };
   testing::Generator draw(1116);
   const std::int64_t length = 20 + draw.below(40), dim = 3 + draw.below(20);
-  for (const auto& [rows, columns] : std::vector<std::pair<std::int64_t, std::int64_t>>{{50, 16}, {length, dim}}) {
-    const auto got = observe(fmt::format("sinusoidal_positional_embedding({}, {})", rows, columns),
-                             [&] { return sinusoidal_positional_embedding(rows, columns); });
+  struct Table {
+    std::int64_t rows, columns;
+    double atol;
+    const char* failure_id;
+  };
+  for (const Table& t : {Table{50, 16, 1e-5, "sinusoid_wrong"}, Table{length, dim, 1e-5, "sinusoid_wrong"},
+                         Table{2048, 16, 1e-6, "sinusoid_precision"}}) {
+    const auto got = observe(fmt::format("sinusoidal_positional_embedding({}, {})", t.rows, t.columns),
+                             [&] { return sinusoidal_positional_embedding(t.rows, t.columns); });
     KILN_JUDGE {
-      std::vector<float> expected;
-      for (std::int64_t p = 0; p < rows; ++p) {
-        for (std::int64_t d = 0; d < columns; ++d) {
-          const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / columns);
-          expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
-        }
-      }
-      if (!KILN_EXPECT_CLOSE(got, data_of({rows, columns}, expected), 1e-5, "sinusoid_wrong")) return;
-    }
-  }
-  // Positions into the thousands, as a long context has: the angle p / 10000^(2i/dim) taken in
-  // float is off by about p·6e-8, 1e-4 at p = 2047, where the table computed in double and
-  // stored as float is within 6e-8 of the true value.
-  {
-    const auto got = observe("sinusoidal_positional_embedding(2048, 16)", [] { return sinusoidal_positional_embedding(2048, 16); });
-    KILN_JUDGE {
-      std::vector<float> expected;
-      for (std::int64_t p = 0; p < 2048; ++p)
-        for (std::int64_t d = 0; d < 16; ++d) {
-          const double angle = static_cast<double>(p) / std::pow(10000.0, static_cast<double>(d - d % 2) / 16.0);
-          expected.push_back(static_cast<float>(d % 2 == 0 ? std::sin(angle) : std::cos(angle)));
-        }
-      if (!KILN_EXPECT_CLOSE(got, data_of({2048, 16}, expected), 1e-6, "sinusoid_precision")) return;
+      if (!KILN_EXPECT_CLOSE(got, table(t.rows, t.columns), t.atol, t.failure_id)) return;
     }
     if (!got.ok()) return;
   }
