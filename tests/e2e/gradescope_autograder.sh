@@ -70,13 +70,14 @@ in_root() {
     --bubblewrap-0.6) extra=(--ro-bind "$work/bubblewrap-0.6" /opt/bubblewrap-0.6) path=/opt/bubblewrap-0.6:$path; shift ;;
   esac
   local system=(--ro-bind /usr /usr --ro-bind /etc /etc --ro-bind /var/lib/dpkg /var/lib/dpkg)
-  # Under bin/test, its compiler cache: the root's builds reuse what bin/test compiled (bin/test).
+  # Under bin/test, its compiler cache with bin/test's settings: the root's builds reuse what
+  # bin/test compiled (bin/test).
   if [[ -n ${CCACHE_DIR:-} ]]; then
     mkdir -p "$CCACHE_DIR"
     extra+=(--bind "$CCACHE_DIR" /var/cache/kiln-ccache)
     cache=(--setenv CCACHE_DIR /var/cache/kiln-ccache --setenv CMAKE_CXX_COMPILER_LAUNCHER ccache
-           --setenv CCACHE_BASEDIR /autograder/source/kiln --setenv CCACHE_NOHASHDIR 1
-           --setenv CCACHE_DEPEND 1 --setenv CCACHE_SLOPPINESS "${CCACHE_SLOPPINESS:-}")
+           --setenv CCACHE_BASEDIR /autograder/source/kiln --setenv CCACHE_NOHASHDIR "${CCACHE_NOHASHDIR:-}"
+           --setenv CCACHE_DEPEND "${CCACHE_DEPEND:-}" --setenv CCACHE_SLOPPINESS "${CCACHE_SLOPPINESS:-}")
   fi
   for dir in /bin /sbin /lib /lib32 /lib64 /libx32; do
     if [[ -L $dir ]]; then system+=(--symlink "$(readlink "$dir")" "$dir")
