@@ -539,15 +539,37 @@ TEST(Attention, Gradients) {
       const std::vector<Values> inputs{doubles(q), doubles(k), doubles(v)};
       const Values weights = doubles(g);
       std::string q_detail, k_detail, v_detail;
-      if (!gradient_close(std::get<2>(*grads), v.shape(), testing::double_numeric_gradient(f, inputs, 2, weights),
-                          &v_detail)) {
+      const Values q_expected = testing::double_numeric_gradient(f, inputs, 0, weights);
+      const Values k_expected = testing::double_numeric_gradient(f, inputs, 1, weights);
+      const bool v_right = gradient_close(std::get<2>(*grads), v.shape(),
+                                          testing::double_numeric_gradient(f, inputs, 2, weights), &v_detail);
+      const bool q_right = gradient_close(std::get<0>(*grads), q.shape(), q_expected, &q_detail);
+      const bool k_right = gradient_close(std::get<1>(*grads), k.shape(), k_expected, &k_detail);
+      if (causal && !(v_right && q_right && k_right)) {
+        // All three are the gradients of attention without the mask: the backward pass used
+        // weights of its own, computed without it.
+        const auto unmasked = [batch, s](const std::vector<Values>& in) {
+          return trusted_batched(in[0], in[1], in[2], batch, s, false);
+        };
+        std::string unused;
+        bool all_unmasked = true;
+        const std::vector<std::pair<const testing::TensorData*, Shape>> observed{
+            {&std::get<0>(*grads), q.shape()}, {&std::get<1>(*grads), k.shape()}, {&std::get<2>(*grads), v.shape()}};
+        for (std::size_t input = 0; all_unmasked && input < observed.size(); ++input) {
+          all_unmasked = gradient_close(*observed[input].first, observed[input].second,
+                                        testing::double_numeric_gradient(unmasked, inputs, input, weights), &unused);
+        }
+        if (all_unmasked) {
+          KILN_FAIL("grad_mask_dropped", {},
+                    grads.call() + ": q's, k's and v's gradients are those of attention without the mask; the gradient "
+                                   "of v: " + v_detail);
+          return;
+        }
+      }
+      if (!v_right) {
         KILN_FAIL("grad_value_wrong", {}, grads.call() + ", the gradient of v: " + v_detail);
         return;
       }
-      const Values q_expected = testing::double_numeric_gradient(f, inputs, 0, weights);
-      const Values k_expected = testing::double_numeric_gradient(f, inputs, 1, weights);
-      const bool q_right = gradient_close(std::get<0>(*grads), q.shape(), q_expected, &q_detail);
-      const bool k_right = gradient_close(std::get<1>(*grads), k.shape(), k_expected, &k_detail);
       if (!q_right && !k_right) {
         // Both off by one factor: the scores' gradient was scaled by something other than 1/√d.
         const double factor = common_factor({&std::get<0>(*grads), &std::get<1>(*grads)}, {&q_expected, &k_expected});

@@ -752,8 +752,8 @@ TEST(Transformer, Sampling) {
 TEST(Transformer, Generate) {
   // generate() on a GPT with the test's parameters (V = 6, max_length = 5, D = 4, H = 2): the
   // prompt [2, 5] with 6 new tokens, greedy and sampled (temperature 0.8, top-3), the sampled run
-  // twice with one seed; then a prompt of 7 tokens, longer than max_length, and no new tokens at
-  // all (the prompt comes back as it is). Each step is judged on the sequence itself: the trusted
+  // twice with one seed; then a prompt of 7 tokens, longer than max_length, greedy and sampled; and
+  // no new tokens at all (the prompt comes back as it is). Each step is judged on the sequence itself: the trusted
   // model's logits at the last position of the last 5 tokens, and the generator's next draw, must
   // give the token that came.
   testing::Generator draw(1411);
@@ -772,6 +772,7 @@ TEST(Transformer, Generate) {
   for (const Case& c : std::vector<Case>{{{2, 5}, 6, 0.0, 0, seed},
                                          {{2, 5}, 6, 0.8, 3, seed},
                                          {{2, 5}, 6, 0.8, 3, seed},
+                                         {long_prompt, 3, 0.0, 0, seed},
                                          {long_prompt, 3, 1.0, 0, drawn_seed(draw)},
                                          {{4}, 0, 0.0, 0, seed}}) {
     const auto out = observe(fmt::format("generate(model, prompt, {}, {}, {}, WichmannHill({})) with {} and a prompt of "
@@ -804,35 +805,62 @@ TEST(Transformer, Generate) {
           return;
         }
       }
+      // The generator's draws, one a step when sampling.
       TrustedWichmannHill generator(c.seed);
-      for (std::int64_t step = 0; step < c.n_new; ++step) {
-        const std::size_t end = c.prompt.size() + static_cast<std::size_t>(step);
-        const std::size_t begin = end > static_cast<std::size_t>(s.max_length) ? end - s.max_length : 0;
-        const std::vector<std::int64_t> context(sequence.begin() + static_cast<std::ptrdiff_t>(begin),
-                                                sequence.begin() + static_cast<std::ptrdiff_t>(end));
+      std::vector<double> draws(static_cast<std::size_t>(c.n_new), 0.0);
+      if (c.temperature != 0) {
+        for (double& u : draws) u = generator.next();
+      }
+      // Whether new token `step` follows from the logits at the last position of sequence[from, to),
+      // and which token those logits give.
+      const auto follows = [&](std::int64_t step, std::size_t from, std::size_t to, std::int64_t& expected) {
+        const std::vector<std::int64_t> context(sequence.begin() + static_cast<std::ptrdiff_t>(from),
+                                                sequence.begin() + static_cast<std::ptrdiff_t>(to));
         const Values logits = trusted_gpt(context, 1, s, p);
         const std::vector<float> last(logits.end() - s.vocab, logits.end());
-        const std::int64_t token = sequence[end];
-        bool right = token >= 0 && token < s.vocab;
-        std::int64_t expected = 0;
+        const std::int64_t token = sequence[c.prompt.size() + static_cast<std::size_t>(step)];
+        const double u = draws[static_cast<std::size_t>(step)];
         if (c.temperature == 0) {
           expected = std::max_element(last.begin(), last.end()) - last.begin();
-          right = right && last[at(token)] >= last[at(expected)] - 1e-4;
-        } else {
-          const Values prob = trusted_probabilities(last, c.temperature, c.top_k);
-          const double u = generator.next();
-          expected = trusted_pick(prob, u);
-          // The draw u must fall in token's slice of the cumulative probabilities, give or take the
-          // rounding of float logits.
-          double before = 0;
-          for (std::int64_t id = 0; right && id < token; ++id) before += prob[at(id)];
-          right = right && (token == expected || (prob[at(token)] > 0 && before - 1e-4 <= u && u < before + prob[at(token)] + 1e-4));
+          return token >= 0 && token < s.vocab && last[at(token)] >= last[at(expected)] - 1e-4;
         }
-        if (right) continue;
+        const Values prob = trusted_probabilities(last, c.temperature, c.top_k);
+        expected = trusted_pick(prob, u);
+        if (token < 0 || token >= s.vocab) return false;
+        // The draw u must fall in token's slice of the cumulative probabilities, give or take the
+        // rounding of float logits.
+        double before = 0;
+        for (std::int64_t id = 0; id < token; ++id) before += prob[at(id)];
+        return token == expected || (prob[at(token)] > 0 && before - 1e-4 <= u && u < before + prob[at(token)] + 1e-4);
+      };
+      const auto max_length = static_cast<std::size_t>(s.max_length);
+      for (std::int64_t step = 0; step < c.n_new; ++step) {
+        const std::size_t end = c.prompt.size() + static_cast<std::size_t>(step);
+        const std::size_t begin = end > max_length ? end - max_length : 0;
+        std::int64_t expected = 0;
+        if (follows(step, begin, end, expected)) continue;
+        const auto text = [&](std::size_t from, std::size_t to) {
+          return testing::list(std::vector<float>(sequence.begin() + static_cast<std::ptrdiff_t>(from),
+                                                  sequence.begin() + static_cast<std::ptrdiff_t>(to)));
+        };
+        // Cropped to the first max_length tokens instead of the last: this token and every one
+        // after it follow from those.
+        bool from_first = begin > 0;
+        for (std::int64_t later = step; from_first && later < c.n_new; ++later) {
+          std::int64_t ignored = 0;
+          from_first = follows(later, 0, max_length, ignored);
+        }
+        if (from_first) {
+          KILN_FAIL("context_cropped_to_first", {{"step", std::to_string(step)}},
+                    fmt::format("{}: new token {} is {}, which follows from the first {} tokens {}; expected {}, from the "
+                                "last {}, {}",
+                                out.call(), step, sequence[end], max_length, text(0, max_length), expected, max_length,
+                                text(begin, end)));
+          return;
+        }
         KILN_FAIL("generate_wrong", {{"step", std::to_string(step)}},
                   fmt::format("{}: new token {} is {}, expected {} (from the logits at the last position of {})",
-                              out.call(), step, token, expected,
-                              testing::list(std::vector<float>(context.begin(), context.end()))));
+                              out.call(), step, sequence[end], expected, text(begin, end)));
         return;
       }
     }
