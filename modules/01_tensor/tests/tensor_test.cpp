@@ -540,6 +540,35 @@ TEST(Tensor, SumAndMean) {
     if (EXPECT_SHAPE(averaged, Shape({3, 1, 5}), shape)) EXPECT_VALUES(averaged, middle_reduction(data_of(r), true), values);
   }
 
+  // 2^24 followed by 1,000 ones: a float total of 2^24 does not change when 1 is added (its
+  // neighbours are 2 apart), so a sum kept in float stays 16777216; in double it is 16778216,
+  // which a float holds exactly. Both reductions, and the mean.
+  std::vector<float> big_then_ones(1001, 1.0f);
+  big_then_ones[0] = 16777216.0f;
+  const Tensor long_sum({1001}, big_then_ones);
+  struct Total {
+    std::string call;
+    std::function<Tensor()> run;
+    double expected;
+  };
+  for (const Total& t : std::vector<Total>{{"sum()", [&] { return long_sum.sum(); }, 16778216.0},
+                                           {"sum(0)", [&] { return long_sum.sum(0); }, 16778216.0},
+                                           {"mean(0)", [&] { return long_sum.mean(0); }, 16778216.0 / 1001.0}}) {
+    const auto got = observe("x." + t.call + " of x = [16777216, then 1,000 ones]", t.run);
+    if (!KILN_EXPECT_OK(got, "sum_in_float", {{"call", t.call}})) continue;
+    KILN_JUDGE {
+      if (got->numel() != 1) {
+        KILN_FAIL(shape, {}, fmt::format("{} has shape {}, expected ()", got.call(), to_string(got->shape)));
+        continue;
+      }
+      const auto wanted = static_cast<float>(t.expected);
+      if (got->values[0] != wanted) {
+        KILN_FAIL("sum_in_float", {{"call", t.call}},
+                  fmt::format("{} is {:.9g}, expected {:.9g}", got.call(), got->values[0], wanted));
+      }
+    }
+  }
+
   KILN_EXPECT_THROWS(m.sum(2), IndexError, "reduce_dim_not_checked");
   KILN_EXPECT_THROWS(m.sum(-3), IndexError, "reduce_dim_not_checked");
   KILN_EXPECT_THROWS(m.mean(2), IndexError, "reduce_dim_not_checked");

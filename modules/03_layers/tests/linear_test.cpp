@@ -367,7 +367,8 @@ TEST(Layers, LinearBiasGradient) {
   if (!KILN_EXPECT_OK(empty, "linear_bias_grad_wrong")) return;
   KILN_JUDGE {
     if (empty->shape != Shape({0})) {
-      KILN_FAIL("linear_bias_grad_wrong", {}, empty.call() + " has shape " + to_string(empty->shape) + ", expected (0)");
+      KILN_FAIL("bias_grad_not_empty", {{"shape", to_string(empty->shape)}},
+                empty.call() + " has shape " + to_string(empty->shape) + ", expected (0)");
       return;
     }
   }

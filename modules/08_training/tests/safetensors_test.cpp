@@ -320,7 +320,8 @@ TEST(Training, SafetensorsRead) {
                             [&] { return nn::load_safetensors(independent_path); });
   KILN_JUDGE {
     if (!expect_tensors(__FILE__, __LINE__, read, independent, "read_wrong",
-                        "a file of an independent writer, with \"__metadata__\" and the keys sorted"))
+                        "a file of an independent writer, with \"__metadata__\" and the keys sorted by name, not in "
+                        "the order of their data"))
       return;
   }
 

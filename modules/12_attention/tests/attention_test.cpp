@@ -129,8 +129,19 @@ bool close(const TensorData& actual, const TensorData& expected, double toleranc
 // Judges one sequence's output: right, or which of the usual mistakes it matches.
 bool judge_forward(const char* file, int line, const testing::Observed<TensorData>& out, const Tensor& q,
                    const Tensor& k, const Tensor& v, bool causal) {
-  if (!testing::expect_ok(file, line, out, "attention_wrong")) return false;
   const Sizes s = sizes_of(q, k, v);
+  // T_q ≠ T_k with the mask: a ShapeError, or an output of another shape, comes from a mask that
+  // is not (T_q, T_k) (the cases without the mask run these sizes first).
+  if (causal && s.t_q != s.t_k &&
+      ((!out.ok() && out.error().is("kiln::ShapeError")) || (out.ok() && out->shape != Shape{s.t_q, s.d_v}))) {
+    const testing::Params params{{"t_q", std::to_string(s.t_q)}, {"t_k", std::to_string(s.t_k)}};
+    testing::report_failure(file, line, "mask_shape_wrong", params,
+                            out.ok() ? fmt::format("{} has shape {}, expected ({}, {})", out.call(),
+                                                   to_string(out->shape), s.t_q, s.d_v)
+                                     : out.describe_error());
+    return false;
+  }
+  if (!testing::expect_ok(file, line, out, "attention_wrong")) return false;
   const Values qv = doubles(q), kv = doubles(k), vv = doubles(v);
   const Shape shape{s.t_q, s.d_v};
   const TensorData expected = floats(shape, trusted_attention(qv, kv, vv, s, causal, default_scale(s)));
@@ -654,14 +665,26 @@ TEST(Attention, MultiHead) {
                     "{}, W_o {}",
                     s.heads, s.causal, to_string(query.shape()), to_string(key.shape()), to_string(w_o.shape())),
         [&] { return multi_head_attention(query, key, value, w_q, w_k, w_v, w_o, s.heads, s.causal); });
-    if (!KILN_EXPECT_CLOSE_REL(
-            out,
-            floats({s.batch, s.t_q, s.d_out},
-                   trusted_multi_head({doubles(query), doubles(key), doubles(value), doubles(w_q), doubles(w_k),
-                                       doubles(w_v), doubles(w_o)},
-                                      s)),
-            1e-4, 1e-4, "multihead_wrong"))
+    if (!KILN_EXPECT_OK(out, "multihead_wrong", {{"difference", testing::kThrewDifference}, {"where", testing::kThrewWhere}}))
       return;
+    KILN_JUDGE {
+      const std::vector<Values> inputs{doubles(query), doubles(key), doubles(value), doubles(w_q),
+                                       doubles(w_k),   doubles(w_v), doubles(w_o)};
+      const Shape shape{s.batch, s.t_q, s.d_out};
+      const TensorData expected = floats(shape, trusted_multi_head(inputs, s));
+      if (!testing::compare(*out, expected, 1e-4, 1e-4).close && s.causal) {
+        // The result of the same heads without the mask: causal was not passed on.
+        HeadSizes unmasked = s;
+        unmasked.causal = false;
+        if (testing::compare(*out, floats(shape, trusted_multi_head(inputs, unmasked)), 1e-4, 1e-4).close) {
+          KILN_FAIL("multihead_mask_dropped", {},
+                    out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe() +
+                        "; it equals the heads' attention without the mask");
+          return;
+        }
+      }
+      if (!testing::expect_close(__FILE__, __LINE__, out, expected, 1e-4, "multihead_wrong", 1e-4)) return;
+    }
   }
   // The layer: MultiHeadAttention(6, 3) with weights of the test, forward(x, true) on (2, 4, 6).
   const Tensor x = random_tensor({2, 4, 6}, 1270);

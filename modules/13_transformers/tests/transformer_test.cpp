@@ -142,6 +142,37 @@ TEST(Transformer, LayerNorm) {
                              1e-5, 1e-5, "layer_norm_wrong"))
     return;
 
+  // The eps it is given, not the default: with eps = 1 the row [0, 2, 0, 2] (σ² = 1) gives
+  // x̂ = ±1/√2, not ±1; and LayerNorm(4, 0.25) passes its own eps on.
+  const Tensor eps_x({2, 4}, {0, 2, 0, 2, 1, 3, -1, 1});
+  const Tensor eps_gain = random_tensor({4}, 1326, 0.5f, 1.5f), eps_bias = random_tensor({4}, 1327);
+  struct EpsCase {
+    std::string call;
+    double eps;
+    std::function<Tensor()> run;
+  };
+  for (const EpsCase& c : std::vector<EpsCase>{
+           {"layer_norm(x, gain, bias, 1)", 1.0, [&] { return nn::layer_norm(eps_x, eps_gain, eps_bias, 1.0); }},
+           {"layer_norm(x, gain, bias, 0.25)", 0.25, [&] { return nn::layer_norm(eps_x, eps_gain, eps_bias, 0.25); }},
+           {"LayerNorm(4, 0.25).forward(x)", 0.25, [&] { return nn::LayerNorm(4, 0.25).forward(eps_x); }}}) {
+    const bool layer = c.call.starts_with("LayerNorm");
+    const Values gain = layer ? Values(4, 1.0) : doubles(eps_gain), bias = layer ? Values(4, 0.0) : doubles(eps_bias);
+    const auto y = observe(c.call + " with x = [[0, 2, 0, 2], [1, 3, -1, 1]]", c.run);
+    if (!KILN_EXPECT_OK(y, "layer_norm_wrong")) return;
+    KILN_JUDGE {
+      const TensorData expected = floats({2, 4}, trusted_layer_norm(doubles(eps_x), 4, gain, bias, NormVariant::right, c.eps));
+      if (close(*y, expected, 1e-5)) continue;
+      const TensorData with_default =
+          floats({2, 4}, trusted_layer_norm(doubles(eps_x), 4, gain, bias, NormVariant::right, 1e-5));
+      if (close(*y, with_default, 1e-5)) {
+        KILN_FAIL("eps_argument_ignored", {{"eps", fmt::format("{}", c.eps)}},
+                  y.call() + ": " + testing::compare(*y, expected, 1e-5, 1e-5).describe());
+        return;
+      }
+      if (!testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5)) return;
+    }
+  }
+
   // gain or bias of the wrong size.
   const Tensor x234 = random_tensor({2, 3, 4}, 1311), gain5 = random_tensor({5}, 1312), bias4 = random_tensor({4}, 1313);
   const Tensor gain4 = random_tensor({4}, 1314), bias41 = random_tensor({4, 1}, 1315);

@@ -136,6 +136,13 @@ TEST(Compression, CsrMatmul) {
     const CsrMatrix a = csr_of(c.a);
     const std::string a_shape = to_string(c.a.shape()), b_shape = to_string(c.b.shape());
     const auto got = observe(fmt::format("csr_matmul(a {}, b {})", a_shape, b_shape), [&] { return csr_matmul(a, c.b); });
+    // Every case's shapes fit (b has a.cols rows): a ShapeError refuses a valid product.
+    KILN_JUDGE {
+      if (!got.ok() && got.error().is("kiln::ShapeError")) {
+        KILN_FAIL("valid_product_refused", {{"a_shape", a_shape}, {"b_shape", b_shape}}, got.describe_error());
+        return;
+      }
+    }
     if (!KILN_EXPECT_CLOSE_REL(got, testing::reference_matmul(c.a, c.b), 1e-5, 1e-5, "csr_matmul_wrong",
                                {{"a_shape", a_shape}, {"b_shape", b_shape}}))
       return;

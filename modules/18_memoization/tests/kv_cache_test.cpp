@@ -326,7 +326,26 @@ TEST(Memoization, CacheMemory) {
           for (const float value : t.to_vector()) zeros = zeros && value == 0.0f;
         }
       }
-      return std::make_tuple(shapes, static_cast<std::int64_t>(cache.keys.size()), cache.length, zeros);
+      // Each tensor its own storage: tensor i (keys first, then values) is filled with i + 1,
+      // then every one is read back, as its smallest and largest value.
+      std::vector<Tensor*> all;
+      for (Tensor& t : cache.keys) all.push_back(&t);
+      for (Tensor& t : cache.values) all.push_back(&t);
+      for (std::size_t i = 0; i < all.size(); ++i) {
+        float* data = all[i]->data();
+        for (std::int64_t n = 0; n < all[i]->numel(); ++n) data[n] = static_cast<float>(i + 1);
+      }
+      std::vector<std::pair<float, float>> held;
+      for (const Tensor* t : all) {
+        const std::vector<float> values = t->to_vector();
+        if (values.empty()) {
+          held.emplace_back(0.0f, 0.0f);
+          continue;
+        }
+        const auto [low, high] = std::minmax_element(values.begin(), values.end());
+        held.emplace_back(*low, *high);
+      }
+      return std::make_tuple(shapes, static_cast<std::int64_t>(cache.keys.size()), cache.length, zeros, held);
     });
     std::int64_t held = 0;  // the bytes of the cache's tensors (judge only)
     KILN_JUDGE {
@@ -337,7 +356,7 @@ TEST(Memoization, CacheMemory) {
                                    {"shape", to_string(expected_shape)},
                                    {"bytes", std::to_string(expected_bytes)}};
       if (!KILN_EXPECT_OK(layout, "cache_layout_wrong", params)) return;
-      const auto& [shapes, key_count, length, zeros] = *layout;
+      const auto& [shapes, key_count, length, zeros, filled] = *layout;
       bool shapes_right = key_count == s.layers && static_cast<std::int64_t>(shapes.size()) == 2 * s.layers;
       for (const Shape& shape : shapes) {
         held += 4 * numel(shape);
@@ -349,6 +368,24 @@ TEST(Memoization, CacheMemory) {
         KILN_FAIL("cache_layout_wrong", params,
                   fmt::format("{} holds {} keys tensors and {} in all: [{}] ({} bytes), length {}{}", layout.call(),
                               key_count, shapes.size(), seen, held, length, zeros ? "" : ", not all zeros"));
+        return;
+      }
+      // Tensor i was filled with i + 1, before the ones after it: a tensor holding another's
+      // number shares its storage.
+      const auto name = [&](std::size_t i) {
+        const auto layer = static_cast<std::int64_t>(i) % s.layers;
+        return fmt::format("{}[{}]", static_cast<std::int64_t>(i) < s.layers ? "keys" : "values", layer);
+      };
+      for (std::size_t i = 0; i < filled.size(); ++i) {
+        const float own = static_cast<float>(i + 1);
+        if (filled[i].first == own && filled[i].second == own) continue;
+        const float other = filled[i].first != own ? filled[i].first : filled[i].second;
+        const bool numbered = other >= 1 && other <= static_cast<float>(filled.size()) && other != own;
+        const std::string with = numbered ? name(static_cast<std::size_t>(other) - 1) : "another tensor";
+        KILN_FAIL("cache_tensors_shared", {{"tensor", name(i)}, {"other", with}},
+                  fmt::format("{}: after each of its {} tensors was filled with its own number, {} holds {} (the "
+                              "number of {}) where it should hold {}",
+                              layout.call(), filled.size(), name(i), other, with, own));
         return;
       }
     }

@@ -263,6 +263,11 @@ TEST(Benchmarking, Welch) {
       // Constant samples: se = 0, dof = 0, the interval is the difference itself.
       {"[5, 5, 5] twice", {5, 5, 5}, {5, 5, 5}},
       {"[5, 5, 5] then [6, 6, 6, 6]", {5, 5, 5}, {6, 6, 6, 6}},
+      // One constant sample, in either order: its v is 0 but the other's is not, so se > 0 and
+      // Welch's interval applies, with the varying sample's n - 1 = 2 degrees of freedom:
+      // 1 ± 4.302653·0.577350 = [-1.484, 3.484], not real (and -1 ± the same).
+      {"[1, 1, 1] then [1, 2, 3]", {1, 1, 1}, {1, 2, 3}},
+      {"[1, 2, 3] then [1, 1, 1]", {1, 2, 3}, {1, 1, 1}},
       // Two samples on each side, the fewest Welch allows: means 11 and 13, v = 1 and 4, dof 25/17.
       {"[10, 12] then [11, 15]", {10, 12}, {11, 15}},
       // The run's: a candidate 20% faster (real), one 3 against 33 of unequal spread, and one whose
@@ -295,7 +300,10 @@ TEST(Benchmarking, Welch) {
         if (!close(value, expected)) wrong += (wrong.empty() ? "" : "; ") + got_expected(name, value, expected);
       }
       if (!wrong.empty()) {
-        KILN_FAIL("welch_interval_wrong", params, wrong);
+        // A zero-width interval where only one sample is constant: the shortcut of two constant
+        // samples (se = 0) taken when either one is.
+        const bool one_constant = (trusted_stddev(p.baseline) == 0) != (trusted_stddev(p.candidate) == 0);
+        KILN_FAIL(one_constant && low == high ? "welch_one_constant" : "welch_interval_wrong", params, wrong);
         return;
       }
       // The verdict is judged where the interval's ends are clear of zero (always, but for a run

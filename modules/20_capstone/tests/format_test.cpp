@@ -78,6 +78,7 @@ struct Case {
   std::vector<TLayer> layers;
   std::int64_t rows;
   const char* failure;
+  const char* refused = nullptr;  // the failure of a refusal, when not `failure` (a file at a bound of the format)
 };
 
 // The width of the images a model of these layers takes: that of its first layer that is not a relu.
@@ -105,7 +106,7 @@ bool judge_case(const Case& c, std::uint64_t stream) {
                              for (const capstone::Layer& l : m.layers) widths.insert(widths.end(), {l.in, l.out});
                              return std::tuple(m.input_width, m.output_width, capstone::predict(m, x), widths);
                            });
-  if (!KILN_EXPECT_OK(got, c.failure, params)) return false;
+  if (!KILN_EXPECT_OK(got, c.refused ? c.refused : c.failure, params)) return false;
   KILN_JUDGE {
     std::string problem;
     const auto trusted = capstone_testing::read(bytes, problem);
@@ -165,9 +166,15 @@ TEST(Capstone, LoadAndPredict) {
        7,
        "layers_differ"},
       {"a 3 → 2 sparse_int8 layer storing all 6 entries", {full_sparse()}, 3, "sparse_differs"},
-      {"dense 5 → 3 and 63 relus: 64 layers, the most a file may have", most_layers(), 3, "relu_differs"},
-      {"a 1 → 65,536 dense layer, the widest a layer may be", {dense(1, 65536, 2091)}, 2, "dense_differs"},
-      {"a 6 → 1 dense layer, the narrowest", {dense(6, 1, 2093)}, 3, "dense_differs"},
+      {"dense 5 → 3 and 63 relus: 64 layers, the most a file may have", most_layers(), 3, "relu_differs",
+       "layer_count_bound_refused"},
+      // The widths' bounds, both included: 65,536 outputs, 1 output and 65,536 inputs (each
+      // 65,536 wide with 1 on the other side, 65,536 weights).
+      {"a 1 → 65,536 dense layer, the most outputs a layer may give", {dense(1, 65536, 2091)}, 2, "dense_differs",
+       "width_bound_refused"},
+      {"a 6 → 1 dense layer, the narrowest", {dense(6, 1, 2093)}, 3, "dense_differs", "width_bound_refused"},
+      {"a 65,536 → 1 dense layer, the most inputs a layer may take", {dense(65536, 1, 2097)}, 2, "dense_differs",
+       "width_bound_refused"},
   };
   std::uint64_t stream = 2101;
   for (const Case& c : cases)
@@ -224,6 +231,7 @@ TEST(Capstone, RejectsDamage) {
       {"one byte after the last layer", [&] { auto b = good; b.push_back(0); return b; }(), KILN_JUDGE_ONLY(117)},
       {"a relu as the only layer", capstone_testing::write({relu()}), KILN_JUDGE_ONLY(-1)},
       {"layer 0 giving 65,537 outputs", patched(good, 20, {1, 0, 1, 0}), KILN_JUDGE_ONLY(20)},
+      {"layer 0 taking 65,537 inputs", patched(good, 16, {1, 0, 1, 0}), KILN_JUDGE_ONLY(16)},
       {"layer 0 with an infinite scale", patched(good, 24, {0, 0, 0x80, 0x7f}), KILN_JUDGE_ONLY(24)},
       {"layer 0 with a NaN scale", patched(good, 24, {0, 0, 0xc0, 0x7f}), KILN_JUDGE_ONLY(24)},
       {"layer 2 with row starts 0, 2, 2 for its 3 entries", patched(good, 96, {2}), KILN_JUDGE_ONLY(96)},
