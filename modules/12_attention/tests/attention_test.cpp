@@ -571,9 +571,13 @@ TEST(Attention, Gradients) {
                                         testing::double_numeric_gradient(unmasked, inputs, input, weights), &unused);
         }
         if (all_unmasked) {
+          const auto& [which, detail] = !v_right ? std::pair{"v", v_detail}
+                                        : !q_right ? std::pair{"q", q_detail}
+                                                   : std::pair{"k", k_detail};
           KILN_FAIL("grad_mask_dropped", {},
-                    grads.call() + ": q's, k's and v's gradients are those of attention without the mask; the gradient "
-                                   "of v: " + v_detail);
+                    fmt::format("{}: q's, k's and v's gradients are those of attention without the mask; the gradient "
+                                "of {}: {}",
+                                grads.call(), which, detail));
           return;
         }
       }

@@ -326,26 +326,27 @@ TEST(Memoization, CacheMemory) {
           for (const float value : t.to_vector()) zeros = zeros && value == 0.0f;
         }
       }
-      // Each tensor its own storage: tensor i (keys first, then values) is filled with i + 1,
-      // then every one is read back, as its smallest and largest value.
+      // No two elements share storage: every element of every tensor (keys first, then values,
+      // each in row-major order) gets its own number, 1, 2, 3, ..., written through the tensor's
+      // strides and offset, then every tensor is read back.
       std::vector<Tensor*> all;
       for (Tensor& t : cache.keys) all.push_back(&t);
       for (Tensor& t : cache.values) all.push_back(&t);
-      for (std::size_t i = 0; i < all.size(); ++i) {
-        float* data = all[i]->data();
-        for (std::int64_t n = 0; n < all[i]->numel(); ++n) data[n] = static_cast<float>(i + 1);
-      }
-      std::vector<std::pair<float, float>> held;
-      for (const Tensor* t : all) {
-        const std::vector<float> values = t->to_vector();
-        if (values.empty()) {
-          held.emplace_back(0.0f, 0.0f);
-          continue;
+      float number = 0.0f;
+      for (Tensor* t : all) {
+        const Shape& shape = t->shape();
+        for (std::int64_t n = 0; n < t->numel(); ++n) {
+          std::int64_t at = t->offset(), rest = n;
+          for (std::size_t d = shape.size(); d-- > 0;) {
+            at += rest % shape[d] * t->strides()[d];
+            rest /= shape[d];
+          }
+          t->storage_data()[at] = ++number;
         }
-        const auto [low, high] = std::minmax_element(values.begin(), values.end());
-        held.emplace_back(*low, *high);
       }
-      return std::make_tuple(shapes, static_cast<std::int64_t>(cache.keys.size()), cache.length, zeros, held);
+      std::vector<std::vector<float>> filled;
+      for (const Tensor* t : all) filled.push_back(t->to_vector());
+      return std::make_tuple(shapes, static_cast<std::int64_t>(cache.keys.size()), cache.length, zeros, filled);
     });
     std::int64_t held = 0;  // the bytes of the cache's tensors (judge only)
     KILN_JUDGE {
@@ -370,23 +371,32 @@ TEST(Memoization, CacheMemory) {
                               key_count, shapes.size(), seen, held, length, zeros ? "" : ", not all zeros"));
         return;
       }
-      // Tensor i was filled with i + 1, before the ones after it: a tensor holding another's
-      // number shares its storage.
+      // Element n of tensor i was given its own number, before the elements after it: one
+      // holding a later element's number shares that element's storage.
       const auto name = [&](std::size_t i) {
         const auto layer = static_cast<std::int64_t>(i) % s.layers;
         return fmt::format("{}[{}]", static_cast<std::int64_t>(i) < s.layers ? "keys" : "values", layer);
       };
+      const auto owner = [&](std::int64_t number) {  // the tensor whose element got `number`
+        for (std::size_t i = 0; i < filled.size(); ++i) {
+          if (number <= static_cast<std::int64_t>(filled[i].size())) return name(i);
+          number -= static_cast<std::int64_t>(filled[i].size());
+        }
+        return std::string("none of them");
+      };
+      std::int64_t own = 0;
       for (std::size_t i = 0; i < filled.size(); ++i) {
-        const float own = static_cast<float>(i + 1);
-        if (filled[i].first == own && filled[i].second == own) continue;
-        const float other = filled[i].first != own ? filled[i].first : filled[i].second;
-        const bool numbered = other >= 1 && other <= static_cast<float>(filled.size()) && other != own;
-        const std::string with = numbered ? name(static_cast<std::size_t>(other) - 1) : "another tensor";
-        KILN_FAIL("cache_tensors_shared", {{"tensor", name(i)}, {"other", with}},
-                  fmt::format("{}: after each of its {} tensors was filled with its own number, {} holds {} (the "
-                              "number of {}) where it should hold {}",
-                              layout.call(), filled.size(), name(i), other, with, own));
-        return;
+        for (std::size_t n = 0; n < filled[i].size(); ++n) {
+          ++own;
+          const float got = filled[i][n];
+          if (got == static_cast<float>(own)) continue;
+          const std::string other = got >= 1 ? owner(static_cast<std::int64_t>(got)) : "none of them";
+          KILN_FAIL("cache_tensors_shared", {{"tensor", name(i)}, {"other", other == name(i) ? "itself" : other}},
+                    fmt::format("{}: after every element of its {} tensors was given its own number, element {} of "
+                                "{} holds {}, the number of an element of {}, where it should hold {}",
+                                layout.call(), filled.size(), n, name(i), got, other, own));
+          return;
+        }
       }
     }
     if (!layout.ok()) return;
