@@ -30,12 +30,22 @@ using testing::TensorData;
 // ---------------------------------------------------------------------------------------------
 // Trusted softmax, in double
 
+// The rows of a contiguous `shape` along dimension d (already >= 0): element j of row (o, i) is
+// at (o·length + j)·inner + i.
+struct Rows {
+  std::int64_t outer = 1, length = 1, inner = 1;
+};
+Rows rows_along(const Shape& shape, std::size_t d) {
+  Rows rows;
+  for (std::size_t k = 0; k < d; ++k) rows.outer *= shape[k];
+  for (std::size_t k = d + 1; k < shape.size(); ++k) rows.inner *= shape[k];
+  rows.length = shape[d];
+  return rows;
+}
+
 // softmax (or log_softmax) of contiguous values x of `shape` along dimension d (already >= 0).
 std::vector<double> softmax_exact(const std::vector<double>& x, const Shape& shape, std::size_t d, bool take_log) {
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t k = 0; k < d; ++k) outer *= shape[k];
-  for (std::size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
-  const std::int64_t length = shape[d];
+  const auto [outer, length, inner] = rows_along(shape, d);
   std::vector<double> y(x.size());
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < inner; ++i) {
@@ -91,12 +101,7 @@ TensorData finite_difference_gradient(const Tensor& x, const Tensor& grad_output
 // rows taken in memory order (outer, then inner): a sum declared outside the loop over rows.
 TensorData carried_sum_gradient(const Tensor& y, const Tensor& grad_output, std::int64_t dim) {
   const TensorData probs = data_of(y), g = data_of(grad_output);
-  const Shape& shape = probs.shape;
-  const std::size_t d = wrapped(dim, shape);
-  std::int64_t outer = 1, inner = 1;
-  for (std::size_t k = 0; k < d; ++k) outer *= shape[k];
-  for (std::size_t k = d + 1; k < shape.size(); ++k) inner *= shape[k];
-  const std::int64_t length = shape[d];
+  const auto [outer, length, inner] = rows_along(probs.shape, wrapped(dim, probs.shape));
   std::vector<float> out(probs.values.size());
   double carried = 0.0;
   for (std::int64_t o = 0; o < outer; ++o) {
@@ -107,7 +112,7 @@ TensorData carried_sum_gradient(const Tensor& y, const Tensor& grad_output, std:
         out[at(j)] = static_cast<float>(probs.values[at(j)] * (g.values[at(j)] - carried));
     }
   }
-  return data_of(shape, out);
+  return data_of(probs.shape, out);
 }
 
 // ---------------------------------------------------------------------------------------------
