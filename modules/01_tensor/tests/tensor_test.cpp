@@ -225,6 +225,12 @@ TEST(Tensor, Reshape) {
   const Tensor rt = make_view(r, {5, 4}, {1, 5}, 0);
   EXPECT_VALUES(observe("reshape({2, 10}) of the transpose of a random (4, 5) tensor", [&] { return rt.reshape({2, 10}); }),
                 view_values(r, {5, 4}, {1, 5}, 0), "reshape_wrong_values");
+  // A non-contiguous view that starts in the middle: x's last two columns [[1, 2], [4, 5]] (offset 1)
+  // are copied from the view's own first element, and the copy starts at its own.
+  const Tensor columns = make_view(x, {2, 2}, {3, 1}, 1);
+  EXPECT_VALUES(observe("reshape({4}) of x's last two columns (strides (3, 1), offset 1)",
+                        [&] { return columns.reshape({4}); }),
+                {1, 2, 4, 5}, "reshape_wrong_values");
   // A contiguous view that starts in the middle: x's second row (offset 3) keeps its own elements.
   const Tensor second = make_view(x, {3}, {1}, 3);
   EXPECT_VALUES(observe("reshape({3, 1}) of x's second row (offset 3)", [&] { return second.reshape({3, 1}); }),

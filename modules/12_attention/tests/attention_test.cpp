@@ -651,13 +651,15 @@ TEST(Attention, SplitMergeHeads) {
 }
 
 TEST(Attention, MultiHead) {
-  // query (2, 3, 4), key and value (2, 5, 4), H = 3 heads of width 2, W_q, W_k, W_v (4, 6),
-  // W_o (6, 5): without and with the mask; then sizes of the run.
+  // query, key and value three different (2, 4, 4) tensors; then query (2, 3, 4), key and value
+  // (2, 5, 4), without and with the mask; H = 3 heads of width 2, W_q, W_k, W_v (4, 6), W_o (6, 5);
+  // then sizes of the run.
   testing::Generator draw(1261);
   const HeadSizes drawn{1 + draw.below(3), 1 + draw.below(5), 1 + draw.below(5), 1 + draw.below(5),
                         1 + draw.below(3), 1 + draw.below(3), 1 + draw.below(5), draw.below(2) == 1};
   std::uint64_t stream = 1262;
-  for (const HeadSizes& s : std::vector<HeadSizes>{{2, 3, 5, 4, 3, 2, 5, false}, {2, 3, 5, 4, 3, 2, 5, true}, drawn}) {
+  for (const HeadSizes& s : std::vector<HeadSizes>{
+           {2, 4, 4, 4, 3, 2, 5, false}, {2, 3, 5, 4, 3, 2, 5, false}, {2, 3, 5, 4, 3, 2, 5, true}, drawn}) {
     const std::int64_t width = s.heads * s.d_h;
     const Tensor query = random_tensor({s.batch, s.t_q, s.d_in}, stream++);
     const Tensor key = random_tensor({s.batch, s.t_k, s.d_in}, stream++);
@@ -686,6 +688,29 @@ TEST(Attention, MultiHead) {
                         "; it equals the heads' attention without the mask");
           return;
         }
+      }
+      if (!testing::compare(*out, expected, 1e-4, 1e-4).close) {
+        // One projection taken from another input of the same length (the keys from the query):
+        // the heads' attention with that input in its place.
+        const char* const inputs_named[] = {"query", "key", "value"};
+        const char* const projections[] = {"queries Q", "keys K", "values V"};
+        const char* const weights[] = {"W_q", "W_k", "W_v"};
+        const std::int64_t lengths[] = {s.t_q, s.t_k, s.t_k};
+        for (int own = 0; own < 3; ++own)
+          for (int taken = 0; taken < 3; ++taken) {
+            if (taken == own || lengths[taken] != lengths[own]) continue;
+            std::vector<Values> swapped = inputs;
+            swapped[static_cast<std::size_t>(own)] = inputs[static_cast<std::size_t>(taken)];
+            if (testing::compare(*out, floats(shape, trusted_multi_head(swapped, s)), 1e-4, 1e-4).close) {
+              KILN_FAIL("projection_input_wrong",
+                        {{"projection", projections[own]}, {"input", inputs_named[taken]},
+                         {"product", std::string(inputs_named[own]) + "·" + weights[own]}},
+                        out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe() +
+                            "; it equals the attention with " + inputs_named[taken] + " passed as " +
+                            inputs_named[own]);
+              return;
+            }
+          }
       }
       if (!testing::expect_close(__FILE__, __LINE__, out, expected, 1e-4, "multihead_wrong", 1e-4)) return;
     }

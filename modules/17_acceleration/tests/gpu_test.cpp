@@ -99,8 +99,34 @@ TEST(Gpu, Embedding) {
     for (std::size_t i = 0; i < ids.size(); ++i)
       for (std::int64_t j = 0; j < dim; ++j)
         sums[static_cast<std::size_t>(ids[i] * dim + j)] += gd.values[i * static_cast<std::size_t>(dim) + j];
-    KILN_EXPECT_CLOSE(scattered, data_of({rows, dim}, std::vector<float>(sums.begin(), sums.end())), 1e-5,
-                      "scatter_differs");
+    if (!KILN_EXPECT_CLOSE(scattered, data_of({rows, dim}, std::vector<float>(sums.begin(), sums.end())), 1e-5,
+                           "scatter_differs"))
+      return;
+  }
+  // The emulator runs one thread at a time, so a plain load-add-store gives the right sums here;
+  // on a GPU the threads of a repeated id race and lose updates. Its counts tell: every one of the
+  // 37 · 20 additions into grad_w must be a kiln_atomic_add, and none a plain store.
+  const auto counts = observe("the counts of emulate_embedding_scatter_add(g, ids, 10) of 37 ids into a (10, 20) table",
+                              [&] {
+                                emulate_embedding_scatter_add(g, ids, rows);
+                                const grid::BufferCounts& grad_w = grid::last_launch().buffer("grad_w");
+                                return std::vector<std::int64_t>{grad_w.stores.accesses, grad_w.atomics.accesses};
+                              });
+  const std::int64_t additions = std::int64_t(ids.size()) * dim;
+  if (!KILN_EXPECT_OK(counts, "scatter_not_atomic",
+                      {{"atomics", "an unknown number"},
+                       {"additions", std::to_string(additions)},
+                       {"stores", "an unknown number of"}}))
+    return;
+  KILN_JUDGE {
+    const std::int64_t stores = (*counts)[0], atomics = (*counts)[1];
+    KILN_EXPECT(stores == 0 && atomics == additions, "scatter_not_atomic",
+                {{"atomics", std::to_string(atomics)},
+                 {"additions", std::to_string(additions)},
+                 {"stores", std::to_string(stores)}},
+                fmt::format("{}: {} plain stores and {} kiln_atomic_add into grad_w, expected 0 and {} (one atomic "
+                            "addition per element of g)",
+                            counts.call(), stores, atomics, additions));
   }
 }
 

@@ -221,6 +221,8 @@ TEST(Capstone, RejectsDamage) {
       {"layer 0 of kind 0", patched(good, 12, {0}), KILN_JUDGE_ONLY(12)},
       {"layer 0 of kind 5", patched(good, 12, {5}), KILN_JUDGE_ONLY(12)},
       {"layer 0 taking 0 inputs", patched(good, 16, {0}), KILN_JUDGE_ONLY(16)},
+      {"layer 0 giving 0 outputs", patched(good, 20, {0}), KILN_JUDGE_ONLY(20)},
+      {"layer 2 giving 0 outputs", patched(good, 72, {0}), KILN_JUDGE_ONLY(72)},
       {"layer 2 taking 4 inputs after a layer that gives 3", patched(good, 68, {4}), KILN_JUDGE_ONLY(68)},
       {"layer 0 with a scale of 0", patched(good, 28, {0, 0, 0, 0}), KILN_JUDGE_ONLY(28)},
       {"layer 0 with a negative scale", patched(good, 24, {0, 0, 0x80, 0xbf}), KILN_JUDGE_ONLY(24)},
