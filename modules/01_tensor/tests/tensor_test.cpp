@@ -9,6 +9,7 @@
 // depends on as little as possible.
 #include <cmath>
 #include <functional>
+#include <limits>
 #include <optional>
 #include <string>
 #include <vector>
@@ -440,6 +441,22 @@ TEST(Tensor, ElementwiseBroadcasting) {
   EXPECT_VALUES(KILN_OBSERVE(greater(a, b)), {1, 0, 0}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(greater(a, d)), {0, 1, 0}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(equal(a, d)), {1, 0, 1}, "elementwise_wrong_op");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // an operation mixed up: named above
+  }
+  // The comparisons are exact, as C++'s ==, < and > on floats: 1 and the next float above it
+  // differ, so do 1e-30 and 0; an infinity equals itself and NaN equals nothing, not even NaN;
+  // -0 equals 0.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor edges_a({6}, {1.0f, 1e-30f, inf, -inf, nan, -0.0f});
+  const Tensor edges_b({6}, {std::nextafter(1.0f, 2.0f), 0.0f, inf, inf, nan, 0.0f});
+  const std::string edges = " with a = [1, 1e-30, inf, -inf, nan, -0] and b = [1 + 2^-23, 0, inf, inf, nan, 0]";
+  EXPECT_VALUES(observe("equal(a, b)" + edges, [&] { return equal(edges_a, edges_b); }), {0, 0, 1, 0, 0, 1},
+                "comparison_not_exact");
+  EXPECT_VALUES(observe("less(a, b)" + edges, [&] { return less(edges_a, edges_b); }), {1, 0, 0, 1, 0, 0},
+                "comparison_not_exact");
+  EXPECT_VALUES(observe("greater(a, b)" + edges, [&] { return greater(edges_a, edges_b); }), {0, 1, 0, 0, 0, 0},
+                "comparison_not_exact");
 
   // Broadcasting, with the notebook's m and c. Views are made by hand: c[:, None] has shape (3, 1)
   // and strides (1, 1); c[None, :] has shape (1, 3) and strides (3, 1).

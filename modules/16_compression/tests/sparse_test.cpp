@@ -87,6 +87,10 @@ TEST(Compression, ToCsr) {
       {"[[-0, 1.5], [-0, -0]] (negative zeros)", Tensor({2, 2}, {-0.0f, 1.5f, -0.0f, -0.0f})},
       {"a (31, 33) matrix, mostly zeros", sparse_tensor(31, 33, 1631)},
       {"a transposed (33, 31) view, mostly zeros", transposed(sparse_tensor(31, 33, 1632, {5}))},
+      {"the rows 1 and 2 of [[0, 1], [2, 0], [0, 5]] (a view at offset 2)",
+       make_view(Tensor({3, 2}, {0, 1, 2, 0, 0, 5}), {2, 2}, {2, 1}, 2)},
+      {"the odd columns of a (9, 8) matrix, mostly zeros (strides (8, 2), offset 1)",
+       make_view(sparse_tensor(9, 8, 1634, {2}), {9, 4}, {8, 2}, 1)},
       {"a dense (1, 7) row", random_tensor({1, 7}, 1633, 0.5f, 1.0f)},
   };
   for (const Case& c : cases) {

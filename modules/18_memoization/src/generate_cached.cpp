@@ -10,10 +10,11 @@ namespace kiln::nn {
 Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature,
                         std::int64_t top_k, WichmannHill& generator) {
   // std::invalid_argument for an empty prompt, n_new < 0, or prompt.size() + n_new above
-  // model.config.max_length (check before running anything). model.eval(); one KVCache for the
-  // model's config. Every prompt token through forward_step; the last logits give the first new
-  // token by sample_token(logits, temperature, top_k, generator). Run each new token through
-  // forward_step for the next, except the last one. Return prompt + the n_new tokens.
+  // model.config.max_length (checked before anything else, model.eval() included). Then
+  // model.eval(); one KVCache for the model's config. Every prompt token through forward_step; the
+  // last logits give the first new token by sample_token(logits, temperature, top_k, generator).
+  // Run each new token through forward_step for the next, except the last one. Return prompt + the
+  // n_new tokens.
   throw kiln::NotImplemented();
 }
 

@@ -20,7 +20,7 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length) {
 
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token) {
   // position = cache.length. kiln::IndexError naming the position and max_length when the cache is
-  // full; kiln::IndexError when token is not in [0, V). A NoGradGuard for the model.
+  // full (checked first); kiln::IndexError when token is not in [0, V). A NoGradGuard for the model.
   // x (1, 1, D) = row `token` of token_embedding.weight + row `position` of
   // position_embedding.weight. For every block:
   //   a = ln1(x) as (1, D); q, k, v = matmul(a, w_query), matmul(a, w_key), matmul(a, w_value)

@@ -305,7 +305,26 @@ TEST(Memoization, GenerateCached) {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_arguments_not_checked", {},
                                                     {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
     }
+    if (!out.ok() && !out.error().is(testing::error_kind_name<std::invalid_argument>())) return;
   }
+  // The arguments are checked before anything else: a refused call leaves the model as it was,
+  // in training mode here.
+  const auto mode = observe(
+      fmt::format("model.train(), then generate_cached(model, {{}}, 3, 0, 0, generator) refused, then model.training(), "
+                  "with {}",
+                  sizes_text(s)),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        model.train();
+        WichmannHill generator(1);
+        try {
+          nn::generate_cached(model, {}, 3, 0.0, 0, generator);
+        } catch (const std::invalid_argument&) {
+        }
+        return model.training();
+      });
+  if (!KILN_EXPECT_OK(mode, "refused_call_changed_mode")) return;
+  KILN_JUDGE { KILN_EXPECT(*mode, "refused_call_changed_mode", {}, mode.call() + ": model.training() is false"); }
 }
 
 TEST(Memoization, CacheMemory) {
@@ -476,6 +495,17 @@ TEST(Memoization, PastMaxLength) {
     return logits;
   });
   KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, step, "full_cache_not_rejected", {"3"}); }
+  // The full cache is checked first: on it, a token outside [0, V) gets the full cache's error too.
+  const auto full_and_bad = observe(
+      fmt::format("forward_step of a 4th token, {} (= V), after {}, {}", s.vocab,
+                  ids_text({ids.begin(), ids.begin() + 3}), sizes_text(s)),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        nn::KVCache cache(model.config);
+        for (std::size_t t = 0; t < 3; ++t) nn::forward_step(model, cache, ids[t]);
+        return nn::forward_step(model, cache, s.vocab);
+      });
+  KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, full_and_bad, "full_cache_not_rejected", {"3"}); }
   // A token outside [0, V) has no row in the token table: refused, as the table's lookup would.
   for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
     const auto bad = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {

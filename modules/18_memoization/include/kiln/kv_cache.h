@@ -64,7 +64,7 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 // returns its logits (V values): the same, to rounding, as the full forward's logits at that
 // position of the sequence so far. Throws kiln::IndexError naming the position and max_length when
 // the cache is full (cache.length == max_length), before anything is written, and kiln::IndexError
-// when token is not in [0, V).
+// when token is not in [0, V). The full cache is checked first: on it, every token gets that error.
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 
 // Yours (src/generate_cached.cpp): module 13's generate() with a cache. The model goes into
@@ -74,7 +74,8 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 // forward_step to give the next. The last new token is never run. The same seed gives the same
 // tokens as module 13's generate(), since that never crops a context of at most max_length.
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
-// prompt.size() + n_new tokens, is longer than the model's max_length.
+// prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
+// else: a refused call leaves the model as it was, in training mode too.
 Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature,
                         std::int64_t top_k, WichmannHill& generator);
 
