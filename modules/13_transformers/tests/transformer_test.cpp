@@ -818,6 +818,10 @@ TEST(Transformer, Generate) {
       KILN_FAIL("context_not_cropped", {}, out.describe_error());
       return;
     }
+    if (c.n_new == 0 && !out.ok() && out.error().is(testing::error_kind_name<std::invalid_argument>())) {
+      KILN_FAIL("no_new_tokens_refused", {}, out.describe_error());
+      return;
+    }
     if (!KILN_EXPECT_OK(out, "generate_wrong", {{"step", "0"}})) return;
     KILN_JUDGE {
       const std::vector<std::int64_t>& sequence = *out;
@@ -888,6 +892,27 @@ TEST(Transformer, Generate) {
                                 out.call(), step, sequence[end], max_length, text(0, max_length), expected, max_length,
                                 text(begin, end)));
           return;
+        }
+        // Cropped to fewer than max_length tokens: every token from the first whose context is
+        // longer than `kept` (two at least, this one among them) follows from the last `kept`.
+        for (std::size_t kept = max_length - 1; kept >= 1 && end > kept; --kept) {
+          const std::int64_t first = std::max<std::int64_t>(
+              0, static_cast<std::int64_t>(kept) + 1 - static_cast<std::int64_t>(c.prompt.size()));
+          if (c.n_new - first < 2) continue;
+          bool from_last = true;
+          for (std::int64_t later = first; from_last && later < c.n_new; ++later) {
+            const std::size_t later_end = c.prompt.size() + static_cast<std::size_t>(later);
+            std::int64_t ignored = 0;
+            from_last = follows(later, later_end - kept, later_end, ignored);
+          }
+          if (from_last) {
+            KILN_FAIL("context_cropped_short", {{"kept", std::to_string(kept)}, {"max_length", std::to_string(max_length)}},
+                      fmt::format("{}: new token {} is {}, which follows from the last {} tokens {}; expected {}, from "
+                                  "the last {}, {}",
+                                  out.call(), step, sequence[end], kept, text(end - kept, end), expected, end - begin,
+                                  text(begin, end)));
+            return;
+          }
         }
         KILN_FAIL("generate_wrong", {{"step", std::to_string(step)}},
                   fmt::format("{}: new token {} is {}, expected {} (from the logits at the last position of {})",
