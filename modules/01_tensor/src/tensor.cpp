@@ -78,7 +78,8 @@ Tensor Tensor::expand(const Shape& shape) const {
 Tensor elementwise(const Tensor& a, const Tensor& b, BinaryOp op) {
   // The result is contiguous with shape broadcast_shapes(a.shape(), b.shape()); expand both
   // inputs to it, then walk the output in row-major order, reading each input through its own
-  // offset and strides. equal, less and greater give 1.0f where true and 0.0f where false.
+  // offset and strides. equal, less and greater give 1.0f where true and 0.0f where false,
+  // compared exactly, as ==, < and > on floats (NaN is equal to nothing, -0 equals 0).
   // Later modules call this on a million elements: avoid at() per element, and keep the op
   // choice out of the innermost loop if you can.
   throw kiln::NotImplemented();

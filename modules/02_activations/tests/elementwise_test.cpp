@@ -165,17 +165,18 @@ TEST(Activations, Relu) {
   const std::vector<float> hand = {-2.0f, -0.5f, 0.0f, 0.5f, 3.0f};
   if (!CHECK_FORWARD(relu, relu_exact, cases(hand, 100), "relu_wrong")) return;
   // A new tensor, also for a contiguous x: x keeps its values, and y has storage of its own.
-  const auto fresh = observe("y = relu(x) for x = " + testing::list(hand) + ", then x, and whether y shares x's storage",
-                             [&] {
-                               const Tensor input({5}, hand);
-                               const Tensor y = relu(input);
-                               return std::tuple<Tensor, bool>{input, y.storage_data() == input.storage_data()};
-                             });
+  const auto fresh =
+      observe("y = relu(x) for x = " + testing::list(hand) + ", then x, and whether y shares x's storage", [&] {
+        const Tensor input({5}, hand);
+        const Tensor y = relu(input);
+        return std::tuple<Tensor, bool>{input, y.storage_data() == input.storage_data()};
+      });
   if (!KILN_EXPECT_OK(fresh, "relu_in_place")) return;
   KILN_JUDGE {
     const auto& [input, shared] = *fresh;
     KILN_EXPECT(input.values == hand && !shared, "relu_in_place", {},
-                fresh.call() + ": x became " + testing::list(input.values) + (shared ? ", and y shares its storage" : ""));
+                fresh.call() + ": x became " + testing::list(input.values) +
+                    (shared ? ", and y shares its storage" : ""));
     if (::testing::Test::HasFailure()) return;
   }
   // At the kink the gradient is 0 by convention: relu_backward(x, ones) = [0, 0, 0, 1, 1].

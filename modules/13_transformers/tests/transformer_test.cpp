@@ -895,7 +895,7 @@ TEST(Transformer, Generate) {
         }
         // Cropped to fewer than max_length tokens: every token from the first whose context is
         // longer than `kept` (two at least, this one among them) follows from the last `kept`.
-        for (std::size_t kept = max_length - 1; kept >= 1 && end > kept; --kept) {
+        for (std::size_t kept = std::min(max_length, end) - 1; kept >= 1; --kept) {
           const std::int64_t first = std::max<std::int64_t>(
               0, static_cast<std::int64_t>(kept) + 1 - static_cast<std::int64_t>(c.prompt.size()));
           if (c.n_new - first < 2) continue;
@@ -906,7 +906,8 @@ TEST(Transformer, Generate) {
             from_last = follows(later, later_end - kept, later_end, ignored);
           }
           if (from_last) {
-            KILN_FAIL("context_cropped_short", {{"kept", std::to_string(kept)}, {"max_length", std::to_string(max_length)}},
+            KILN_FAIL("context_cropped_short",
+                      {{"kept", std::to_string(kept)}, {"max_length", std::to_string(max_length)}},
                       fmt::format("{}: new token {} is {}, which follows from the last {} tokens {}; expected {}, from "
                                   "the last {}, {}",
                                   out.call(), step, sequence[end], kept, text(end - kept, end), expected, end - begin,

@@ -297,34 +297,41 @@ TEST(Memoization, GenerateCached) {
   }
   // An empty prompt has no last token to sample from, and n_new < 0 no meaning: both refused.
   const std::vector<std::int64_t> one = random_ints(1, s.vocab, stream++);
-  for (const auto& [prompt, n_new] : {std::pair<std::vector<std::int64_t>, std::int64_t>{{}, 0},
-                                      {{}, 3},
-                                      {one, -1}}) {
+  const std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> refused = {{{}, 0}, {{}, 3}, {one, -1}};
+  for (const auto& [prompt, n_new] : refused) {
     const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_arguments_not_checked", {},
                                                     {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
     }
-    if (!out.ok() && !out.error().is(testing::error_kind_name<std::invalid_argument>())) return;
+    if (out.ok() || !out.error().is(testing::error_kind_name<std::invalid_argument>())) return;
   }
   // The arguments are checked before anything else: a refused call leaves the model as it was,
-  // in training mode here.
-  const auto mode = observe(
-      fmt::format("model.train(), then generate_cached(model, {{}}, 3, 0, 0, generator) refused, then model.training(), "
-                  "with {}",
-                  sizes_text(s)),
-      [&] {
-        nn::GPT model = gpt_with(s, p);
-        model.train();
-        WichmannHill generator(1);
-        try {
-          nn::generate_cached(model, {}, 3, 0.0, 0, generator);
-        } catch (const std::invalid_argument&) {
-        }
-        return model.training();
-      });
-  if (!KILN_EXPECT_OK(mode, "refused_call_changed_mode")) return;
-  KILN_JUDGE { KILN_EXPECT(*mode, "refused_call_changed_mode", {}, mode.call() + ": model.training() is false"); }
+  // in training mode here. Each refusal, and a sequence one token longer than max_length.
+  std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> refusals = refused;
+  refusals.push_back({random_ints(static_cast<std::size_t>(s.max_length), s.vocab, stream++), 1});
+  for (const auto& [prompt, n_new] : refusals) {
+    const auto mode = observe(fmt::format("model.train(), then generate_cached(model, {}, {}, 0, 0, generator), "
+                                          "refused, then model.training(), with {}",
+                                          ids_text(prompt), n_new, sizes_text(s)),
+                              [&] {
+                                nn::GPT model = gpt_with(s, p);
+                                model.train();
+                                WichmannHill generator(1);
+                                try {
+                                  nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+                                } catch (const std::invalid_argument&) {
+                                }
+                                return model.training();
+                              });
+    if (!KILN_EXPECT_OK(mode, "refused_call_changed_mode")) return;
+    KILN_JUDGE {
+      if (!*mode) {
+        KILN_FAIL("refused_call_changed_mode", {}, mode.call() + ": model.training() is false");
+        return;
+      }
+    }
+  }
 }
 
 TEST(Memoization, CacheMemory) {
@@ -495,18 +502,8 @@ TEST(Memoization, PastMaxLength) {
     return logits;
   });
   KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, step, "full_cache_not_rejected", {"3"}); }
-  // The full cache is checked first: on it, a token outside [0, V) gets the full cache's error too.
-  const auto full_and_bad = observe(
-      fmt::format("forward_step of a 4th token, {} (= V), after {}, {}", s.vocab,
-                  ids_text({ids.begin(), ids.begin() + 3}), sizes_text(s)),
-      [&] {
-        nn::GPT model = gpt_with(s, p);
-        nn::KVCache cache(model.config);
-        for (std::size_t t = 0; t < 3; ++t) nn::forward_step(model, cache, ids[t]);
-        return nn::forward_step(model, cache, s.vocab);
-      });
-  KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, full_and_bad, "full_cache_not_rejected", {"3"}); }
   // A token outside [0, V) has no row in the token table: refused, as the table's lookup would.
+  std::string token_v_error;  // what forward_step says of token V on an empty cache
   for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
     const auto bad = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
       nn::GPT model = gpt_with(s, p);
@@ -516,6 +513,28 @@ TEST(Memoization, PastMaxLength) {
     KILN_JUDGE {
       testing::expect_throws<IndexError>(__FILE__, __LINE__, bad, "token_not_rejected", {std::to_string(token)},
                                          {{"token", std::to_string(token)}, {"vocab", std::to_string(s.vocab)}});
+      if (!bad.ok()) token_v_error = bad.error().message;
+    }
+  }
+  // The full cache is checked first: on it, the token V gets the full cache's error too, not the
+  // one it gets on an empty cache.
+  const auto full_and_bad = observe(
+      fmt::format("forward_step of a 4th token, {} (= V), after {}, {}", s.vocab,
+                  ids_text({ids.begin(), ids.begin() + 3}), sizes_text(s)),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        nn::KVCache cache(model.config);
+        for (std::size_t t = 0; t < 3; ++t) nn::forward_step(model, cache, ids[t]);
+        return nn::forward_step(model, cache, s.vocab);
+      });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, full_and_bad, "full_cache_not_rejected", {"3"});
+    if (::testing::Test::HasFailure()) return;
+    if (full_and_bad.error().message == token_v_error) {
+      KILN_FAIL("full_cache_not_rejected", {},
+                full_and_bad.call() + " gave the error of token " + std::to_string(s.vocab) + " on an empty cache, \"" +
+                    token_v_error + "\": the token was checked before the full cache");
+      return;
     }
   }
   for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {

@@ -160,7 +160,8 @@ Tensor operator-(float a, const Tensor& b);
 Tensor operator*(float a, const Tensor& b);
 Tensor operator/(float a, const Tensor& b);
 Tensor operator-(const Tensor& a);
-// Comparisons give 1.0 where true and 0.0 where false.
+// Comparisons give 1.0 where true and 0.0 where false, compared exactly, as ==, < and > on floats
+// do: no tolerance, NaN equal to nothing (not even NaN), -0 equal to 0, inf equal to inf.
 Tensor equal(const Tensor& a, const Tensor& b);
 Tensor less(const Tensor& a, const Tensor& b);
 Tensor greater(const Tensor& a, const Tensor& b);
