@@ -678,18 +678,22 @@ TEST(Attention, MultiHead) {
                                        doubles(w_k),   doubles(w_v), doubles(w_o)};
       const Shape shape{s.batch, s.t_q, s.d_out};
       const TensorData expected = floats(shape, trusted_multi_head(inputs, s));
-      if (!testing::compare(*out, expected, 1e-4, 1e-4).close && s.causal) {
+      const testing::Comparison right = testing::compare(*out, expected, 1e-4, 1e-4);
+      // Whether the result is the heads' attention of other inputs or sizes: a known mistake.
+      const auto equals = [&](const std::vector<Values>& in, const HeadSizes& sizes) {
+        return testing::compare(*out, floats(shape, trusted_multi_head(in, sizes)), 1e-4, 1e-4).close;
+      };
+      if (!right.close && s.causal) {
         // The result of the same heads without the mask: causal was not passed on.
         HeadSizes unmasked = s;
         unmasked.causal = false;
-        if (testing::compare(*out, floats(shape, trusted_multi_head(inputs, unmasked)), 1e-4, 1e-4).close) {
+        if (equals(inputs, unmasked)) {
           KILN_FAIL("multihead_mask_dropped", {},
-                    out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe() +
-                        "; it equals the heads' attention without the mask");
+                    out.call() + ": " + right.describe() + "; it equals the heads' attention without the mask");
           return;
         }
       }
-      if (!testing::compare(*out, expected, 1e-4, 1e-4).close) {
+      if (!right.close) {
         // One projection taken from another input of the same length (the keys from the query):
         // the heads' attention with that input in its place.
         const char* const inputs_named[] = {"query", "key", "value"};
@@ -701,13 +705,12 @@ TEST(Attention, MultiHead) {
             if (taken == own || lengths[taken] != lengths[own]) continue;
             std::vector<Values> swapped = inputs;
             swapped[static_cast<std::size_t>(own)] = inputs[static_cast<std::size_t>(taken)];
-            if (testing::compare(*out, floats(shape, trusted_multi_head(swapped, s)), 1e-4, 1e-4).close) {
+            if (equals(swapped, s)) {
               KILN_FAIL("projection_input_wrong",
                         {{"projection", projections[own]}, {"input", inputs_named[taken]},
                          {"product", std::string(inputs_named[own]) + "·" + weights[own]}},
-                        out.call() + ": " + testing::compare(*out, expected, 1e-4, 1e-4).describe() +
-                            "; it equals the attention with " + inputs_named[taken] + " passed as " +
-                            inputs_named[own]);
+                        out.call() + ": " + right.describe() + "; it equals the attention with " +
+                            inputs_named[taken] + " passed as " + inputs_named[own]);
               return;
             }
           }
