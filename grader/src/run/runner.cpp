@@ -3,8 +3,11 @@
 #include "kiln/grader/diagnose.h"
 #include "kiln/protocol.h"
 
+#include <stdlib.h>
+
 #include <cstdio>
 #include <deque>
+#include <filesystem>
 #include <optional>
 #include <set>
 #include <type_traits>
@@ -380,7 +383,34 @@ Interrupted interrupted(const Check* check, double limit_s, const std::optional<
 
 }  // namespace
 
+namespace {
+
+// A folder of the run's own for the test program's temporary files, removed when the run ends.
+// In the sandbox /tmp is a fresh tmpfs already; outside it, a check that was killed or crashed
+// would otherwise leave its scratch files in the machine's /tmp.
+class RunTempDir {
+ public:
+  RunTempDir() {
+    std::string pattern = (fs::temp_directory_path() / "kiln-run-XXXXXX").string();
+    if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
+  }
+  ~RunTempDir() {
+    std::error_code ignored;
+    if (!path_.empty()) fs::remove_all(path_, ignored);
+  }
+  RunTempDir(const RunTempDir&) = delete;
+  RunTempDir& operator=(const RunTempDir&) = delete;
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
 RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& checks, const RunOptions& options) {
+  std::optional<RunTempDir> temp;
+  if (options.launcher.empty()) temp.emplace();
   RunResult run;
   std::map<std::string, const Check*> by_test;
   for (const Check* c : checks) by_test[c->test] = c;
@@ -405,6 +435,7 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
       to_run.push_back(&limited.back());
     }
     ProcessSpec spec = checks_process(binary, to_run, options, run.commands);
+    if (temp && !temp->path().empty()) spec.env.emplace_back("TMPDIR", temp->path().string());
     Live live;
     live.kept_in_run = &kept_in_run;
     double now = 0;
