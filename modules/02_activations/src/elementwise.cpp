@@ -3,7 +3,8 @@
 // Every function here reads its tensors in row-major order, wherever a view keeps them: x may be
 // a transposed matrix, a row of a matrix (an offset) or a broadcast (stride 0). x.contiguous()
 // gives a row-major tensor whose data() you can walk from 0 to numel() - 1 (it copies a view
-// and returns x itself when x is one already); build the result with Tensor(x.shape(), values).
+// and returns x itself when x is one already, so never write into its data(): that would change
+// the caller's x); build the result with Tensor(x.shape(), values).
 // A small helper that returns a tensor's values as a std::vector<float> serves every function.
 //
 // Every backward function first checks that grad_output has exactly the shape of its other

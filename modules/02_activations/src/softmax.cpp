@@ -5,7 +5,8 @@
 // and element j of the row (o, i) lies at (o·length + j)·inner + i. For dim 1 (the last) of a
 // (3, 7) matrix: outer 3, length 7, inner 1, each row contiguous. For dim 0: outer 1, length 3,
 // inner 7, each "row" a column whose elements lie 7 floats apart. Read x through
-// x.contiguous().data() (a view is copied first) and loop over o, i, then j.
+// x.contiguous().data() (a view is copied first; x itself is returned when it is contiguous, so
+// write the result into a vector of its own) and loop over o, i, then j.
 //
 // dim may be negative (-1 is the last dimension). A dim outside [-x.dim(), x.dim()) throws
 // kiln::IndexError whose message names the dim and the shape ("dim 2 ... (3, 7)"). A helper that

@@ -15,13 +15,13 @@
 #include <functional>
 #include <numbers>
 #include <string>
-#include <tuple>
 #include <utility>
 #include <vector>
 
 #include <fmt/format.h>
 
 #include "kiln/activations.h"
+#include "activations_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -84,9 +84,11 @@ std::vector<Case> cases(const std::vector<float>& hand, std::uint64_t stream) {
   out.push_back({"a random (1) x", random_tensor({1}, stream + 2, -4.0f, 4.0f)});
   out.push_back({"a random (2, 3, 5) x", random_tensor({2, 3, 5}, stream + 3, -4.0f, 4.0f)});
   // Views, built with the given make_view: shape, strides, offset.
-  const Tensor m = random_tensor({3, 7}, stream + 4, -4.0f, 4.0f);
-  out.push_back({"x = the (7, 3) transpose of a (3, 7) matrix (strides (1, 7))", make_view(m, {7, 3}, {1, 7}, 0)});
-  out.push_back({"x = row 2 of a (3, 7) matrix (offset 14)", make_view(m, {7}, {1}, 14)});
+  // Each view has a matrix of its own (the same draws), so that a function that wrote into its
+  // input would not change the next case's.
+  const auto m = [&] { return random_tensor({3, 7}, stream + 4, -4.0f, 4.0f); };
+  out.push_back({"x = the (7, 3) transpose of a (3, 7) matrix (strides (1, 7))", make_view(m(), {7, 3}, {1, 7}, 0)});
+  out.push_back({"x = row 2 of a (3, 7) matrix (offset 14)", make_view(m(), {7}, {1}, 14)});
   const Tensor tall = random_tensor({31, 3}, stream + 5, -4.0f, 4.0f);
   out.push_back({"x = column 1 of a (31, 3) matrix (stride 3, offset 1)", make_view(tall, {31}, {3}, 1)});
   const Tensor v = random_tensor({7}, stream + 6, -4.0f, 4.0f);
@@ -124,9 +126,12 @@ using Backward = std::function<Tensor(const Tensor&, const Tensor&)>;
 bool check_forward(const char* file, int line, const std::string& name, const Forward& forward, Formula exact,
                    const std::vector<Case>& inputs, const std::string& failure_id) {
   for (const Case& c : inputs) {
+    // Computed before the call: a function that wrote into x is judged against the x it was given.
+    TensorData expected;
+    KILN_JUDGE { expected = applied(exact, c.x); }
     const auto y = observe(name + "(x) for " + c.what, [&] { return forward(c.x); });
     KILN_JUDGE {
-      if (!testing::expect_close(file, line, y, applied(exact, c.x), 1e-6, failure_id, 1e-5)) return false;
+      if (!testing::expect_close(file, line, y, expected, 1e-6, failure_id, 1e-5)) return false;
     }
   }
   return true;
@@ -141,16 +146,52 @@ bool check_backward(const char* file, int line, const std::string& name, const B
   for (const Case& c : inputs) {
     const Tensor first = takes_output ? applied(exact, c.x).tensor() : c.x;
     const Tensor grad_output = grad_output_for(c, stream++);
+    TensorData expected;  // before the call, as in check_forward
+    KILN_JUDGE { expected = finite_difference_gradient(exact, c.x, grad_output); }
     const auto grad = observe(fmt::format("{}({}, g) for {}", name, takes_output ? "y" : "x", c.what),
                               [&] { return backward(first, grad_output); });
     KILN_JUDGE {
-      if (!testing::expect_close(file, line, grad, finite_difference_gradient(exact, c.x, grad_output), 1e-5,
-                                 failure_id, 1e-4))
+      if (!testing::expect_close(file, line, grad, expected, 1e-5, failure_id, 1e-4))
         return false;
     }
   }
   return true;
 }
+
+// name(x) on the hand-worked x, a fresh contiguous tensor, must leave x as it was and return a
+// tensor of its own (activations_testing.h).
+bool forward_is_new(const char* file, int line, const std::string& name, const Forward& forward,
+                    const std::vector<float>& hand, const std::string& failure_id) {
+  const TensorData x = data_of({static_cast<std::int64_t>(hand.size())}, hand);
+  return activations_testing::check_new_tensor(
+      file, line, name + "(x) for x = " + testing::list(hand), {{"x", x}},
+      [&](const std::vector<Tensor>& in) { return forward(in[0]); }, failure_id);
+}
+
+// The same for a backward pass, given x (or y = exact(x), for one that takes the output) and a
+// gradient g with no 0 or 1 in it, so that a result computed in g's storage changes g.
+bool backward_is_new(const char* file, int line, const std::string& name, const Backward& backward, Formula exact,
+                     bool takes_output, const std::vector<float>& hand, const std::string& failure_id) {
+  const Shape shape{static_cast<std::int64_t>(hand.size())};
+  std::vector<float> g(hand.size());
+  for (std::size_t i = 0; i < g.size(); ++i) g[i] = (i % 2 == 0 ? 1.0f : -1.0f) * (0.5f + 0.25f * static_cast<float>(i));
+  const TensorData x = data_of(shape, hand);
+  const TensorData first = takes_output ? applied(exact, x.tensor()) : x;
+  const std::string first_name = takes_output ? "y" : "x";
+  const std::string call = fmt::format("{}({}, g) for {}, g = {}", name, first_name,
+                                       takes_output ? "y = the forward pass of x = " + testing::list(hand)
+                                                    : "x = " + testing::list(hand),
+                                       testing::list(g));
+  return activations_testing::check_new_tensor(
+      file, line, call, {{first_name, first}, {"g", data_of(shape, g)}},
+      [&](const std::vector<Tensor>& in) { return backward(in[0], in[1]); }, failure_id);
+}
+
+#define FORWARD_IS_NEW(name, hand, id) \
+  forward_is_new(__FILE__, __LINE__, #name, [](const Tensor& x) { return name(x); }, hand, id)
+#define BACKWARD_IS_NEW(name, exact, takes_output, hand, id)                                                 \
+  backward_is_new(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, exact, \
+                  takes_output, hand, id)
 
 #define CHECK_FORWARD(name, exact, inputs, id) \
   check_forward(__FILE__, __LINE__, #name, [](const Tensor& x) { return name(x); }, exact, inputs, id)
@@ -165,26 +206,18 @@ TEST(Activations, Relu) {
   const std::vector<float> hand = {-2.0f, -0.5f, 0.0f, 0.5f, 3.0f};
   if (!CHECK_FORWARD(relu, relu_exact, cases(hand, 100), "relu_wrong")) return;
   // A new tensor, also for a contiguous x: x keeps its values, and y has storage of its own.
-  const auto fresh =
-      observe("y = relu(x) for x = " + testing::list(hand) + ", then x, and whether y shares x's storage", [&] {
-        const Tensor input({5}, hand);
-        const Tensor y = relu(input);
-        return std::tuple<Tensor, bool>{input, y.storage_data() == input.storage_data()};
-      });
-  if (!KILN_EXPECT_OK(fresh, "relu_in_place")) return;
-  KILN_JUDGE {
-    const auto& [input, shared] = *fresh;
-    KILN_EXPECT(input.values == hand && !shared, "relu_in_place", {},
-                fresh.call() + ": x became " + testing::list(input.values) +
-                    (shared ? ", and y shares its storage" : ""));
-    if (::testing::Test::HasFailure()) return;
-  }
+  if (!FORWARD_IS_NEW(relu, hand, "relu_in_place")) return;
+  // Also when nothing is clamped: returning x itself when no value is negative shares its storage.
+  const std::vector<float> positive = {0.5f, 1.0f, 3.0f};
+  if (!FORWARD_IS_NEW(relu, positive, "relu_in_place")) return;
   // At the kink the gradient is 0 by convention: relu_backward(x, ones) = [0, 0, 0, 1, 1].
   const Tensor x({5}, hand);
   const Tensor ones({5}, {1, 1, 1, 1, 1});
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(relu_backward(x, ones)), data_of({5}, {0, 0, 0, 1, 1}), 0.0, "relu_grad_wrong"))
     return;
-  CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong");
+  if (!CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong"))
+    return;
+  BACKWARD_IS_NEW(relu_backward, relu_exact, false, hand, "relu_in_place");
 }
 
 TEST(Activations, Sigmoid) {
@@ -202,14 +235,18 @@ TEST(Activations, Sigmoid) {
   // each value to 1e-5 relative, or within 1e-44 (a few steps of the subnormals' 1.4e-45). A
   // difference 1 - 1/(1 + e) cancels to 0 past x ≈ -17, which the absolute 1e-6 above allows.
   const Tensor tail({9}, {-10.0f, -17.0f, -20.0f, -30.0f, -50.0f, -80.0f, -87.0f, -89.0f, -100.0f});
+  TensorData tail_expected;  // before the call, as in check_forward
+  KILN_JUDGE { tail_expected = applied(sigmoid_exact, tail); }
   const auto tail_y = observe("sigmoid(x) for x = [-10, -17, -20, -30, -50, -80, -87, -89, -100]",
                               [&] { return sigmoid(tail); });
   KILN_JUDGE {
-    if (!testing::expect_close(__FILE__, __LINE__, tail_y, applied(sigmoid_exact, tail), 1e-44, "sigmoid_tail_lost", 1e-5))
-      return;
+    if (!testing::expect_close(__FILE__, __LINE__, tail_y, tail_expected, 1e-44, "sigmoid_tail_lost", 1e-5)) return;
   }
   // sigmoid_backward takes y = σ(x): at x = 0, y = 0.5 and σ' = 0.25.
-  CHECK_BACKWARD(sigmoid_backward, sigmoid_exact, true, cases(hand, 220), 230, "sigmoid_grad_wrong");
+  if (!CHECK_BACKWARD(sigmoid_backward, sigmoid_exact, true, cases(hand, 220), 230, "sigmoid_grad_wrong")) return;
+  // New tensors, also for contiguous inputs: x, y and g keep their values.
+  if (!FORWARD_IS_NEW(sigmoid, hand, "sigmoid_in_place")) return;
+  BACKWARD_IS_NEW(sigmoid_backward, sigmoid_exact, true, hand, "sigmoid_in_place");
 }
 
 TEST(Activations, Tanh) {
@@ -220,7 +257,9 @@ TEST(Activations, Tanh) {
   const std::vector<Case> large = {{"x = " + testing::list(extreme), Tensor({4}, extreme)}};
   if (!CHECK_FORWARD(tanh_activation, tanh_exact, large, "tanh_wrong")) return;
   // tanh_backward takes y = tanh(x): at x = 1, 1 - y² = 0.4199743.
-  CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong");
+  if (!CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong")) return;
+  if (!FORWARD_IS_NEW(tanh_activation, hand, "tanh_in_place")) return;
+  BACKWARD_IS_NEW(tanh_backward, tanh_exact, true, hand, "tanh_in_place");
 }
 
 TEST(Activations, Gelu) {
@@ -230,7 +269,10 @@ TEST(Activations, Gelu) {
   if (!CHECK_FORWARD(gelu, gelu_exact, cases(hand, 400), "gelu_wrong")) return;
   if (!CHECK_FORWARD(gelu_tanh, gelu_tanh_exact, cases(hand, 410), "gelu_tanh_wrong")) return;
   // Φ(x) + x·φ(x): -0.0833155 at -1, 0.5 at 0, 1.0833155 at 1.
-  CHECK_BACKWARD(gelu_backward, gelu_exact, false, cases(hand, 420), 430, "gelu_grad_wrong");
+  if (!CHECK_BACKWARD(gelu_backward, gelu_exact, false, cases(hand, 420), 430, "gelu_grad_wrong")) return;
+  if (!FORWARD_IS_NEW(gelu, hand, "gelu_in_place")) return;
+  if (!FORWARD_IS_NEW(gelu_tanh, hand, "gelu_in_place")) return;
+  BACKWARD_IS_NEW(gelu_backward, gelu_exact, false, hand, "gelu_in_place");
 }
 
 TEST(Activations, GeluForms) {

@@ -17,6 +17,7 @@
 #include <fmt/format.h>
 
 #include "kiln/activations.h"
+#include "activations_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -127,28 +128,31 @@ struct Case {
 
 // Hand-worked rows, random tensors of the run along every dimension, rows of length 1, and a
 // transposed view. `stream` keeps each check's draws its own.
+// Every case has tensors of its own (the same draws where it says the same x), so that a function
+// that wrote into its input would not change the next case's.
 std::vector<Case> cases(std::uint64_t stream) {
-  const Tensor m = random_tensor({3, 7}, stream, -4.0f, 4.0f);
-  const Tensor cube = random_tensor({2, 3, 5}, stream + 1, -4.0f, 4.0f);
-  const Tensor base = random_tensor({3, 7}, stream + 2, -4.0f, 4.0f);
-  const Tensor transposed = make_view(base, {7, 3}, {1, 7}, 0);  // (7, 3), strides (1, 7)
+  const auto m = [&] { return random_tensor({3, 7}, stream, -4.0f, 4.0f); };
+  const auto cube = [&] { return random_tensor({2, 3, 5}, stream + 1, -4.0f, 4.0f); };
+  const auto transposed = [&] {  // (7, 3), strides (1, 7)
+    return make_view(random_tensor({3, 7}, stream + 2, -4.0f, 4.0f), {7, 3}, {1, 7}, 0);
+  };
   return {
       {"x = [1, 2, 3]", Tensor({3}, {1, 2, 3}), -1},
       {"x = [[1, 2, 3], [0, 0, 0]]", Tensor({2, 3}, {1, 2, 3, 0, 0, 0}), 1},
       {"x = [[1, 2, 3], [0, 0, 0]]", Tensor({2, 3}, {1, 2, 3, 0, 0, 0}), 0},
-      {"a random (3, 7) x", m, 1},
-      {"a random (3, 7) x", m, 0},
-      {"a random (3, 7) x", m, -2},
-      {"a random (2, 3, 5) x", cube, 0},
-      {"a random (2, 3, 5) x", cube, 1},
-      {"a random (2, 3, 5) x", cube, 2},
-      {"a random (2, 3, 5) x", cube, -3},
+      {"a random (3, 7) x", m(), 1},
+      {"a random (3, 7) x", m(), 0},
+      {"a random (3, 7) x", m(), -2},
+      {"a random (2, 3, 5) x", cube(), 0},
+      {"a random (2, 3, 5) x", cube(), 1},
+      {"a random (2, 3, 5) x", cube(), 2},
+      {"a random (2, 3, 5) x", cube(), -3},
       {"a random (1, 33) x", random_tensor({1, 33}, stream + 3, -4.0f, 4.0f), 1},
       {"a random (31) x", random_tensor({31}, stream + 4, -4.0f, 4.0f), 0},
       {"a random (3, 1) x", random_tensor({3, 1}, stream + 5, -4.0f, 4.0f), 1},
       {"a random (1, 7) x", random_tensor({1, 7}, stream + 6, -4.0f, 4.0f), 0},
-      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed, 1},
-      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed, 0},
+      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed(), 1},
+      {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed(), 0},
   };
 }
 
@@ -177,6 +181,9 @@ bool check_softmax(const char* file, int line, const std::string& name, const Fu
                    const std::vector<Case>& inputs, double atol, const std::string& failure_id,
                    const std::string& refused_id = "") {
   for (const Case& c : inputs) {
+    // Computed before the call: a function that wrote into x is judged against the x it was given.
+    TensorData expected;
+    KILN_JUDGE { expected = expected_softmax(c.x, c.dim, take_log); }
     const auto y = observe(fmt::format("{}(x, {}) for {}", name, c.dim, c.what), [&] { return function(c.x, c.dim); });
     KILN_JUDGE {
       if (!refused_id.empty() && !y.ok() && y.error().is("kiln::IndexError")) {
@@ -185,11 +192,15 @@ bool check_softmax(const char* file, int line, const std::string& name, const Fu
         return false;
       }
       const std::string id = c.own_failure != nullptr && !take_log ? std::string(c.own_failure) : failure_id;
-      if (!testing::expect_close(file, line, y, expected_softmax(c.x, c.dim, take_log), atol, id, 1e-5)) return false;
+      if (!testing::expect_close(file, line, y, expected, atol, id, 1e-5)) return false;
     }
   }
   return true;
 }
+
+// A small contiguous input for the new-tensor cases (activations_testing.h).
+constexpr const char* kSmall = "[[1, 2, 3], [0, -1, 4]]";
+TensorData small_input() { return data_of({2, 3}, {1.0f, 2.0f, 3.0f, 0.0f, -1.0f, 4.0f}); }
 
 }  // namespace
 
@@ -200,7 +211,14 @@ TEST(Activations, Softmax) {
   if (!check_softmax(__FILE__, __LINE__, "softmax", function, false, cases(600), 1e-6, "softmax_wrong", "valid_dim_refused"))
     return;
   // softmax([1000, 1000]) = [0.5, 0.5]; [[1000, 0, -1000]] gives [[1, 0, 0]].
-  check_softmax(__FILE__, __LINE__, "softmax", function, false, large_cases(610), 1e-6, "softmax_overflow");
+  if (!check_softmax(__FILE__, __LINE__, "softmax", function, false, large_cases(610), 1e-6, "softmax_overflow"))
+    return;
+  // A new tensor, also for a contiguous x: x keeps its values.
+  for (const std::int64_t dim : {-1, 0}) {
+    if (!CHECK_NEW_TENSOR(fmt::format("softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
+                          [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, "softmax_in_place"))
+      return;
+  }
 }
 
 TEST(Activations, LogSoftmax) {
@@ -208,7 +226,14 @@ TEST(Activations, LogSoftmax) {
   const Function function = [](const Tensor& x, std::int64_t dim) { return log_softmax(x, dim); };
   if (!check_softmax(__FILE__, __LINE__, "log_softmax", function, true, cases(700), 1e-5, "log_softmax_wrong")) return;
   // log_softmax([1000, 0]) = [0, -1000], finite, although softmax rounds e^-1000 to 0.
-  check_softmax(__FILE__, __LINE__, "log_softmax", function, true, large_cases(710), 1e-5, "log_softmax_overflow");
+  if (!check_softmax(__FILE__, __LINE__, "log_softmax", function, true, large_cases(710), 1e-5, "log_softmax_overflow"))
+    return;
+  for (const std::int64_t dim : {-1, 0}) {
+    if (!CHECK_NEW_TENSOR(fmt::format("log_softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
+                          [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
+                          "log_softmax_in_place"))
+      return;
+  }
 }
 
 TEST(Activations, SoftmaxGradient) {
@@ -225,12 +250,18 @@ TEST(Activations, SoftmaxGradient) {
     // For the (3, 7) matrix, g is a transposed view, so that it is read through its strides.
     const Tensor grad_output = c.x.shape() == Shape{3, 7} ? make_view(random_tensor({7, 3}, stream++), {3, 7}, {1, 3}, 0)
                                                           : random_tensor(c.x.shape(), stream++);
+    // Computed before the call: a backward pass that wrote into y or g is judged against the
+    // tensors it was given.
+    TensorData expected, carried;
+    KILN_JUDGE {
+      expected = finite_difference_gradient(c.x, grad_output, c.dim);
+      carried = carried_sum_gradient(y, grad_output, c.dim);
+    }
     const auto grad = observe(fmt::format("softmax_backward(y, g, {}) with y = softmax(x) for {}", c.dim, c.what),
                               [&] { return softmax_backward(y, grad_output, c.dim); });
     KILN_JUDGE {
-      const TensorData expected = finite_difference_gradient(c.x, grad_output, c.dim);
       if (grad.ok() && !testing::compare(*grad, expected, 1e-5, 1e-4).close &&
-          testing::compare(*grad, carried_sum_gradient(y, grad_output, c.dim), 1e-5, 1e-4).close) {
+          testing::compare(*grad, carried, 1e-5, 1e-4).close) {
         KILN_FAIL("softmax_grad_sum_carried", {{"dim", std::to_string(c.dim)}},
                   grad.call() + ": " + testing::compare(*grad, expected, 1e-5, 1e-4).describe() +
                       "; every row after the first subtracts the Σ g·y of the rows before it too");
@@ -239,6 +270,14 @@ TEST(Activations, SoftmaxGradient) {
       if (!testing::expect_close(__FILE__, __LINE__, grad, expected, 1e-5, "softmax_grad_wrong", 1e-4)) return;
     }
   }
+  // A new tensor, also for contiguous y and g: both keep their values.
+  const TensorData probs = data_of(softmax_input(small_input().tensor(), -1));
+  const TensorData grad = data_of({2, 3}, {0.5f, -1.0f, 1.5f, -2.0f, 0.25f, 3.0f});
+  CHECK_NEW_TENSOR(fmt::format("softmax_backward(y, g, -1) for y = softmax(x) of x = {}, g = {}", kSmall,
+                               testing::list(grad.values)),
+                   {{"y", probs}, {"g", grad}},
+                   [](const std::vector<Tensor>& in) { return softmax_backward(in[0], in[1], -1); },
+                   "softmax_grad_in_place");
 }
 
 TEST(Activations, Errors) {

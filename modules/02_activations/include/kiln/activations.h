@@ -9,7 +9,9 @@
 //   The elementwise functions (relu, sigmoid, tanh_activation, gelu, gelu_tanh and their
 //   backward passes) take tensors of any shape, views included: a transposed matrix, a row of a
 //   matrix (an offset), a broadcast (stride 0). They read element i of the row-major order
-//   wherever the view keeps it, and return a new contiguous tensor of the same shape.
+//   wherever the view keeps it, and return a new contiguous tensor of the same shape. Every
+//   function here leaves the tensors it is given as they were: for a contiguous x,
+//   x.contiguous() is x itself, so the result must not be computed in its data().
 //   softmax, log_softmax and softmax_backward work along one dimension `dim` of any shape:
 //   with shape (s0, ..., s_{k-1}) and d = dim, every "row" is the s_d elements that share all
 //   other indices. For a contiguous tensor, row (outer, inner) holds the elements
@@ -67,7 +69,7 @@ Tensor gelu_backward(const Tensor& x, const Tensor& grad_output);
 
 // softmax(x)_j = e^(x_j - m) / Σ_k e^(x_k - m) along dim, m the row's maximum: the same value
 // as without m (it cancels), but no e^t ever overflows: softmax of [1000, 1000] is [0.5, 0.5].
-// Every row sums to 1. The result is contiguous, of x's shape.
+// Every row sums to 1. The result is a new contiguous tensor of x's shape.
 Tensor softmax(const Tensor& x, std::int64_t dim = -1);
 
 // log softmax(x)_j = (x_j - m) - log Σ_k e^(x_k - m) along dim: finite wherever x is, even
