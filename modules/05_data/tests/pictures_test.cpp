@@ -77,7 +77,8 @@ Picture read_svg(const std::string& svg) {
   }
   p.width = *width;
   p.height = *height;
-  static const std::regex gray(R"(^rgb\(\s*(\d+)\s*,\s*(\d+)\s*,\s*(\d+)\s*\)$)");
+  // A level outside 0..255 is read too (and judged as a wrong gray): a value not clipped to [0, 1].
+  static const std::regex gray(R"(^rgb\(\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*\)$)");
   for (auto at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) {
     const auto tag = attributes(svg.substr(at, svg.find('>', at) - at));
     const auto x = number(tag, "x"), y = number(tag, "y"), w = number(tag, "width"), h = number(tag, "height");

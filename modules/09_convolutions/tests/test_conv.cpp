@@ -322,6 +322,32 @@ TEST(Convolutions, ForwardValues) {
 }
 
 TEST(Convolutions, NoBias) {
+  // Every layer keeps the five settings it was built with, by either constructor: a setting left
+  // at its default (padding 0, stride 1) changes every output of the layer.
+  const auto settings = observe(
+      "in_channels, out_channels, kernel_size, stride and padding of Conv2d(2, 3, 3, stride 2, padding 1, "
+      "with_bias, seed 3) and of Conv2d(3, 4, 5, stride 3, padding 2, no bias, a generator)",
+      [] {
+        const Conv2d seeded(2, 3, 3, 2, 1, true, 3);
+        WichmannHill generator(3);
+        const Conv2d shared(3, 4, 5, 3, 2, false, generator);
+        return std::vector<std::vector<std::int64_t>>{
+            {seeded.in_channels, seeded.out_channels, seeded.kernel_size, seeded.stride, seeded.padding},
+            {shared.in_channels, shared.out_channels, shared.kernel_size, shared.stride, shared.padding}};
+      });
+  if (!KILN_EXPECT_OK(settings, "settings_not_kept")) return;
+  KILN_JUDGE {
+    const std::vector<std::vector<std::int64_t>> expected = {{2, 3, 3, 2, 1}, {3, 4, 5, 3, 2}};
+    if (*settings != expected) {
+      const auto text = [](const std::vector<std::vector<std::int64_t>>& layers) {
+        std::string out;
+        for (const auto& l : layers) out += (out.empty() ? "" : " and ") + fmt::format("({})", fmt::join(l, ", "));
+        return out;
+      };
+      KILN_FAIL("settings_not_kept", {}, settings.call() + ": got " + text(*settings) + ", expected " + text(expected));
+      return;
+    }
+  }
   const auto layer = observe("Conv2d(2, 3, 3, 1, 1, with_bias = false, seed 3): bias and has_bias()", [] {
     const Conv2d conv(2, 3, 3, 1, 1, false, 3);
     return std::tuple<Tensor, bool>{conv.bias, conv.has_bias()};

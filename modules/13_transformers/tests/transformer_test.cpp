@@ -773,11 +773,18 @@ TEST(Transformer, Sampling) {
     testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, negative, "sample_arguments_unchecked");
     if (::testing::Test::HasFailure()) return;
   }
-  const auto empty = observe("sample_token({}, 1, 0, generator)", [&] {
-    WichmannHill generator(1);
-    return nn::sample_token({}, 1.0, 0, generator);
-  });
-  KILN_JUDGE { testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, empty, "sample_arguments_unchecked"); }
+  // No logits at all, for every way of choosing: sampled, sampled from the top 2, and greedy (the
+  // argmax of nothing is no token either).
+  for (const auto& [temperature, top_k] : std::vector<std::pair<double, std::int64_t>>{{1.0, 0}, {1.0, 2}, {0.0, 0}}) {
+    const auto empty = observe(fmt::format("sample_token({{}}, {}, {}, generator)", temperature, top_k), [&] {
+      WichmannHill generator(1);
+      return nn::sample_token({}, temperature, top_k, generator);
+    });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, empty, "sample_arguments_unchecked");
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
 }
 
 TEST(Transformer, Generate) {
