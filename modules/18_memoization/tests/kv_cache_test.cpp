@@ -453,24 +453,39 @@ TEST(Memoization, CacheMemory) {
     const std::vector<std::int64_t> ids = random_ints(at(s.max_length), s.vocab, stream++);
     const Parameters p = random_parameters(gpt_parameter_shapes(s), stream);
     stream += 100;
+    // The lengths up to a step that threw, and its error: a cache that counts too fast runs past
+    // max_length before the last token, and its lengths so far say why.
     const auto lengths = observe(fmt::format("cache.length after each forward_step on {}, {}", ids_text(ids), sizes_text(s)),
                                  [&] {
                                    nn::GPT model = gpt_with(s, p);
                                    nn::KVCache cache(model.config);
                                    std::vector<std::int64_t> out;
-                                   for (const std::int64_t token : ids) {
-                                     nn::forward_step(model, cache, token);
-                                     out.push_back(cache.length);
+                                   std::string error;
+                                   try {
+                                     for (const std::int64_t token : ids) {
+                                       nn::forward_step(model, cache, token);
+                                       out.push_back(cache.length);
+                                     }
+                                   } catch (const std::exception& e) {
+                                     if (out.empty()) throw;  // the first step: the observation's own error
+                                     error = e.what();
                                    }
-                                   return out;
+                                   return std::pair(out, error);
                                  });
-    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "?"}})) return;
+    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "unknown: the step threw"}})) return;
     KILN_JUDGE {
+      const auto& [got_lengths, error] = *lengths;
+      const std::string seen = lengths.call() + " gave " +
+                               testing::list(std::vector<float>(got_lengths.begin(), got_lengths.end())) +
+                               (error.empty() ? "" : ", then step " + std::to_string(got_lengths.size() + 1) +
+                                                         " threw: " + error);
       for (std::size_t n = 0; n < ids.size(); ++n) {
-        const std::int64_t got = n < lengths->size() ? (*lengths)[n] : -1;
-        if (got == static_cast<std::int64_t>(n) + 1) continue;
-        KILN_FAIL("length_not_counted", {{"step", std::to_string(n + 1)}, {"length", std::to_string(got)}},
-                  lengths.call() + " gave " + testing::list(std::vector<float>(lengths->begin(), lengths->end())));
+        const bool reached = n < got_lengths.size();
+        if (reached && got_lengths[n] == static_cast<std::int64_t>(n) + 1) continue;
+        KILN_FAIL("length_not_counted",
+                  {{"step", std::to_string(n + 1)},
+                   {"length", reached ? std::to_string(got_lengths[n]) : "unknown: the step threw"}},
+                  seen);
         return;
       }
     }
