@@ -381,17 +381,17 @@ Interrupted interrupted(const Check* check, double limit_s, const std::optional<
   return out;
 }
 
-}  // namespace
-
-namespace {
-
 // A folder of the run's own for the test program's temporary files, removed when the run ends.
 // In the sandbox /tmp is a fresh tmpfs already; outside it, a check that was killed or crashed
 // would otherwise leave its scratch files in the machine's /tmp.
 class RunTempDir {
  public:
+  // Without a temporary folder to make it in (TMPDIR names none), the run goes on without one.
   RunTempDir() {
-    std::string pattern = (fs::temp_directory_path() / "kiln-run-XXXXXX").string();
+    std::error_code error;
+    const fs::path base = fs::temp_directory_path(error);
+    if (error) return;
+    std::string pattern = (base / "kiln-run-XXXXXX").string();
     if (::mkdtemp(pattern.data()) != nullptr) path_ = pattern;
   }
   ~RunTempDir() {

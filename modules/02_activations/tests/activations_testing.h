@@ -24,16 +24,16 @@ struct Input {
 template <class Call>
 bool check_new_tensor(const char* file, int line, const std::string& call, const std::vector<Input>& inputs,
                       Call compute, const std::string& failure_id) {
-  const auto seen = testing::observe(call + " on contiguous inputs, then its inputs, and whether the result shares "
-                                            "their storage",
-                                     [&] {
-                                       std::vector<Tensor> given;
-                                       for (const Input& in : inputs) given.push_back(in.values.tensor());
-                                       const Tensor result = compute(given);
-                                       bool shared = false;
-                                       for (const Tensor& t : given) shared = shared || result.storage_data() == t.storage_data();
-                                       return std::tuple<std::vector<Tensor>, bool>{given, shared};
-                                     });
+  const auto run = [&] {
+    std::vector<Tensor> given;
+    for (const Input& in : inputs) given.push_back(in.values.tensor());
+    const Tensor result = compute(given);
+    bool shared = false;
+    for (const Tensor& t : given) shared = shared || result.storage_data() == t.storage_data();
+    return std::tuple<std::vector<Tensor>, bool>{given, shared};
+  };
+  const auto seen =
+      testing::observe(call + " on contiguous inputs, then its inputs, and whether the result shares their storage", run);
   if constexpr (!testing::kJudging) {
     return seen.ok();  // the observed program stops where the judge does
   } else {

@@ -201,8 +201,9 @@ TEST(Compression, CsrBytes) {
 }
 
 TEST(Compression, Errors) {
-  // Sparsities outside [0, 1], and NaN, which is no sparsity (every comparison with it is false);
-  // the message must name a number, not the way a library spells NaN.
+  // Sparsities outside [0, 1], and NaN, which is no sparsity (every comparison with it is false).
+  // The message must name a sparsity outside [0, 1]; NaN's it need not, since libraries spell it
+  // nan, NaN or -nan.
   const Tensor w = random_tensor({2, 3}, 1660);
   for (const double sparsity : {-0.1, 1.5, std::numeric_limits<double>::quiet_NaN()}) {
     const auto got = observe(fmt::format("magnitude_mask(w (2, 3), {})", sparsity),

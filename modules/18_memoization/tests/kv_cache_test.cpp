@@ -466,13 +466,15 @@ TEST(Memoization, CacheMemory) {
                                        nn::forward_step(model, cache, token);
                                        out.push_back(cache.length);
                                      }
+                                   } catch (const NotImplemented&) {
+                                     throw;  // a stub is "not written yet", at any step
                                    } catch (const std::exception& e) {
                                      if (out.empty()) throw;  // the first step: the observation's own error
                                      error = e.what();
                                    }
                                    return std::pair(out, error);
                                  });
-    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "unknown: the step threw"}})) return;
+    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "unknown (the step threw)"}})) return;
     KILN_JUDGE {
       const auto& [got_lengths, error] = *lengths;
       const std::string seen = lengths.call() + " gave " +
@@ -484,7 +486,7 @@ TEST(Memoization, CacheMemory) {
         if (reached && got_lengths[n] == static_cast<std::int64_t>(n) + 1) continue;
         KILN_FAIL("length_not_counted",
                   {{"step", std::to_string(n + 1)},
-                   {"length", reached ? std::to_string(got_lengths[n]) : "unknown: the step threw"}},
+                   {"length", reached ? std::to_string(got_lengths[n]) : "unknown (the step threw)"}},
                   seen);
         return;
       }
