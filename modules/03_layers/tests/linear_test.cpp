@@ -138,7 +138,8 @@ LayerState state_of(const Linear& layer) {
 using ObservedState = testing::Plain<LayerState>::type;
 
 // Reports linear_init_wrong unless a new layer (`what`, observed) has in features `in`, out
-// features `out`, the given weight, a zero bias (of shape (0) without bias) and zero gradients.
+// features `out`, the given weight and a zero bias (of shape (0) without bias), then
+// linear_grads_not_zeroed unless its gradients are zeros of the same shapes.
 bool expect_new_layer(const char* file, int line, const std::string& what, const ObservedState& layer,
                       std::int64_t in, std::int64_t out, bool bias, const TensorData& weight) {
   const auto& [in_features, out_features, w, b, w_grad, b_grad] = layer;
@@ -150,16 +151,16 @@ bool expect_new_layer(const char* file, int line, const std::string& what, const
   }
   const TensorData zero_bias = data_of({bias ? out : 0}, std::vector<float>(bias ? out : 0, 0.0f));
   const TensorData zero_weight = data_of({in, out}, std::vector<float>(in * out, 0.0f));
-  const std::pair<const char*, std::pair<const TensorData*, const TensorData*>> parts[] = {
-      {"weight", {&w, &weight}},
-      {"bias", {&b, &zero_bias}},
-      {"weight_grad", {&w_grad, &zero_weight}},
-      {"bias_grad", {&b_grad, &zero_bias}},
+  const std::tuple<const char*, std::pair<const TensorData*, const TensorData*>, const char*> parts[] = {
+      {"weight", {&w, &weight}, "linear_init_wrong"},
+      {"bias", {&b, &zero_bias}, "linear_init_wrong"},
+      {"weight_grad", {&w_grad, &zero_weight}, "linear_grads_not_zeroed"},
+      {"bias_grad", {&b_grad, &zero_bias}, "linear_grads_not_zeroed"},
   };
-  for (const auto& [name, pair] : parts) {
+  for (const auto& [name, pair, failure] : parts) {
     const testing::Comparison c = testing::compare(*pair.first, *pair.second, 1e-6);
     if (c.close) continue;
-    testing::report_failure(file, line, "linear_init_wrong", {},
+    testing::report_failure(file, line, failure, {},
                             what + ": its " + name + " " +
                                 (c.shapes_match ? c.describe()
                                                 : "has shape " + to_string(pair.first->shape) + ", expected " +

@@ -5,7 +5,6 @@
 #include <cstdint>
 #include <map>
 #include <optional>
-#include <regex>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -27,14 +26,61 @@ using testing::data_of;
 using testing::observe;
 using testing::TensorData;
 
-// The attributes name="value" of one tag.
+bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_digit(char c) { return c >= '0' && c <= '9'; }
+bool is_name_start(char c) { return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || c == '_' || c == ':'; }
+bool is_name_char(char c) { return is_name_start(c) || is_digit(c) || c == '-' || c == '.'; }
+std::size_t skip_spaces(const std::string& s, std::size_t at) {
+  while (at < s.size() && is_space(s[at])) ++at;
+  return at;
+}
+
+// The attributes name="value" of one tag: at each place, from the left, a name, "=" and a quoted
+// value, spaces allowed around the "=".
 std::map<std::string, std::string> attributes(const std::string& tag) {
-  static const std::regex attribute(R"(([A-Za-z_:][-A-Za-z0-9_:.]*)\s*=\s*"([^"]*)\")");
   std::map<std::string, std::string> out;
-  for (auto it = std::sregex_iterator(tag.begin(), tag.end(), attribute); it != std::sregex_iterator(); ++it) {
-    out[(*it)[1]] = (*it)[2];
+  std::size_t at = 0;
+  while (at < tag.size()) {
+    if (!is_name_start(tag[at])) {
+      ++at;
+      continue;
+    }
+    std::size_t end = at + 1;
+    while (end < tag.size() && is_name_char(tag[end])) ++end;
+    std::size_t next = skip_spaces(tag, end);
+    if (next < tag.size() && tag[next] == '=') next = skip_spaces(tag, next + 1);
+    else next = tag.size();
+    const std::size_t close = next < tag.size() && tag[next] == '"' ? tag.find('"', next + 1) : std::string::npos;
+    if (close == std::string::npos) {
+      ++at;
+      continue;
+    }
+    out[tag.substr(at, end - at)] = tag.substr(next + 1, close - next - 1);
+    at = close + 1;
   }
   return out;
+}
+
+// The gray level G of a fill "rgb(G,G,G)" (spaces allowed, levels of up to 9 digits and a minus
+// sign: one outside 0..255 is read, and judged a wrong gray), or nothing.
+std::optional<int> gray_of(const std::string& fill) {
+  if (fill.rfind("rgb(", 0) != 0) return std::nullopt;
+  std::size_t at = 4;
+  std::vector<std::string> levels;
+  for (const char after : {',', ',', ')'}) {
+    at = skip_spaces(fill, at);
+    const std::size_t start = at;
+    if (at < fill.size() && fill[at] == '-') ++at;
+    const std::size_t digits = at;
+    while (at < fill.size() && is_digit(fill[at])) ++at;
+    if (at == digits || at - digits > 9) return std::nullopt;
+    levels.push_back(fill.substr(start, at - start));
+    at = skip_spaces(fill, at);
+    if (at >= fill.size() || fill[at] != after) return std::nullopt;
+    ++at;
+  }
+  if (at != fill.size() || levels[0] != levels[1] || levels[1] != levels[2]) return std::nullopt;
+  return std::stoi(levels[0]);
 }
 
 std::optional<double> number(const std::map<std::string, std::string>& attrs, const std::string& name) {
@@ -77,20 +123,17 @@ Picture read_svg(const std::string& svg) {
   }
   p.width = *width;
   p.height = *height;
-  // A level outside 0..255 is read too (and judged as a wrong gray): a value not clipped to [0, 1].
-  static const std::regex gray(R"(^rgb\(\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*,\s*(-?\d{1,9})\s*\)$)");
   for (auto at = svg.find("<rect"); at != std::string::npos; at = svg.find("<rect", at + 1)) {
     const auto tag = attributes(svg.substr(at, svg.find('>', at) - at));
     const auto x = number(tag, "x"), y = number(tag, "y"), w = number(tag, "width"), h = number(tag, "height");
-    std::smatch m;
     const auto fill = tag.find("fill");
-    if (!x || !y || !w || !h || fill == tag.end() || !std::regex_match(fill->second, m, gray) || m[1] != m[2] ||
-        m[2] != m[3]) {
+    const auto gray = fill == tag.end() ? std::nullopt : gray_of(fill->second);
+    if (!x || !y || !w || !h || !gray) {
       p.problem = "a <rect> has no numeric x, y, width and height, or no fill=\"rgb(G,G,G)\": " +
                   svg.substr(at, std::min<std::size_t>(120, svg.find('>', at) - at + 1));
       return p;
     }
-    p.squares.push_back({*x, *y, *w, *h, std::stoi(m[1])});
+    p.squares.push_back({*x, *y, *w, *h, *gray});
   }
   return p;
 }

@@ -11,8 +11,8 @@ namespace kiln {
 
 void Tensor::backward() {
   // The gradient of a one-element tensor (a loss) with respect to itself is 1: call
-  // backward(Tensor::ones(shape())). A tensor with any other number of elements has no implied
-  // gradient: throw ShapeError naming its shape, e.g. "(2, 3)".
+  // backward(Tensor::ones(shape())). A tensor with any other number of elements, none included,
+  // has no implied gradient: throw ShapeError naming its shape, e.g. "(2, 3)" or "(2, 0)".
   throw kiln::NotImplemented();
 }
 

@@ -213,6 +213,11 @@ TEST(Autograd, ReduceToShape) {
   for (const Shape& shape : {Shape{4, 1}, Shape{5}, Shape{3, 1, 5}, Shape{1, 4, 1}, Shape{1, 5}, Shape{3, 4, 5}})
     EXPECT_REDUCED(r, r_text, shape);
   EXPECT_REDUCED(random_tensor({2, 7}, 2), "a random (2, 7) gradient", (Shape{1, 7}));
+
+  // Empty gradients: a size 1 broadcast to 0 is summed back to 1 as well, here to zeros.
+  EXPECT_REDUCED(Tensor::zeros({0, 3}), "an empty (0, 3) gradient", (Shape{1, 3}));
+  EXPECT_REDUCED(Tensor::zeros({2, 0}), "an empty (2, 0) gradient", (Shape{2, 1}));
+  EXPECT_REDUCED(Tensor::zeros({0, 3}), "an empty (0, 3) gradient", (Shape{3}));
 }
 
 TEST(Autograd, BroadcastGradients) {
@@ -501,6 +506,14 @@ TEST(Autograd, BackwardShapeErrors) {
   const auto column_backward = observe("y.backward() on y = x·x of shape (4, 1)", square_backward(column));
   KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, column_backward, "nonscalar_backward_allowed",
                                                 {"(4, 1)"});
+
+  if (matrix_backward.ok() || column_backward.ok()) return;  // one message for one missing check
+
+  // An empty tensor has no element to seed with 1 either.
+  const auto empty_backward =
+      observe("y.backward() on y = x·x of shape (2, 0)", square_backward(data_of(Tensor::zeros({2, 0}))));
+  KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, empty_backward, "empty_backward_allowed",
+                                                {"(2, 0)"});
 
   const auto leaf_backward = observe("x.backward(Tensor::ones({3, 2})) on a leaf x of shape (2, 3)", [&] {
     x.tensor().set_requires_grad(true).backward(Tensor::ones({3, 2}));

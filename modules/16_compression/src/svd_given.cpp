@@ -1,7 +1,7 @@
 // Given: the singular value decomposition low_rank() starts from.
 //
-// Eigen's BDCSVD (divide and conquer, which hands small blocks to one-sided Jacobi) computes it in
-// double; the factors are rounded to float32 once, at the end. This is the only file of the module
+// Eigen's JacobiSVD (a QR step for a matrix that is not square, then two-sided Jacobi rotations)
+// computes it in double; the factors are rounded to float32 once, at the end. This is the only file of the module
 // that includes Eigen, so editing your own files never recompiles it.
 #include <Eigen/SVD>
 
@@ -24,7 +24,7 @@ Svd svd(const Tensor& matrix) {
   for (std::int64_t i = 0; i < m; ++i)
     for (std::int64_t j = 0; j < n; ++j) w(i, j) = values[static_cast<std::size_t>(i * n + j)];
 
-  const Eigen::BDCSVD<Eigen::MatrixXd> decomposition(w, Eigen::ComputeThinU | Eigen::ComputeThinV);
+  const Eigen::JacobiSVD<Eigen::MatrixXd> decomposition(w, Eigen::ComputeThinU | Eigen::ComputeThinV);
   const Eigen::MatrixXd& u = decomposition.matrixU();      // (m, k)
   const Eigen::VectorXd& s = decomposition.singularValues();  // (k), descending
   const Eigen::MatrixXd& v = decomposition.matrixV();      // (n, k): Vᵀ is its transpose

@@ -87,6 +87,9 @@ TEST(Compression, ToCsr) {
       {"an all-zero (3, 7) matrix", Tensor::zeros({3, 7})},
       {"a (7, 3) matrix whose rows 0, 3 and 6 are empty", sparse_tensor(7, 3, 1630, {0, 3, 6})},
       {"[[-0, 1.5], [-0, -0]] (negative zeros)", Tensor({2, 2}, {-0.0f, 1.5f, -0.0f, -0.0f})},
+      // Tiny values are not zero: only entries equal to 0 are left out.
+      {"[[1e-7, 1], [-1e-30, 1e-40]] (tiny values, the last a subnormal)",
+       Tensor({2, 2}, {1e-7f, 1.0f, -1e-30f, 1e-40f})},
       {"a (31, 33) matrix, mostly zeros", sparse_tensor(31, 33, 1631)},
       {"a transposed (33, 31) view, mostly zeros", transposed(sparse_tensor(31, 33, 1632, {5}))},
       {"the rows 1 and 2 of [[0, 1], [2, 0], [0, 5]] (a view at offset 2)",

@@ -65,7 +65,8 @@ Tensor fused_gelu(const Tensor& x) {
   // Write tanh(u) as 1 − 2/(e^(2u) + 1), as unfused_gelu does, so the bench measures the fusion.
   // One pass: read each element once, compute the whole formula in local variables, write the
   // result once. No temporary tensors. x may be a view (call contiguous() and read data()); the
-  // result has x's shape.
+  // result has x's shape and its own storage (on a contiguous x, contiguous() is x itself: write
+  // into a vector of your own, not into its data()).
   throw kiln::NotImplemented();
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numbers>
+#include <tuple>
 #include <vector>
 
 #include "kiln/acceleration.h"
@@ -30,9 +31,12 @@ TensorData gelu_of(const TensorData& x) {
 TEST(Acceleration, FusedGelu) {
   // Points worked out by hand: GELU(0) = 0, GELU(±1), the dip near -0.75, and ±3, where the erf
   // form differs from the tanh form by 4.1e-4.
+  // Each input's values are read before its call, so that a call that writes into its input is
+  // still judged against GELU of what it was given.
   const Tensor x({9}, {0.0f, 1.0f, -1.0f, 2.0f, -3.0f, -0.75f, 0.5f, -0.5f, 3.0f});
+  const TensorData x_values = data_of(x);
   const auto y = KILN_OBSERVE(fused_gelu(x));
-  if (!KILN_EXPECT_CLOSE(y, gelu_of(data_of(x)), 1e-5, "gelu_values")) return;
+  if (!KILN_EXPECT_CLOSE(y, gelu_of(x_values), 1e-5, "gelu_values")) return;
   const std::vector<float>& v = y->values;
   KILN_EXPECT(v[0] == 0.0f, "gelu_values", {{"difference", testing::format_number(std::fabs(v[0]))}},
               "fused_gelu(0) gave " + format_pair(v[0], 0.0).first + ": GELU(0) must be exactly 0");
@@ -53,18 +57,37 @@ TEST(Acceleration, FusedGelu) {
   // Far from 0, e^(2u) overflows to infinity (u ≈ 301 at x = 20) or underflows to 0: the result
   // must still be x for large positive x and 0 for large negative x, never NaN.
   const Tensor far({8}, {20.0f, -20.0f, 100.0f, -100.0f, 12.5f, -12.5f, 1e4f, -1e4f});
+  const TensorData far_values = data_of(far);
   const auto tails = observe("fused_gelu(x) of [20, -20, 100, -100, 12.5, -12.5, 1e4, -1e4]", [&] { return fused_gelu(far); });
   if (!KILN_EXPECT_OK(tails, "gelu_overflow")) return;
   KILN_JUDGE {
-    const TensorData expected = gelu_of(data_of(far));
+    const TensorData expected = gelu_of(far_values);
     for (std::size_t i = 0; i < expected.values.size() && i < tails->values.size(); ++i) {
       const float got = tails->values[i], want = expected.values[i];
       if (!(std::fabs(got - want) <= 1e-5f * std::max(1.0f, std::fabs(want)))) {
-        KILN_FAIL("gelu_overflow", {{"x", testing::format_number(data_of(far).values[i])}},
+        KILN_FAIL("gelu_overflow", {{"x", testing::format_number(far_values.values[i])}},
                   tails.call() + " gave " + format_pair(got, want).first + " at x = " +
-                      testing::format_number(data_of(far).values[i]) + ", expected " + format_pair(got, want).second);
+                      testing::format_number(far_values.values[i]) + ", expected " + format_pair(got, want).second);
         return;
       }
+    }
+  }
+
+  // A new tensor: on a contiguous x, x.contiguous() is x itself, and a result written there is
+  // written into the caller's input.
+  const auto kept = observe("y = fused_gelu(x) on a contiguous x = [1, -1, 2], then x, and whether y shares x's storage",
+                            [] {
+                              const Tensor input({3}, {1.0f, -1.0f, 2.0f});
+                              const Tensor result = fused_gelu(input);
+                              return std::tuple<Tensor, bool>{input, result.storage_data() == input.storage_data()};
+                            });
+  if (!KILN_EXPECT_OK(kept, "gelu_in_place")) return;
+  KILN_JUDGE {
+    const auto& [input_after, shared] = *kept;
+    if (input_after.values != std::vector<float>{1.0f, -1.0f, 2.0f} || shared) {
+      KILN_FAIL("gelu_in_place", {},
+                kept.call() + ": x became " + testing::list(input_after.values) +
+                    (shared ? ", and y shares x's storage" : ""));
     }
   }
 }

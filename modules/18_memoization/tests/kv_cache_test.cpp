@@ -202,15 +202,19 @@ TEST(Memoization, GenerateCached) {
                                  {"n_new", std::to_string(c.n_new)},
                                  {"temperature", fmt::format("{}", c.temperature)},
                                  {"top_k", std::to_string(c.top_k)}};
-    const auto cached = observe("generate_cached" + arguments, [&] {
+    // The tokens, then the generator's next draw after the call: both calls draw from the
+    // caller's generator and leave it in the same place.
+    const auto cached = observe("generate_cached" + arguments + ", then generator.next()", [&] {
       nn::GPT model = gpt_with(s, p);
       WichmannHill generator(c.seed);
-      return nn::generate_cached(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+      std::vector<std::int64_t> tokens = nn::generate_cached(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+      return std::tuple<std::vector<std::int64_t>, double>{std::move(tokens), generator.next()};
     });
-    const auto full = observe("generate" + arguments, [&] {
+    const auto full = observe("generate" + arguments + ", then generator.next()", [&] {
       nn::GPT model = gpt_with(s, p);
       WichmannHill generator(c.seed);
-      return nn::generate(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+      std::vector<std::int64_t> tokens = nn::generate(model, c.prompt, c.n_new, c.temperature, c.top_k, generator);
+      return std::tuple<std::vector<std::int64_t>, double>{std::move(tokens), generator.next()};
     });
     testing::Params with_step = params;
     with_step.emplace_back("step", "0");
@@ -233,8 +237,13 @@ TEST(Memoization, GenerateCached) {
       return;
     }
     KILN_JUDGE {
-      const std::vector<std::int64_t>& mine = *cached;
-      const std::vector<std::int64_t>& theirs = *full;
+      const auto& [mine, next_mine] = *cached;
+      const auto& [theirs, next_theirs] = *full;
+      if (mine == theirs && next_mine != next_theirs) {
+        KILN_FAIL("generator_not_advanced", params,
+                  fmt::format("{} drew {}; after generate the next draw is {}", cached.call(), next_mine, next_theirs));
+        return;
+      }
       if (mine == theirs) continue;
       std::size_t first = 0;
       while (first < mine.size() && first < theirs.size() && mine[first] == theirs[first]) ++first;

@@ -42,7 +42,7 @@ Tensor blocked_matmul(const Tensor& a, const Tensor& b);
 Tensor unfused_gelu(const Tensor& x);
 
 // GELU in tanh form, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), in one pass over x.
-// The result has x's shape and is contiguous.
+// The result is a new contiguous tensor of x's shape; x is left as it is.
 Tensor fused_gelu(const Tensor& x);
 
 // The patch matrix (N·out_h·out_w, C·k·k) of x (N, C, H, W): row (n·out_h + oh)·out_w + ow holds

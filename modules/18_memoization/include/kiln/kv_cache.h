@@ -72,7 +72,8 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 // forward_step one by one; the logits of the last one give the first new token
 // (sample_token(logits, temperature, top_k, generator)); each new token then goes through
 // forward_step to give the next. The last new token is never run. The same seed gives the same
-// tokens as module 13's generate(), since that never crops a context of at most max_length.
+// tokens as module 13's generate(), since that never crops a context of at most max_length, and
+// leaves `generator` where generate() leaves it: every draw comes from the caller's generator.
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
 // prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
 // else: a refused call leaves the model as it was, in training mode too.
