@@ -320,6 +320,18 @@ TEST(Tensor, Unsqueeze) {
   const Tensor second = make_view(x, {3}, {1}, 3);
   const auto lifted = observe("unsqueeze(0) of x's second row (offset 3)", [&] { return second.unsqueeze(0); });
   if (EXPECT_SHAPE(lifted, Shape({1, 3}), "unsqueeze_wrong_shape")) EXPECT_VALUES(lifted, {3, 4, 5}, "unsqueeze_wrong_shape");
+  // Of a view that is not contiguous, still a view: x's transpose (3, 2), strides (1, 3),
+  // unsqueezed, then a write to x's storage at position 3, x(1, 0), which is u(0, 0, 1).
+  const auto through = observe("u = unsqueeze(0) of x's transpose (strides (1, 3)), then x's storage position 3 set "
+                               "to 42, then u",
+                               [] {
+                                 Tensor x = x_matrix();
+                                 const Tensor u = make_view(x, {3, 2}, {1, 3}, 0).unsqueeze(0);
+                                 x.storage_data()[3] = 42.0f;
+                                 return u;
+                               });
+  if (EXPECT_SHAPE(through, Shape({1, 3, 2}), "unsqueeze_wrong_shape"))
+    EXPECT_VALUES(through, {0, 42, 1, 4, 2, 5}, "unsqueeze_not_a_view");
 
   KILN_EXPECT_THROWS(c.unsqueeze(2), IndexError, "unsqueeze_dim_not_checked");
   KILN_EXPECT_THROWS(x.unsqueeze(5), IndexError, "unsqueeze_dim_not_checked");

@@ -176,6 +176,12 @@ TEST(Transformer, LayerNorm) {
   for (float& v : offset_values) v += 20.0f;
   const Tensor offset({3, 16}, offset_values);
   if (!judge(offset, random_tensor({16}, 1324, 0.5f, 1.5f), random_tensor({16}, 1325), " (rows of mean 20)")) return;
+  // A row of mean 10000001.5, exact in float: a mean summed in float comes out 10000001 and moves
+  // every x̂ by 0.45; in double, as the header asks, it is exact.
+  const Tensor far_row({1, 4}, {10000000, 10000001, 10000002, 10000003});
+  if (!judge(far_row, Tensor({4}, {1, 2, 0.5f, -1}), Tensor({4}, {0, 0.5f, -1, 2}),
+             " (x = [[10000000, 10000001, 10000002, 10000003]]: statistics in double)"))
+    return;
   // The layer: LayerNorm(6) starts with gain 1 and bias 0.
   const Tensor x = random_tensor({2, 5, 6}, 1310, -2.0f, 2.0f);
   const auto layer = observe("LayerNorm(6).forward(x) with x (2, 5, 6)", [&] { return nn::LayerNorm(6).forward(x); });

@@ -568,6 +568,33 @@ TEST(Memoization, PastMaxLength) {
       return;
     }
   }
+  // A refused step changes nothing: the cache keeps its length, after a token outside [0, V) on a
+  // cache of 1 position, and after a 4th token on the full cache of 3.
+  for (const std::size_t run : {std::size_t(1), std::size_t(3)}) {
+    const std::int64_t refused = run == 1 ? s.vocab : ids[3];
+    const auto length = observe(fmt::format("forward_step of {}, then of token {} (refused), then cache.length, {}",
+                                            ids_text({ids.begin(), ids.begin() + static_cast<std::ptrdiff_t>(run)}),
+                                            refused, sizes_text(s)),
+                                [&] {
+                                  nn::GPT model = gpt_with(s, p);
+                                  nn::KVCache cache(model.config);
+                                  for (std::size_t t = 0; t < run; ++t) nn::forward_step(model, cache, ids[t]);
+                                  try {
+                                    nn::forward_step(model, cache, refused);
+                                  } catch (const IndexError&) {
+                                  }
+                                  return cache.length;
+                                });
+    KILN_JUDGE {
+      const testing::Params params{{"expected", std::to_string(run)}};
+      if (!KILN_EXPECT_OK(length, "refused_step_changed_cache", params)) return;
+      if (*length != static_cast<std::int64_t>(run)) {
+        KILN_FAIL("refused_step_changed_cache", params, fmt::format("{} is {}", length.call(), *length));
+        return;
+      }
+    }
+    if (!length.ok()) return;
+  }
   for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {
     const std::vector<std::int64_t> prompt = random_ints(prompt_length, s.vocab, 1833 + prompt_length);
     const auto out = observe_greedy(s, p, prompt, n_new);

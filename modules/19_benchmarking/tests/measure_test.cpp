@@ -154,17 +154,31 @@ TEST(Benchmarking, MeasureSamples) {
 }
 
 TEST(Benchmarking, RealClock) {
-  // The real clock read twice never goes backwards.
-  const auto readings = observe("steady_seconds(), then steady_seconds() again", [] {
+  // The real clock read twice never goes backwards, and it is steady_clock's: each reading lies
+  // between steady_clock's own time, in seconds, read just before and just after it (another
+  // clock, system_clock's seconds since 1970 say, lies far outside).
+  const auto readings = observe("steady_clock, steady_seconds(), steady_seconds() again, steady_clock", [] {
+    const auto steady = [] {
+      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    };
+    const double before = steady();
     const double first = steady_seconds();
     const double second = steady_seconds();
-    return std::make_pair(first, second);
+    const double after = steady();
+    return std::tuple<double, double, double, double>{before, first, second, after};
   });
   if (!KILN_EXPECT_OK(readings, "real_clock_wrong")) return;
   KILN_JUDGE {
-    if (readings->second < readings->first) {
+    const auto& [before, first, second, after] = *readings;
+    if (second < first) {
+      KILN_FAIL("real_clock_wrong", {}, fmt::format("the second reading {} is earlier than the first, {}", second, first));
+      return;
+    }
+    if (!(first >= before - 1e-6 && second <= after + 1e-6)) {
       KILN_FAIL("real_clock_wrong", {},
-                fmt::format("the second reading {} is earlier than the first, {}", readings->second, readings->first));
+                fmt::format("steady_seconds() read {} and {} between steady_clock's {} and {} seconds: another clock, "
+                            "or another unit",
+                            first, second, before, after));
       return;
     }
   }

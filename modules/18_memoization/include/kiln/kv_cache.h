@@ -65,6 +65,7 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 // position of the sequence so far. Throws kiln::IndexError naming the position and max_length when
 // the cache is full (cache.length == max_length), before anything is written, and kiln::IndexError
 // when token is not in [0, V). The full cache is checked first: on it, every token gets that error.
+// A refused step leaves the cache as it was.
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 
 // Yours (src/generate_cached.cpp): module 13's generate() with a cache. The model goes into
