@@ -21,7 +21,6 @@
 #include <fmt/format.h>
 
 #include "kiln/activations.h"
-#include "activations_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -159,11 +158,11 @@ bool check_backward(const char* file, int line, const std::string& name, const B
 }
 
 // name(x) on the hand-worked x, a fresh contiguous tensor, must leave x as it was and return a
-// tensor of its own (activations_testing.h).
+// tensor of its own (kiln/testing.h).
 bool forward_is_new(const char* file, int line, const std::string& name, const Forward& forward,
                     const std::vector<float>& hand, const std::string& failure_id) {
   const TensorData x = data_of({static_cast<std::int64_t>(hand.size())}, hand);
-  return activations_testing::check_new_tensor(
+  return testing::check_new_tensor(
       file, line, name + "(x) for x = " + testing::list(hand), {{"x", x}},
       [&](const std::vector<Tensor>& in) { return forward(in[0]); }, failure_id);
 }
@@ -182,7 +181,7 @@ bool backward_is_new(const char* file, int line, const std::string& name, const 
                                        takes_output ? "y = the forward pass of x = " + testing::list(hand)
                                                     : "x = " + testing::list(hand),
                                        testing::list(g));
-  return activations_testing::check_new_tensor(
+  return testing::check_new_tensor(
       file, line, call, {{first_name, first}, {"g", data_of(shape, g)}},
       [&](const std::vector<Tensor>& in) { return backward(in[0], in[1]); }, failure_id);
 }

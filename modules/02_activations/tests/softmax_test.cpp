@@ -17,7 +17,6 @@
 #include <fmt/format.h>
 
 #include "kiln/activations.h"
-#include "activations_testing.h"
 #include "kiln/testing.h"
 
 namespace kiln {
@@ -198,7 +197,7 @@ bool check_softmax(const char* file, int line, const std::string& name, const Fu
   return true;
 }
 
-// A small contiguous input for the new-tensor cases (activations_testing.h).
+// A small contiguous input for the new-tensor cases (kiln/testing.h).
 constexpr const char* kSmall = "[[1, 2, 3], [0, -1, 4]]";
 TensorData small_input() { return data_of({2, 3}, {1.0f, 2.0f, 3.0f, 0.0f, -1.0f, 4.0f}); }
 
@@ -215,7 +214,7 @@ TEST(Activations, Softmax) {
     return;
   // A new tensor, also for a contiguous x: x keeps its values.
   for (const std::int64_t dim : {-1, 0}) {
-    if (!CHECK_NEW_TENSOR(fmt::format("softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
+    if (!KILN_CHECK_NEW_TENSOR(fmt::format("softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
                           [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, "softmax_in_place"))
       return;
   }
@@ -229,7 +228,7 @@ TEST(Activations, LogSoftmax) {
   if (!check_softmax(__FILE__, __LINE__, "log_softmax", function, true, large_cases(710), 1e-5, "log_softmax_overflow"))
     return;
   for (const std::int64_t dim : {-1, 0}) {
-    if (!CHECK_NEW_TENSOR(fmt::format("log_softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
+    if (!KILN_CHECK_NEW_TENSOR(fmt::format("log_softmax(x, {}) for x = {}", dim, kSmall), {{"x", small_input()}},
                           [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
                           "log_softmax_in_place"))
       return;
@@ -273,7 +272,7 @@ TEST(Activations, SoftmaxGradient) {
   // A new tensor, also for contiguous y and g: both keep their values.
   const TensorData probs = data_of(softmax_input(small_input().tensor(), -1));
   const TensorData grad = data_of({2, 3}, {0.5f, -1.0f, 1.5f, -2.0f, 0.25f, 3.0f});
-  CHECK_NEW_TENSOR(fmt::format("softmax_backward(y, g, -1) for y = softmax(x) of x = {}, g = {}", kSmall,
+  KILN_CHECK_NEW_TENSOR(fmt::format("softmax_backward(y, g, -1) for y = softmax(x) of x = {}, g = {}", kSmall,
                                testing::list(grad.values)),
                    {{"y", probs}, {"g", grad}},
                    [](const std::vector<Tensor>& in) { return softmax_backward(in[0], in[1], -1); },

@@ -171,6 +171,12 @@ TEST(Losses, CrossEntropy) {
 }
 
 TEST(Losses, CrossEntropyGradient) {
+  // A gradient of its own: on contiguous logits, contiguous() is the logits themselves.
+  if (!KILN_CHECK_NEW_TENSOR("cross_entropy_backward(logits, {2, 0}) for logits [[1, 2, 3], [0.5, -1, 0]]",
+                             {{"logits", data_of({2, 3}, {1, 2, 3, 0.5f, -1, 0})}},
+                             [](const std::vector<Tensor>& in) { return cross_entropy_backward(in[0], {2, 0}); },
+                             "ce_grad_in_place"))
+    return;
   // By hand: softmax([0, 0]) = [0.5, 0.5]; minus the one-hot row [1, 0], over N = 1.
   const Tensor zeros({1, 2}, {0, 0});
   const auto by_hand = KILN_OBSERVE(cross_entropy_backward(zeros, {0}));
@@ -219,6 +225,11 @@ TEST(Losses, NllLoss) {
     return;
   if (!check_loss(__FILE__, __LINE__, "nll_loss_one_hot", FUNCTION(nll_loss_one_hot), inputs,
                   KILN_JUDGE_ONLY(nll_exact), 1e-5, "nll_one_hot_wrong"))
+    return;
+  if (!KILN_CHECK_NEW_TENSOR("nll_loss_backward(log_probs, {0, 1}) for log_probs [[-0.1, -2.3], [-1.2, -0.4]]",
+                             {{"log_probs", data_of({2, 2}, {-0.1f, -2.3f, -1.2f, -0.4f})}},
+                             [](const std::vector<Tensor>& in) { return nll_loss_backward(in[0], {0, 1}); },
+                             "nll_grad_in_place"))
     return;
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(nll_loss_backward(hand.scores, hand.targets)),
                          data_of({2, 2}, {-0.5f, 0.0f, 0.0f, -0.5f}), 1e-7, "nll_grad_wrong"))

@@ -150,6 +150,12 @@ TEST(Losses, Mse) {
   const std::vector<Case> inputs = cases(hand, 500, -3.0f, 3.0f, uniform_targets);
   if (!check_loss(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), inputs, KILN_JUDGE_ONLY(mse_exact), "mse_wrong"))
     return;
+  // A gradient of its own: on contiguous tensors, contiguous() is the tensor itself.
+  if (!KILN_CHECK_NEW_TENSOR("mse_loss_backward(prediction, target) for prediction [1, 2, 3], target [1, 2, 5]",
+                             {{"prediction", data_of({3}, {1, 2, 3})}, {"target", data_of({3}, {1, 2, 5})}},
+                             [](const std::vector<Tensor>& in) { return mse_loss_backward(in[0], in[1]); },
+                             "mse_grad_in_place"))
+    return;
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(mse_loss_backward(hand[0].first, hand[0].second)),
                          data_of({3}, {0.0f, 0.0f, -4.0f / 3.0f}), 1e-6, "mse_grad_wrong"))
     return;
@@ -193,6 +199,12 @@ TEST(Losses, BinaryCrossEntropy) {
       return;
   }
   if (!tiny.ok()) return;
+  if (!KILN_CHECK_NEW_TENSOR(
+          "binary_cross_entropy_with_logits_backward(logits, targets) for logits [2, -1, 0.5], targets [1, 0, 1]",
+          {{"logits", data_of({3}, {2, -1, 0.5f})}, {"targets", data_of({3}, {1, 0, 1})}},
+          [](const std::vector<Tensor>& in) { return binary_cross_entropy_with_logits_backward(in[0], in[1]); },
+          "bce_grad_in_place"))
+    return;
   // dL/dz = (σ(z) - t)/n: for z = 0, t = 1, -0.5.
   if (!check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
                       FUNCTION(binary_cross_entropy_with_logits_backward), inputs, KILN_JUDGE_ONLY(bce_exact), "bce_grad_wrong"))

@@ -91,10 +91,15 @@ bool check_layer(const char* file, int line, const LayerCase& c) {
     // The layer's parts: sizes, scale, codes and scales of the (out, in) weight, the bias.
     const Quantized expected = trusted_quantize(transposed(c.weight));
     const auto& [codes, scales, rows, cols] = weight;
+    if (in_features != in || out_features != out || input_scale != c.input_scale) {
+      testing::report_failure(file, line, "quantized_settings_not_kept", params,
+                              fmt::format("{}: in_features {}, out_features {}, input_scale {}; expected {}, {} and {}",
+                                          got.call(), in_features, out_features, input_scale, in, out,
+                                          c.input_scale));
+      return false;
+    }
     std::string wrong;
-    if (in_features != in || out_features != out || input_scale != c.input_scale)
-      wrong = fmt::format("in_features {}, out_features {}, input_scale {}", in_features, out_features, input_scale);
-    else if (rows != out || cols != in)
+    if (rows != out || cols != in)
       wrong = fmt::format("its weight is ({}, {}), expected (out, in) = ({}, {})", rows, cols, out, in);
     else if (codes != expected.codes)
       wrong = "its weight's codes differ from quantize_per_channel of the transposed weight";

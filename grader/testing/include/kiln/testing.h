@@ -30,6 +30,7 @@
 #include <functional>
 #include <string>
 #include <string_view>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -178,6 +179,54 @@ void expect_throws(const char* file, int line, const Observed<T>& observed, std:
 }
 
 // ---------------------------------------------------------------------------------------------
+// A result of its own
+
+// An input of a call whose result must be a tensor of its own: its name in the report ("x", "g")
+// and its values.
+struct NamedInput {
+  std::string name;
+  TensorData values;
+};
+
+// Observes `call` on fresh contiguous tensors built from `inputs` (for a contiguous tensor,
+// contiguous() is the tensor itself, so a result computed in its data() is computed in the
+// caller's input), then each input as it is after the call, and whether the result shares the
+// storage of one of them. Reports failure_id unless every input kept its values and the result
+// has storage of its own; returns whether it did. `call` is "sigmoid_backward(y, g)", say.
+template <class Call>
+bool check_new_tensor(const char* file, int line, const std::string& call, const std::vector<NamedInput>& inputs,
+                      Call compute, const std::string& failure_id) {
+  const auto run = [&] {
+    std::vector<Tensor> given;
+    for (const NamedInput& in : inputs) given.push_back(in.values.tensor());
+    const Tensor result = compute(given);
+    bool shared = false;
+    for (const Tensor& t : given) shared = shared || result.storage_data() == t.storage_data();
+    return std::tuple<std::vector<Tensor>, bool>{given, shared};
+  };
+  const auto seen =
+      observe(call + " on contiguous inputs, then its inputs, and whether the result shares their storage", run);
+  if constexpr (!kJudging) {
+    return seen.ok();  // the observed program stops where the judge does
+  } else {
+    if (!expect_ok(file, line, seen, failure_id)) return false;
+    const auto& [after, shared] = *seen;
+    std::string what;
+    for (std::size_t i = 0; i < inputs.size() && i < after.size(); ++i) {
+      if (after[i].shape == inputs[i].values.shape && after[i].values == inputs[i].values.values) continue;
+      what += (what.empty() ? "" : ", ") + inputs[i].name + " became " + list(after[i].values);
+    }
+    if (after.size() != inputs.size()) what = "the inputs could not be read back";
+    if (shared) what += std::string(what.empty() ? "" : ", and ") + "the result shares the storage of an input";
+    if (!what.empty()) {
+      report_failure(file, line, failure_id, {}, call + ": " + what);
+      return false;
+    }
+    return true;
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
 // Speed-graded checks
 //
 // A check whose points also depend on speed (`speed:` in module.yaml) names its kernel with three
@@ -224,6 +273,9 @@ void note_context(const TensorData& context);
 void report_figure(std::string_view name, double value, std::string_view unit, bool higher_is_better);
 
 }  // namespace kiln::testing
+
+// check_new_tensor(call, inputs, compute, failure_id) at the caller's file and line.
+#define KILN_CHECK_NEW_TENSOR(...) ::kiln::testing::check_new_tensor(__FILE__, __LINE__, __VA_ARGS__)
 
 // KILN_JUDGE { ... }: the judging part of a check (expected values, comparisons, failures). It is
 // compiled out of the observed program; control flow must not depend on it except by returning.

@@ -3,8 +3,9 @@
 // Every loss here takes a prediction and what it should have been, and returns a scalar tensor
 // (shape (), one value: loss.item()) averaged over the batch: the mean reduction. Every loss has
 // an explicit backward function that returns dL/d(prediction), a tensor of the prediction's
-// shape, for L the loss itself (so an upstream gradient of 1). Module 06's autograd can record
-// these as graph nodes later; here they are plain functions.
+// shape, for L the loss itself (so an upstream gradient of 1): a new tensor, the tensors it was
+// given left as they were. Module 06's autograd can record these as graph nodes later; here they
+// are plain functions.
 //
 // Layouts, all float32, views accepted everywhere (read them through their strides):
 //   logits, log_probs  (N, C): row n holds the C class scores (or log-probabilities) of example n
