@@ -186,6 +186,39 @@ TEST(Memoization, GenerateCached) {
     std::int64_t top_k;
     std::uint64_t seed;
   };
+  // Every call starts from a cache of its own: the same call twice on one model, each time with a
+  // generator of the same seed, gives the same tokens. (A first call that fails is left to the
+  // cases below, which name it.)
+  const std::vector<std::int64_t> repeated_prompt = random_ints(2, s.vocab, 1819);
+  const auto twice = observe(fmt::format("generate_cached(model, {}, 3, 0.8, 0, WichmannHill(5)) twice on one model, {}",
+                                         ids_text(repeated_prompt), sizes_text(s)),
+                             [&] {
+                               nn::GPT model = gpt_with(s, p);
+                               WichmannHill first_generator(5), second_generator(5);
+                               const std::vector<std::int64_t> first =
+                                   nn::generate_cached(model, repeated_prompt, 3, 0.8, 0, first_generator);
+                               std::vector<std::int64_t> second;
+                               std::string error;
+                               try {
+                                 second = nn::generate_cached(model, repeated_prompt, 3, 0.8, 0, second_generator);
+                               } catch (const std::exception& e) {
+                                 error = e.what();
+                               }
+                               return std::tuple<std::vector<std::int64_t>, std::vector<std::int64_t>, std::string>{
+                                   first, second, error};
+                             });
+  KILN_JUDGE {
+    if (twice.ok()) {
+      const auto& [first, second, error] = *twice;
+      if (first != second) {
+        KILN_FAIL("state_kept_between_calls", {},
+                  fmt::format("{}: the first call returned {}, the second {}", twice.call(), ids_text(first),
+                              error.empty() ? ids_text(second) : "an error: " + error));
+        return;
+      }
+    }
+  }
+
   std::vector<Case> cases;
   std::uint64_t stream = 1813;
   for (int n = 0; n < 3; ++n) {
