@@ -158,33 +158,37 @@ Shape conv_out_shape(const std::vector<TensorData>& in, int stride, int padding)
   return {xs[0], ws[0], (xs[2] + 2 * padding - ws[2]) / stride + 1, (xs[3] + 2 * padding - ws[2]) / stride + 1};
 }
 
+// The values of a 4-D x as a view that is not contiguous: the (N, C, H, W) transpose of a
+// contiguous (N, C, W, H) tensor, strides (C·W·H, W·H, 1, H).
+Tensor transposed_view(const TensorData& x) {
+  const std::int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
+  std::vector<float> stored(x.values.size());  // (N, C, W, H), row-major
+  for (std::int64_t i = 0; i < n * c; ++i)
+    for (std::int64_t ih = 0; ih < h; ++ih)
+      for (std::int64_t iw = 0; iw < w; ++iw)
+        stored[static_cast<std::size_t>((i * w + iw) * h + ih)] = x.values[static_cast<std::size_t>((i * h + ih) * w + iw)];
+  return make_view(Tensor({n, c, w, h}, stored), {n, c, h, w}, {c * w * h, w * h, 1, h}, 0);
+}
+
 // Builds a Conv2dFunction node on `in` with the given stride and padding, calls its backward(w)
 // with random weights w of the output's shape, and compares the gradient of every input i whose
 // failure_ids[i] is not empty with central differences of reference_conv. An error, or a wrong
 // number of gradients, is reported under the first non-empty id. Returns whether all matched (in
 // the observed program: whether backward returned).
-// With x_as_view, the node's x is a view of the same values: the (N, C, H, W) transpose of a
-// contiguous (N, C, W, H) tensor, strides (C·W·H, W·H, 1, H).
+// With x_as_view, the node's x is transposed_view of the same values; with g_as_view, w is.
 bool check_conv_gradients(const char* file, int line, const std::vector<TensorData>& in, int stride, int padding,
                           std::uint64_t weight_stream, const std::vector<std::string>& failure_ids,
-                          bool x_as_view = false) {
+                          bool x_as_view = false, bool g_as_view = false) {
   const TensorData weights = data_of(random_tensor(conv_out_shape(in, stride, padding), weight_stream, 0.5f, 1.5f));
-  const auto view_of = [](const TensorData& x) {
-    const std::int64_t n = x.shape[0], c = x.shape[1], h = x.shape[2], w = x.shape[3];
-    std::vector<float> stored(x.values.size());  // (N, C, W, H), row-major
-    for (std::int64_t i = 0; i < n * c; ++i)
-      for (std::int64_t ih = 0; ih < h; ++ih)
-        for (std::int64_t iw = 0; iw < w; ++iw)
-          stored[static_cast<std::size_t>((i * w + iw) * h + ih)] = x.values[static_cast<std::size_t>((i * h + ih) * w + iw)];
-    return make_view(Tensor({n, c, w, h}, stored), {n, c, h, w}, {c * w * h, w * h, 1, h}, 0);
-  };
-  const std::string x_text = x_as_view ? ", x a transposed view," : "";
+  const std::string x_text =
+      std::string(x_as_view ? ", x a transposed view," : "") + (g_as_view ? ", w a transposed view," : "");
   const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding) + x_text, [&] {
     auto node = std::make_shared<Conv2dFunction>();
     node->stride = stride;
     node->padding = padding;
-    for (std::size_t i = 0; i < in.size(); ++i) node->inputs.push_back(i == 0 && x_as_view ? view_of(in[0]) : in[i].tensor());
-    return node->backward(weights.tensor());
+    for (std::size_t i = 0; i < in.size(); ++i)
+      node->inputs.push_back(i == 0 && x_as_view ? transposed_view(in[0]) : in[i].tensor());
+    return node->backward(g_as_view ? transposed_view(weights) : weights.tensor());
   });
   KILN_JUDGE {
     std::string first_id;
@@ -485,8 +489,12 @@ TEST(Convolutions, InputGradient) {
   }
   // x a view (a transposed image batch): the node keeps the x forward was given, and backward reads it.
   const GradientCase& c = gradient_cases()[1];
-  CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
-                       (std::vector<std::string>{"input_grad_wrong", "", ""}), true);
+  if (!CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream), c.stride, c.padding, stream + 3,
+                            (std::vector<std::string>{"input_grad_wrong", "", ""}), true))
+    return;
+  // grad_output a view: backward(g) gets any tensor of the output's shape, a transpose's too.
+  CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream + 4), c.stride, c.padding, stream + 7,
+                       (std::vector<std::string>{"grad_output_view_unread", "", ""}), false, true);
 }
 
 TEST(Convolutions, WeightBiasGradient) {
@@ -567,13 +575,15 @@ TEST(Convolutions, MaxPoolForward) {
 
 // MaxPool2dFunction::apply (given) runs the node's forward, which records argmax; then the node's
 // backward(g), called directly.
+// With g_as_view, g is handed over as transposed_view of its values.
 Observed<TensorData> observe_maxpool_grad(const std::string& what, const TensorData& x, int kernel, int stride,
-                                          const TensorData& g) {
+                                          const TensorData& g, bool g_as_view = false) {
   return observe(fmt::format("MaxPool2dFunction::apply(x, {}, {}), then its backward(g), with {}", kernel, stride, what),
                  [&] {
                    const Tensor input = x.tensor().set_requires_grad(true);
                    const Tensor y = MaxPool2dFunction::apply(input, kernel, stride);
-                   const std::vector<Tensor> grads = y.autograd()->grad_fn->backward(g.tensor());
+                   const std::vector<Tensor> grads =
+                       y.autograd()->grad_fn->backward(g_as_view ? transposed_view(g) : g.tensor());
                    if (grads.size() != 1)
                      throw std::length_error("backward returned " + std::to_string(grads.size()) + " gradients for 1 input");
                    return grads[0];
@@ -634,8 +644,15 @@ TEST(Convolutions, MaxPoolBackward) {
   // A random image of the run, (7, 5) with 3×3 windows every 2 rows and columns, to (3, 2).
   const TensorData r2 = data_of(random_tensor({1, 1, 7, 5}, 82));
   const TensorData g2 = data_of(random_tensor({1, 1, 3, 2}, 83, 0.5f, 1.5f));
-  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 1, 7, 5) and g", r2, 3, 2, g2), reference_maxpool_grad(r2, 3, 2, g2),
-                    1e-5, "maxpool_overlap_lost");
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 1, 7, 5) and g", r2, 3, 2, g2),
+                         reference_maxpool_grad(r2, 3, 2, g2), 1e-5, "maxpool_overlap_lost"))
+    return;
+  // g a view that is not contiguous: backward(g) gets any tensor of the output's shape.
+  const TensorData r3 = data_of(random_tensor({1, 2, 4, 6}, 88));
+  const TensorData g3 = data_of(random_tensor({1, 2, 2, 3}, 89, 0.5f, 1.5f));
+  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 2, 4, 6) and g a transposed view (strides (12, 6, 1, 2))", r3, 2,
+                                         2, g3, true),
+                    reference_maxpool_grad(r3, 2, 2, g3), 1e-6, "maxpool_grad_view_unread");
 }
 
 }  // namespace

@@ -124,10 +124,13 @@ LayerSpec conv(std::int64_t in_channels, int out_channels, int k, int stride, in
                              trusted_conv(input, out_channels, k, stride, padding, bias)};
           })};
 }
-LayerSpec pool(int k) {
-  return {fmt::format("MaxPool2dLayer({})", k), [k](WichmannHill&) { return std::make_shared<nn::MaxPool2dLayer>(k); },
-          KILN_JUDGE_ONLY([k](const Shape& input) {
-            return LayerWant{"MaxPool2d", trusted_pool_shape(input, k, k), trusted_pool(input, k, k)};
+// MaxPool2dLayer(k), windows side by side, or MaxPool2dLayer(k, stride).
+LayerSpec pool(int k, int stride = -1) {
+  const int step = stride < 0 ? k : stride;
+  return {stride < 0 ? fmt::format("MaxPool2dLayer({})", k) : fmt::format("MaxPool2dLayer({}, {})", k, stride),
+          [k, stride](WichmannHill&) { return std::make_shared<nn::MaxPool2dLayer>(k, stride); },
+          KILN_JUDGE_ONLY([k, step](const Shape& input) {
+            return LayerWant{"MaxPool2d", trusted_pool_shape(input, k, step), trusted_pool(input, k, step)};
           })};
 }
 LayerSpec passthrough() {
@@ -191,6 +194,8 @@ TEST(Profiling, LayerCost) {
       {conv(2, 3, 3, 1, 1, true), {1, 2, 6, 6}},
       {pool(2), {2, 3, 7, 5}},
       {pool(3), {1, 1, 9, 9}},
+      {pool(3, 1), {1, 2, 6, 5}},  // overlapping windows: the stride is not the kernel's size
+      {pool(2, 3), {2, 1, 8, 7}},
       {passthrough(), {4, 6}}};  // a layer of another kind: {0, 0}
   for (const auto& [spec, input] : cases) {
     const auto got = observe(fmt::format("layer_cost({}, {})", spec.text, shape_text(input)), [&] {

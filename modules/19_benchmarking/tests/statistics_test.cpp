@@ -251,6 +251,7 @@ TEST(Benchmarking, Welch) {
   struct Pair {
     std::string what;
     Samples baseline, candidate;
+    double confidence = 0.95;
   };
   const Samples a = {10, 12, 11, 13, 9};
   std::vector<Pair> pairs = {
@@ -277,20 +278,26 @@ TEST(Benchmarking, Welch) {
       // A candidate 20% slower: real, with the whole interval above zero (and below a millisecond).
       {"31 then 33 timings of this run, the second 20% slower", timings(31, 1968, 0.010), timings(33, 1969, 0.012)},
   };
+  // Other confidences: the quantile moves with them. At 0.99, [1, 2, 3] then [4, 5, 6] (difference
+  // 3, se 0.816497, dof 4) is 3 ± 4.604094·se = [-0.759, 6.759], not real, where t at 0.95 would
+  // say real; at 0.8 the noisy pair is 1 ± 1.415·se, still not real, and narrower.
+  pairs.push_back({"[1, 2, 3] then [4, 5, 6], at confidence 0.99", {1, 2, 3}, {4, 5, 6}, 0.99});
+  pairs.push_back({"[10, 14, 9, 15, 7] then [12, 8, 16, 10, 14], at confidence 0.8", {10, 14, 9, 15, 7},
+                   {12, 8, 16, 10, 14}, 0.8});
   testing::Generator shift(1965);
   pairs.push_back({"7 then 9 timings of this run", timings(7, 1966),
                    timings(9, 1967, 0.010 + 0.002 * (2 * shift.uniform() - 1))});
 
   for (const Pair& p : pairs) {
     const auto got = observe("welch_compare(" + p.what + ")", [&] {
-      const Comparison c = welch_compare(p.baseline, p.candidate);
+      const Comparison c = welch_compare(p.baseline, p.candidate, p.confidence);
       return std::make_tuple(c.difference, c.interval.low, c.interval.high, c.dof, c.real);
     });
     const testing::Params params = {{"case", p.what}};
     if (!KILN_EXPECT_OK(got, "welch_interval_wrong", params)) return;
     KILN_JUDGE {
       const auto& [difference, low, high, dof, real] = *got;
-      const TrustedWelch want = trusted_welch(p.baseline, p.candidate, 0.95);
+      const TrustedWelch want = trusted_welch(p.baseline, p.candidate, p.confidence);
       std::string wrong;
       for (const auto& [name, value, expected] :
            {std::tuple<const char*, double, double>{"difference", difference, want.difference},
