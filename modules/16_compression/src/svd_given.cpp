@@ -1,8 +1,10 @@
 // Given: the singular value decomposition low_rank() starts from.
 //
 // Eigen's JacobiSVD (a QR step for a matrix that is not square, then two-sided Jacobi rotations)
-// computes it in double; the factors are rounded to float32 once, at the end. This is the only file of the module
-// that includes Eigen, so editing your own files never recompiles it.
+// computes it in double; the factors are rounded to float32 once, at the end. (BDCSVD, Eigen's
+// divide and conquer, is quicker on a large matrix, 0.05 s against 0.67 s for milestone 07's
+// (784, 256) weight, but takes four times as long to compile, in every build.) This is the only
+// file of the module that includes Eigen, so editing your own files never recompiles it.
 #include <Eigen/SVD>
 
 #include <algorithm>
