@@ -88,6 +88,12 @@ TEST_F(Cli, ACrashAHangAndAnExitEachLoseOnlyTheirOwnCheck) {
   EXPECT_NE(crash.find("probe.cpp:5"), std::string::npos) << crash;
   const std::string hang = report["checks"][2]["summary"];
   EXPECT_NE(hang.find("probe.cpp:6"), std::string::npos) << "a hang names where it was: " << hang;
+  // Each names the call it stopped in, as the judge found it on replaying the check.
+  EXPECT_NE(crash.find(", while running crash()"), std::string::npos) << crash;
+  EXPECT_NE(hang.find(", while running spin()"), std::string::npos) << hang;
+  const std::string exited = report["checks"][3]["summary"];
+  EXPECT_NE(exited.find(", while running quit()"), std::string::npos) << exited;
+  EXPECT_EQ(std::string(report["checks"][0]["summary"]).find("while running"), std::string::npos);
 }
 
 // A loop in a helper of an anonymous namespace, which -O1 inlines into its one caller: the hang is

@@ -11,6 +11,7 @@
 #include <sstream>
 
 #include <fmt/format.h>
+#include <nlohmann/json.hpp>
 
 #include "kiln/grader/cuda.h"
 #include "kiln/grader/diagnose.h"
@@ -94,6 +95,14 @@ void note_link(BuildResult& built, const fs::path& dir, const TestTarget& target
 
 namespace {
 
+// The call of a run's k-th observation, "" past its last.
+std::string call_of(const std::vector<std::string>& observations, std::size_t k) {
+  if (k >= observations.size()) return "";
+  const auto record = nlohmann::json::parse(observations[k], nullptr, false);
+  return record.is_object() && record.contains("call") && record["call"].is_string() ? record["call"].get<std::string>()
+                                                                                      : "";
+}
+
 // The checks that passed or crashed, again on the sanitized twin; what the sanitizers report
 // replaces their result.
 void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>& checks, RunResult& run,
@@ -117,6 +126,11 @@ void confirm_sanitized(const BuildResult& built, const std::vector<const Check*>
     const CheckResult& s = second.checks[k];
     if (s.status != Status::memory_error && s.status != Status::crashed) continue;
     CheckResult& r = run.checks[at[k]];
+    // Where the sanitized run stopped: the call of the first result it did not give, named by the
+    // first run's results (a passed check's, or a crashed one's up to its crash, both already
+    // matched call by call against the check where a judge ran).
+    if (s.observations.size() != r.observations.size() || r.status != Status::crashed)
+      r.during = call_of(r.observations, s.observations.size());
     if (r.status == Status::crashed) {
       r.reason = s.reason;  // the same crash, described by the sanitizers
     } else {

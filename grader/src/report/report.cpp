@@ -222,7 +222,10 @@ Report make_report(const Course& course, const Module& module, const std::vector
         }
         c.summary = c.messages.empty() ? "failed" : c.messages.front();
         break;
-      default: c.summary = relative(r.reason); break;
+      default:
+        c.summary = relative(r.reason);
+        if (!r.during.empty()) c.summary += ", while running " + r.during;
+        break;
     }
     report.checks.push_back(std::move(c));
   }

@@ -16,10 +16,11 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
   std::string text = "{\"tests\":{";
   for (std::size_t i = 0; i < checks.size(); ++i) {
     const CheckResult& r = observed.checks[i];
-    // A check that crashed, hung or stopped at a memory error is judged on what it observed before:
-    // the observed program does not stop at a wrong result (it cannot tell), so a failure the
-    // judge finds there is the check's first.
-    if (r.observations_overflow || (!r.ended && r.observations.empty())) continue;
+    // A check that crashed, hung or stopped at a memory error is judged on what it observed before
+    // (perhaps nothing): the observed program does not stop at a wrong result (it cannot tell), so
+    // a failure the judge finds there is the check's first, and where its results stop names the
+    // call that was running.
+    if (r.observations_overflow || (!r.ended && !r.started)) continue;
     to_judge.push_back(checks[i]);
     text += (to_judge.size() > 1 ? "," : "") + nlohmann::json(checks[i]->test).dump() + ":[";
     for (std::size_t k = 0; k < r.observations.size(); ++k) text += (k ? "," : "") + r.observations[k];
@@ -50,8 +51,9 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
                                 "for all of them", options.observation_cap >> 20, options.observations_in_run_cap >> 20)});
       continue;
     }
-    if (!seen.ended && seen.observations.empty()) {
+    if (!seen.ended && !seen.started) {
       out.checks.push_back(seen);
+      out.checks.back().during.clear();  // the program's own word, not judged
       continue;
     }
     CheckResult verdict = judged.checks[next++];
@@ -63,6 +65,9 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
         out.checks.push_back(std::move(verdict));
       } else {
         out.checks.push_back(seen);
+        // The judge, replaying the results, names the call whose result never came; the
+        // program's own word on where it was is not taken.
+        out.checks.back().during = verdict.status == Status::no_result ? verdict.during : "";
       }
       continue;
     }

@@ -84,6 +84,7 @@ struct Live {
   // The running check's observations so far, and where its calls' errors were thrown.
   std::vector<std::string> observations;
   std::vector<CheckResult::Thrown> thrown;
+  std::string calling;  // the call the program said it began, until its result came
   std::size_t observation_bytes = 0;
   bool overflow = false;
   // Every check's observations kept in this run so far: what the grader holds for one program.
@@ -164,6 +165,7 @@ CheckResult result_from_end(const nlohmann::json& event, const Check* check) {
     return r;
   }
   if (const std::string why = text("unobserved"); !why.empty()) {
+    r.during = text("stopped_during");
     r.status = Status::no_result;
     r.reason = "did not produce its result: " + why;
     return r;
@@ -257,6 +259,7 @@ void take_event(Live& live, std::string_view line, const std::map<std::string, c
   constexpr std::string_view kObservation = "{\"event\":\"observe\",";
   if (line.substr(0, kObservation.size()) == kObservation) {
     if (live.running.empty()) return;
+    live.calling.clear();
     live.observation_bytes += line.size();
     *live.kept_in_run += line.size();
     if (live.observation_bytes > options.observation_cap || *live.kept_in_run > options.observations_in_run_cap) {
@@ -287,8 +290,12 @@ void take_event(Live& live, std::string_view line, const std::map<std::string, c
     live.any_started = true;
     live.observations.clear();
     live.thrown.clear();
+    live.calling.clear();
     live.observation_bytes = 0;
     live.overflow = false;
+  } else if (*kind == "calling" && test == live.running) {
+    const auto call = event.find("call");
+    if (call != event.end() && call->is_string()) live.calling = call->get<std::string>().substr(0, 2000);
   } else if (*kind == "thrown" && test == live.running) {
     // At most a few per check, each a call's name and a few offsets, cut to size: a report's line.
     const auto call = event.find("call");
@@ -482,6 +489,8 @@ RunResult run_checks(const fs::path& binary, const std::vector<const Check*>& ch
         // What it observed before it stopped: the judge decides whether a failure came first.
         i.result.observations = std::move(live.observations);
         i.result.thrown = std::move(live.thrown);
+        i.result.during = std::move(live.calling);  // the program's word: `grader check` only
+        i.result.started = true;
         i.result.observations_overflow = live.overflow;
         results[live.running] = std::move(i.result);
       }

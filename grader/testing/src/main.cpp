@@ -160,6 +160,7 @@ class ResultStream : public ::testing::EmptyTestEventListener {
                             {"ms", std::chrono::duration<double, std::milli>(elapsed).count()},
                             {"failures", failures_}};
     if (!end.unobserved.empty()) event["unobserved"] = end.unobserved;
+    if (!end.stopped_during.empty()) event["stopped_during"] = end.stopped_during;
     if (!end.stub.empty()) event["not_written"] = end.stub;
     if (!end.figures.empty()) event["figures"] = end.figures;
     if (!end.speed_context.empty()) event["speed_context"] = end.speed_context;

@@ -388,6 +388,10 @@ void record(const std::string& call, const Value* value, const ErrorData* error)
     session::emit({{"event", "thrown"}, {"test", state().test}, {"call", call}, {"at", last_thrown_at}});
 }
 
+void calling(const std::string& call) {
+  if (recording()) session::emit({{"event", "calling"}, {"test", state().test}, {"call", call}});
+}
+
 void record_not_written(const std::string& call, const std::exception& stub) {
   state().end.stub = clip(stub.what());
   if (recording()) session::emit_observation({{"call", call}, {"not_written", state().end.stub}});
@@ -418,8 +422,10 @@ void unobserved(const std::string& why) {
 Replayed replay(const std::string& call) {
   Session& s = state();
   if (!s.end.unobserved.empty()) throw Unobserved{};
-  if (s.current == nullptr || s.next >= s.current->size())
+  if (s.current == nullptr || s.next >= s.current->size()) {
+    if (s.end.stopped_during.empty()) s.end.stopped_during = call;
     unobserved("the check needed the result of " + call + ", and the program under test produced no more");
+  }
   const json& record = (*s.current)[s.next++];
   if (!record.is_object() || !record.contains("call") || !record["call"].is_string())
     unobserved("a result of the program under test is malformed");

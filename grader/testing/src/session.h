@@ -24,6 +24,9 @@ std::optional<std::string> load_observations(const std::string& path);
 // What the grader needs to know about a check, besides GoogleTest's own result.
 struct CheckEnd {
   std::string unobserved;  // judge: why the observations did not fit the check ("" when they did)
+  // judge: the call whose result the program under test never produced, when its results ran out
+  // there (it crashed, hung or exited during that call)
+  std::string stopped_during;
   std::string stub;        // "not written yet: F (file:line)" when a stub ended the check
   bool stub_replayed = false;  // judge: that stub came from an observation
   nlohmann::json figures = nlohmann::json::array();  // report_figure's, in order

@@ -53,6 +53,10 @@ struct CheckResult {
   Status status = Status::missing;
   std::vector<ReportedFailure> failures;
   std::string reason;       // crashed / timed out / exited early / skipped / missing: what happened
+  // Crashed, timed out or exited early: the call it was running ("" when not known). Where a judge
+  // runs, the judge's: the call whose result never came when it replayed the check's results;
+  // otherwise (`grader check`, one process) the call the program said it began.
+  std::string during;
   std::string stub;         // not written: the function, e.g. Tensor::reshape
   std::string stub_location;  // and where it is, file:line
   double ms = 0;
@@ -63,6 +67,7 @@ struct CheckResult {
   // What the test program said of the check: that it ended (rather than crashed, hung or exited),
   // and the observations it made on the way, one JSON object each (kiln/observe.h).
   bool ended = false;
+  bool started = false;  // it began, whether or not it ended
   std::vector<std::string> observations;
   bool observations_overflow = false;
   // Where the errors its calls threw were thrown: the call, and offsets into the program that ran

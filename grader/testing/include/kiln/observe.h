@@ -331,6 +331,9 @@ struct Replayed {
 };
 Replayed replay(const std::string& call);
 [[noreturn]] void unobserved(const std::string& why);
+// Says which call is about to run, when the grader listens: a crash, hang or exit before its
+// result then names it in `grader check`'s report (the judge names it itself when it replays).
+void calling(const std::string& call);
 // Forgets where earlier exceptions were thrown, before a call is observed: an exception that
 // does not pass through this program's throws (one libstdc++ throws itself) may reuse an earlier
 // one's memory, and must not be placed where that one was thrown.
@@ -359,6 +362,7 @@ auto observe(std::string what, F&& call) {
   }
   std::optional<T> value;
   ErrorData error;
+  detail::calling(what);
   detail::forget_throws();
   try {
     if constexpr (std::is_void_v<R>) {
