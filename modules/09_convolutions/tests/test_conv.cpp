@@ -352,6 +352,29 @@ TEST(Convolutions, NoBias) {
       return;
     }
   }
+  // The weight holds one filter per output channel, each across every input channel: (out_ch, C,
+  // k, k), whatever the order of the constructor's arguments. Asked before anything runs through
+  // a layer, which only fits x's channels with that layout.
+  const auto weights = observe(
+      "the weight's shape of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5, "
+      "stride 3, padding 2, no bias, a generator)",
+      [] {
+        const Conv2d seeded(2, 3, 3, 2, 1, true, 3);
+        WichmannHill generator(3);
+        const Conv2d shared(3, 4, 5, 3, 2, false, generator);
+        return std::vector<Shape>{seeded.weight.shape(), shared.weight.shape()};
+      });
+  if (!KILN_EXPECT_OK(weights, "weight_shape_wrong")) return;
+  KILN_JUDGE {
+    const std::vector<Shape> expected = {{3, 2, 3, 3}, {4, 3, 5, 5}};
+    if (*weights != expected) {
+      std::string got;
+      for (const Shape& shape : *weights) got += (got.empty() ? "" : " and ") + to_string(shape);
+      KILN_FAIL("weight_shape_wrong", {},
+                fmt::format("{}: got {}, expected (3, 2, 3, 3) and (4, 3, 5, 5)", weights.call(), got));
+      return;
+    }
+  }
   const auto layer = observe("Conv2d(2, 3, 3, 1, 1, with_bias = false, seed 3): bias and has_bias()", [] {
     const Conv2d conv(2, 3, 3, 1, 1, false, 3);
     return std::tuple<Tensor, bool>{conv.bias, conv.has_bias()};

@@ -257,6 +257,13 @@ TEST(Acceleration, TiledMatmul) {
             KILN_FAIL("inner_products_repeated", repeated, detail);
             return;
           }
+          // The one square case comes first and passed at every tile size: right there and wrong
+          // here is one size used for another.
+          if (n != inner || inner != m) {
+            KILN_FAIL("sizes_mixed_up", {{"shapes", by(a.shape(), b.shape())}, {"tile", std::to_string(tile_size)}},
+                      detail);
+            return;
+          }
         }
         if (!EXPECT_PRODUCT(c, expected, 1e-4, 1e-5, "tiles_not_accumulated", {})) return;
       }

@@ -71,7 +71,8 @@ Tensor tokens_of(const std::vector<std::int64_t>& ids) {
 // The largest |cached - full| over the V logits of `position`, or infinity when the sizes differ.
 double step_difference(const std::vector<float>& cached, const TensorData& full, std::int64_t position,
                        std::int64_t vocab) {
-  if (static_cast<std::int64_t>(cached.size()) != vocab) return INFINITY;
+  if (static_cast<std::int64_t>(cached.size()) != vocab || full.values.size() < at((position + 1) * vocab))
+    return INFINITY;
   double largest = 0;
   for (std::int64_t c = 0; c < vocab; ++c) {
     const double expected = full.values[at(position * vocab + c)];
@@ -129,12 +130,28 @@ TEST(Memoization, StepLogits) {
     const auto blind = observe(fmt::format("GPT::forward of the tokens {} with the position table zeroed, {}", ids_text(ids),
                                            sizes_text(s)),
                                [&] { return gpt_with(s, no_positions).forward(tokens); });
+    // The same model with every block's value projection set to its key projection, and the
+    // other way round: what a step computes that reads the cached keys where it should read the
+    // cached values, or the values for the keys.
+    Parameters values_are_keys = p, keys_are_values = p;
+    for (std::int64_t n = 0; n < s.layers; ++n) {
+      const std::string block = fmt::format("blocks.{}.attention.", n);
+      values_are_keys[block + "w_value"] = p.at(block + "w_key");
+      keys_are_values[block + "w_key"] = p.at(block + "w_value");
+    }
+    const auto swapped = observe(
+        fmt::format("GPT::forward of the tokens {} with each block's w_value set to its w_key, then with each w_key "
+                    "set to its w_value, {}", ids_text(ids), sizes_text(s)),
+        [&] {
+          return std::vector<Tensor>{gpt_with(s, values_are_keys).forward(tokens),
+                                     gpt_with(s, keys_are_values).forward(tokens)};
+        });
     if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
     // The full forward is module 13's: its own checks judge it.
-    if (!full.ok() || !blind.ok()) {
+    if (!full.ok() || !blind.ok() || !swapped.ok()) {
       KILN_FAIL("step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
                 "module 13's GPT::forward failed, run grader check 13: " +
-                    (full.ok() ? blind.describe_error() : full.describe_error()));
+                    (!full.ok() ? full.describe_error() : !blind.ok() ? blind.describe_error() : swapped.describe_error()));
       return;
     }
     KILN_JUDGE {
@@ -145,8 +162,13 @@ TEST(Memoization, StepLogits) {
         return;
       }
       bool like_blind = true;
+      // Like either model whose keys and values are one tensor (a hostile program may return
+      // fewer than two: then like neither).
+      bool like_swapped[2] = {swapped->size() == 2, swapped->size() == 2};
       for (std::int64_t t = 0; t < s.max_length; ++t) {
         like_blind = like_blind && step_difference(steps[at(t)], *blind, t, s.vocab) <= 1e-4;
+        for (std::size_t k = 0; k < 2 && swapped->size() == 2; ++k)
+          like_swapped[k] = like_swapped[k] && step_difference(steps[at(t)], (*swapped)[k], t, s.vocab) <= 1e-4;
       }
       for (std::int64_t t = 0; t < s.max_length; ++t) {
         const double difference = step_difference(steps[at(t)], *full, t, s.vocab);
@@ -157,6 +179,11 @@ TEST(Memoization, StepLogits) {
         const testing::Params params{{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)}};
         if (like_blind) {
           KILN_FAIL("position_missing", params, detail);
+        } else if (like_swapped[0] || like_swapped[1]) {
+          KILN_FAIL("keys_values_mixed",
+                    {{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)},
+                     {"model", like_swapped[0] ? "whose values are its keys" : "whose keys are its values"}},
+                    detail);
         } else if (one_head_right && s.heads > 1) {
           KILN_FAIL("heads_mixed", {{"heads", std::to_string(s.heads)}, {"position", std::to_string(t)},
                                     {"difference", fmt::format("{:.3g}", difference)}}, detail);
