@@ -243,6 +243,30 @@ void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>
   for (auto& t : pool) t.join();
 }
 
+// Removes the test programs of the killed mutants: a few MB each and most of a mutant's build,
+// thousands of them in a full run. Their objects stay, so a later run
+// only links them again; the survivors' and equivalents' programs stay, to be run by hand.
+void remove_spent_programs(const Plan& plan, const std::vector<BuildResult>& built) {
+  std::uintmax_t bytes = 0;
+  std::size_t removed = 0;
+  for (const auto& j : plan.jobs) {
+    if (j.outcome != Outcome::killed || j.target >= built.size()) continue;
+    std::error_code ec;
+    const fs::path& program = built[j.target].binary;
+    if (program.empty()) continue;
+    const std::uintmax_t size = fs::file_size(program, ec);
+    if (!ec && fs::remove(program, ec)) {
+      bytes += size;
+      ++removed;
+    }
+  }
+  if (removed > 0)
+    std::fputs(fmt::format("Removed the test programs of {} killed mutants ({:.0f} MB); their objects stay.\n", removed,
+                           static_cast<double>(bytes) / 1e6)
+                   .c_str(),
+               stdout);
+}
+
 // Every mutant's outcome, for whoever wants to read what killed which.
 void write_results(const Plan& plan, const fs::path& file) {
   std::string results;
@@ -374,6 +398,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   for (MutantJob& j : plan.jobs)
     if (j.equivalent && j.outcome == Outcome::survived) j.outcome = Outcome::equivalent;
   write_results(plan, build_dir / "results.txt");
+  remove_spent_programs(plan, built);
 
   int problems = 0;
   std::string table = table_row("module", "generated", "run", "compiled", "killed", "survived", "equivalent", "score");
