@@ -78,6 +78,8 @@ TEST(Tensor, Strides) {
   const std::vector<std::pair<Shape, Shape>> cases = {
       {{2, 3, 4}, {12, 4, 1}}, {{2, 3}, {3, 1}}, {{5}, {1}}, {{}, {}},
       {{4, 1, 3}, {3, 3, 1}},  {{2, 2, 2, 2}, {8, 4, 2, 1}}, {{3, 5, 2}, {10, 2, 1}},
+      // A size 0 is a size like any other in the products (PyTorch counts it as 1 here).
+      {{2, 0, 3}, {0, 3, 1}},  {{0}, {1}},                   {{3, 0}, {0, 1}},
   };
   for (const auto& [shape, expected] : cases) {
     const auto got = observe("contiguous_strides(" + to_string(shape) + ")", [&] { return contiguous_strides(shape); });

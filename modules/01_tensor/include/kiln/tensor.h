@@ -30,7 +30,9 @@ std::string to_string(const Shape& shape);
 // Number of elements of a shape: the product of its sizes (1 for the scalar shape ()).
 std::int64_t numel(const Shape& shape);
 
-// Row-major strides of a shape: the last dimension has stride 1.
+// Row-major strides of a shape: the last dimension has stride 1, and every other the product of
+// all the sizes after it, a size 0 included: (2, 0, 3) has strides (0, 3, 1), the strides of a
+// tensor built with that shape.
 Shape contiguous_strides(const Shape& shape);
 
 // NumPy's broadcasting rule: align the shapes at their last dimension; two sizes are compatible
