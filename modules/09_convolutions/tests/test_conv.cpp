@@ -325,6 +325,16 @@ TEST(Convolutions, ForwardValues) {
   }
 }
 
+// read(layer) of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5,
+// stride 3, padding 2, no bias) built from a generator: one layer of each constructor.
+template <class Read>
+auto of_both_constructors(Read read) {
+  const Conv2d seeded(2, 3, 3, 2, 1, true, 3);
+  WichmannHill generator(3);
+  const Conv2d shared(3, 4, 5, 3, 2, false, generator);
+  return std::vector{read(seeded), read(shared)};
+}
+
 TEST(Convolutions, NoBias) {
   // Every layer keeps the five settings it was built with, by either constructor: a setting left
   // at its default (padding 0, stride 1) changes every output of the layer.
@@ -332,12 +342,10 @@ TEST(Convolutions, NoBias) {
       "in_channels, out_channels, kernel_size, stride and padding of Conv2d(2, 3, 3, stride 2, padding 1, "
       "with_bias, seed 3) and of Conv2d(3, 4, 5, stride 3, padding 2, no bias, a generator)",
       [] {
-        const Conv2d seeded(2, 3, 3, 2, 1, true, 3);
-        WichmannHill generator(3);
-        const Conv2d shared(3, 4, 5, 3, 2, false, generator);
-        return std::vector<std::vector<std::int64_t>>{
-            {seeded.in_channels, seeded.out_channels, seeded.kernel_size, seeded.stride, seeded.padding},
-            {shared.in_channels, shared.out_channels, shared.kernel_size, shared.stride, shared.padding}};
+        return of_both_constructors([](const Conv2d& conv) {
+          return std::vector<std::int64_t>{conv.in_channels, conv.out_channels, conv.kernel_size, conv.stride,
+                                           conv.padding};
+        });
       });
   if (!KILN_EXPECT_OK(settings, "settings_not_kept")) return;
   KILN_JUDGE {
@@ -358,12 +366,7 @@ TEST(Convolutions, NoBias) {
   const auto weights = observe(
       "the weight's shape of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5, "
       "stride 3, padding 2, no bias, a generator)",
-      [] {
-        const Conv2d seeded(2, 3, 3, 2, 1, true, 3);
-        WichmannHill generator(3);
-        const Conv2d shared(3, 4, 5, 3, 2, false, generator);
-        return std::vector<Shape>{seeded.weight.shape(), shared.weight.shape()};
-      });
+      [] { return of_both_constructors([](const Conv2d& conv) { return conv.weight.shape(); }); });
   if (!KILN_EXPECT_OK(weights, "weight_shape_wrong")) return;
   KILN_JUDGE {
     const std::vector<Shape> expected = {{3, 2, 3, 3}, {4, 3, 5, 5}};
