@@ -84,7 +84,9 @@ Comparison compare(const TensorData& actual, const TensorData& expected, double 
   const std::vector<float>& e = expected.values;
   double worst_excess = -1.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
+    // NaN is infinitely far from everything; equal values, two equal infinities among them, are 0 apart.
     const double diff = std::isnan(a[i]) || std::isnan(e[i]) ? std::numeric_limits<double>::infinity()
+                        : a[i] == e[i]                       ? 0.0
                                                              : std::fabs(static_cast<double>(a[i]) - e[i]);
     const double allowed = atol + rtol * std::fabs(static_cast<double>(e[i]));
     if (!(diff <= allowed)) result.close = false;

@@ -143,6 +143,8 @@ TEST(Data, Normalisation) {
   // and a small spread about a large mean (where E[x²] - mean² has lost the digits of the spread).
   const Tensor constant = Tensor::full({100}, 0.1f);
   const Tensor far({3}, {10000001, 10000002, 10000003});
+  // A mean no float holds: 10000000.5 rounds to 10000000 in float, which would make the std √0.5.
+  const Tensor halfway({2}, {10000000, 10000001});
   const std::vector<std::pair<std::string, const Tensor*>> inputs = {
       {"[2, 4, 4, 4, 5, 5, 7, 9]", &classic},
       {"a (5, 3) transposed view of the run", &run_view},
@@ -150,6 +152,7 @@ TEST(Data, Normalisation) {
       {"[[0, 0, 0, 1, 1, 1, 1]]", &seven},
       {"100 copies of 0.1", &constant},
       {"[10000001, 10000002, 10000003]", &far},
+      {"[10000000, 10000001]", &halfway},
   };
   for (const auto& [what, x] : inputs) {
     const testing::Params params = {{"what", what}};

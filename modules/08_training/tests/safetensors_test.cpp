@@ -438,6 +438,15 @@ TEST(Training, SafetensorsDamaged) {
     high[7] = 1;
     damages.push_back({"high-byte.safetensors", "a header length of 2^56 + N (its 8th byte 1)", high, {"byte 0"}});
   }
+  // The largest lengths of all, where 8 + N wraps around to 7 and to 0 in 64 bits: compare N with
+  // the size - 8, never 8 + N with the size.
+  for (const auto& [name, low_byte, text] : {std::tuple{"wrap-7.safetensors", 0xFF, "2^64 - 1 (8 + N wraps to 7)"},
+                                             std::tuple{"wrap-0.safetensors", 0xF8, "2^64 - 8 (8 + N wraps to 0)"}}) {
+    Bytes wrapping = whole;
+    std::fill(wrapping.begin(), wrapping.begin() + 8, std::uint8_t{0xFF});
+    wrapping[0] = static_cast<std::uint8_t>(low_byte);
+    damages.push_back({name, std::string("a header length of ") + text, wrapping, {"byte 0"}});
+  }
   damages.push_back({"length-only.safetensors", "a file of the 8 bytes of a header length 0 and nothing else",
                      Bytes(8, 0), {"byte "}});
   damages.push_back({"bad-json.safetensors", "a header that is not JSON",

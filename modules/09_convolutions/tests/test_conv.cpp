@@ -595,8 +595,16 @@ TEST(Convolutions, MaxPoolForward) {
     const Tensor r = random_tensor(c.x, stream++);
     const auto got = observe(fmt::format("MaxPool2d({}, {}).forward(x) with a random x {}", c.kernel, c.stride, to_string(c.x)),
                              [&] { return MaxPool2d(c.kernel, c.stride).forward(r); });
-    KILN_EXPECT_CLOSE(got, reference_maxpool(data_of(r), c.kernel, c.stride).out, 1e-6, "maxpool_values_wrong");
+    if (!KILN_EXPECT_CLOSE(got, reference_maxpool(data_of(r), c.kernel, c.stride).out, 1e-6, "maxpool_values_wrong"))
+      return;
   }
+  // Windows of -infinity: one holding nothing else, whose largest value is -infinity itself (not
+  // the lowest finite float), and one where a finite value beats it.
+  const float minus_inf = -std::numeric_limits<float>::infinity();
+  const Tensor masked({1, 1, 2, 4}, {minus_inf, minus_inf, minus_inf, -3, minus_inf, minus_inf, -5, minus_inf});
+  KILN_EXPECT_CLOSE(observe("MaxPool2d(2).forward(x) with x = [[-inf, -inf, -inf, -3], [-inf, -inf, -5, -inf]]",
+                            [&] { return MaxPool2d(2).forward(masked); }),
+                    data_of({1, 1, 1, 2}, {minus_inf, -3}), 0.0, "maxpool_values_wrong");
 }
 
 // MaxPool2dFunction::apply (given) runs the node's forward, which records argmax; then the node's

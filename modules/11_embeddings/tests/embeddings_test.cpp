@@ -298,6 +298,15 @@ TEST(Embeddings, BackwardScatterAdd) {
                              trusted_scatter(grad_output, ids, kRows), 1e-5, 1e-5, "repeated_indices_not_added"))
     return;
 
+  // A gradient that is a view, as the graph hands back through a transpose: the transpose of a
+  // (dim, n) matrix, whose rows are not contiguous.
+  const Tensor g_view = transposed(random_tensor({dim, n}, 1121));
+  if (!KILN_EXPECT_CLOSE(observe(fmt::format("embedding_backward(G, {}, {}) with G a transposed ({}, {}) view",
+                                             ids_text(distinct), rows, n, dim),
+                                 [&] { return embedding_backward(g_view, distinct, rows); }),
+                         trusted_scatter(g_view, distinct, rows), 0.0, "backward_view_unread"))
+    return;
+
   // A gradient that does not have one row per id: (3, 2) for 2 ids, a (2, 1, 2) one, and one of
   // the run's own with 1 to 4 rows too many. (Never too few: without the check, the loop would
   // then read past G.)

@@ -182,6 +182,16 @@ TEST(Transformer, LayerNorm) {
   if (!judge(far_row, Tensor({4}, {1, 2, 0.5f, -1}), Tensor({4}, {0, 0.5f, -1, 2}),
              " (x = [[10000000, 10000001, 10000002, 10000003]]: statistics in double)"))
     return;
+  // Empty tensors have no rows to normalise and give empty results of their own shape: rows of
+  // width 0 (gain and bias (0)), and no rows of width 4.
+  for (const Shape& shape : std::vector<Shape>{{2, 0}, {0, 4}}) {
+    const Tensor empty(shape, {}), gain(Shape{shape.back()}, std::vector<float>(static_cast<std::size_t>(shape.back()), 1.0f));
+    if (!KILN_EXPECT_CLOSE(observe(fmt::format("layer_norm(x, gain, bias) with x {} and gain and bias ({})",
+                                               shape_text(shape), shape.back()),
+                                   [&] { return nn::layer_norm(empty, gain, gain); }),
+                           data_of(shape, {}), 0.0, "layer_norm_wrong"))
+      return;
+  }
   // The layer: LayerNorm(6) starts with gain 1 and bias 0.
   const Tensor x = random_tensor({2, 5, 6}, 1310, -2.0f, 2.0f);
   const auto layer = observe("LayerNorm(6).forward(x) with x (2, 5, 6)", [&] { return nn::LayerNorm(6).forward(x); });

@@ -5,6 +5,7 @@
 // scales are powers of two, where the division is exact.
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -73,7 +74,7 @@ const Tensor hand_weight({3, 5}, {127, 2.5f, -2.5f, 0.5f, -0.7f, 0, 0, 0, 0, 0, 
 
 TEST(Quantization, QuantizeWeights) {
   // One value at a time: ties go away from zero, in both directions. Then values beyond the range
-  // clamp to ±127, and -127.5, which rounds to -128, to -127: the codes are symmetric. Last, halves
+  // clamp to ±127, however far beyond, and -127.5, which rounds to -128, to -127: the codes are symmetric. Last, halves
   // of scales that are not powers of two, where value / scale in float and value · (1 / scale)
   // land on the two sides of a half (126.499992 and 126.5; -26.5 and -26.4999981) and round apart.
   const std::tuple<float, float, std::int64_t> values[] = {
@@ -82,6 +83,10 @@ TEST(Quantization, QuantizeWeights) {
       {200.0f, 1.0f, 127}, {-200.0f, 1.0f, -127}, {-127.5f, 1.0f, -127}, {127.5f, 1.0f, 127},
       {4.15960836f, 0.0328822806f, 126}, {-0.194568947f, 0.00734222447f, -27}, {0.565164566f, 0.00676843803f, 84},
       {-3.03492141f, 0.0589305125f, -52},
+      // Far past the range, where a quotient no integer type holds (1e30), or one that overflows
+      // float itself (3e38 / 0.01), or an infinity, still clamps: round in float, then clamp.
+      {1e30f, 1.0f, 127}, {-1e30f, 1.0f, -127}, {3e38f, 0.01f, 127},
+      {std::numeric_limits<float>::infinity(), 1.0f, 127}, {-std::numeric_limits<float>::infinity(), 1.0f, -127},
   };
   for (const auto& [value, scale, code] : values) {
     const auto got = observe(fmt::format("quantize_value({}, {})", value, scale),

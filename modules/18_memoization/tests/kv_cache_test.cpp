@@ -130,21 +130,30 @@ TEST(Memoization, StepLogits) {
     const auto blind = observe(fmt::format("GPT::forward of the tokens {} with the position table zeroed, {}", ids_text(ids),
                                            sizes_text(s)),
                                [&] { return gpt_with(s, no_positions).forward(tokens); });
-    // The same model with every block's value projection set to its key projection, and the
-    // other way round: what a step computes that reads the cached keys where it should read the
-    // cached values, or the values for the keys.
-    Parameters values_are_keys = p, keys_are_values = p;
-    for (std::int64_t n = 0; n < s.layers; ++n) {
-      const std::string block = fmt::format("blocks.{}.attention.", n);
-      values_are_keys[block + "w_value"] = p.at(block + "w_key");
-      keys_are_values[block + "w_key"] = p.at(block + "w_value");
+    // The same model with one of a block's pairs made one: what a step computes that reads one
+    // tensor of a pair where the other belongs. Each block's w_value set to its w_key (the cached
+    // keys read as the values), w_key to w_value, its second LayerNorm to its first (ln1 applied
+    // before the MLP), and the first to the second.
+    const std::vector<std::pair<std::string, std::string>> pairs = {
+        {"attention.w_value", "attention.w_key"}, {"attention.w_key", "attention.w_value"},
+        {"ln2.gain", "ln1.gain"}, {"ln1.gain", "ln2.gain"}};
+    std::vector<Parameters> made_one(pairs.size(), p);
+    for (std::size_t k = 0; k < pairs.size(); ++k) {
+      for (std::int64_t n = 0; n < s.layers; ++n) {
+        const std::string block = fmt::format("blocks.{}.", n);
+        const auto& [to, from] = pairs[k];
+        made_one[k][block + to] = p.at(block + from);
+        if (to.ends_with(".gain"))  // a LayerNorm's bias goes with its gain
+          made_one[k][block + to.substr(0, 3) + ".bias"] = p.at(block + from.substr(0, 3) + ".bias");
+      }
     }
     const auto swapped = observe(
-        fmt::format("GPT::forward of the tokens {} with each block's w_value set to its w_key, then with each w_key "
-                    "set to its w_value, {}", ids_text(ids), sizes_text(s)),
+        fmt::format("GPT::forward of the tokens {} with each block's w_value set to its w_key, its w_key to its "
+                    "w_value, its ln2 to its ln1, and its ln1 to its ln2, {}", ids_text(ids), sizes_text(s)),
         [&] {
-          return std::vector<Tensor>{gpt_with(s, values_are_keys).forward(tokens),
-                                     gpt_with(s, keys_are_values).forward(tokens)};
+          std::vector<Tensor> logits;
+          for (const Parameters& changed : made_one) logits.push_back(gpt_with(s, changed).forward(tokens));
+          return logits;
         });
     if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
     // The full forward is module 13's: its own checks judge it.
@@ -162,13 +171,13 @@ TEST(Memoization, StepLogits) {
         return;
       }
       bool like_blind = true;
-      // Like either model whose keys and values are one tensor (a hostile program may return
-      // fewer than two: then like neither).
-      bool like_swapped[2] = {swapped->size() == 2, swapped->size() == 2};
+      // Like a model whose pair is one tensor (a hostile program may return fewer models than
+      // pairs: then like none).
+      std::vector<bool> like_made_one(pairs.size(), swapped->size() == pairs.size());
       for (std::int64_t t = 0; t < s.max_length; ++t) {
         like_blind = like_blind && step_difference(steps[at(t)], *blind, t, s.vocab) <= 1e-4;
-        for (std::size_t k = 0; k < 2 && swapped->size() == 2; ++k)
-          like_swapped[k] = like_swapped[k] && step_difference(steps[at(t)], (*swapped)[k], t, s.vocab) <= 1e-4;
+        for (std::size_t k = 0; k < pairs.size() && swapped->size() == pairs.size(); ++k)
+          like_made_one[k] = like_made_one[k] && step_difference(steps[at(t)], (*swapped)[k], t, s.vocab) <= 1e-4;
       }
       for (std::int64_t t = 0; t < s.max_length; ++t) {
         const double difference = step_difference(steps[at(t)], *full, t, s.vocab);
@@ -179,10 +188,15 @@ TEST(Memoization, StepLogits) {
         const testing::Params params{{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)}};
         if (like_blind) {
           KILN_FAIL("position_missing", params, detail);
-        } else if (like_swapped[0] || like_swapped[1]) {
+        } else if (like_made_one[0] || like_made_one[1]) {
           KILN_FAIL("keys_values_mixed",
                     {{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)},
-                     {"model", like_swapped[0] ? "whose values are its keys" : "whose keys are its values"}},
+                     {"model", like_made_one[0] ? "whose values are its keys" : "whose keys are its values"}},
+                    detail);
+        } else if (like_made_one[2] || like_made_one[3]) {
+          KILN_FAIL("layer_norms_mixed",
+                    {{"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)},
+                     {"model", like_made_one[2] ? "whose second LayerNorm is its first" : "whose first LayerNorm is its second"}},
                     detail);
         } else if (one_head_right && s.heads > 1) {
           KILN_FAIL("heads_mixed", {{"heads", std::to_string(s.heads)}, {"position", std::to_string(t)},

@@ -223,11 +223,11 @@ class BpeTokenizer {
 // The vocabulary file, a text file of lines ending in "\n":
 //
 //   kiln-bpe 1            line 1: the format and its version, exactly
-//   merges 3              line 2: the number of merges M, in decimal digits
+//   merges 3              line 2: "merges", one space, the number of merges M in decimal digits
 //   97 97                 M lines, one merge each, in rank order: two ids in decimal digits
 //   97 98                   separated by one space; merge r (its line is 3 + r) may only name
 //   256 257                 ids below 256 + r
-//   specials 1            line 3 + M: the number of special tokens S
+//   specials 1            line 3 + M: "specials", one space, the number of special tokens S
 //   <|endoftext|>         S lines, one special token each, verbatim; none empty, none twice
 //
 // and nothing after them. A number is at most 18 decimal digits, so that it fits a std::int64_t,

@@ -87,9 +87,10 @@ struct LayerNormFunction : autograd::Function {
   }
 };
 
-// Yours: LayerNorm of x (..., D) with gain (D) and bias (D), through LayerNormFunction. Throws
-// ShapeError naming x's and the offending tensor's shapes when x has no dimension, or gain or bias
-// is not 1-D of size D.
+// Yours: LayerNorm of x (..., D) with gain (D) and bias (D), through LayerNormFunction. An empty x
+// (a size 0 anywhere, D = 0 included) has no rows to normalise: the result is empty, of x's shape.
+// Throws ShapeError naming x's and the offending tensor's shapes when x has no dimension, or gain
+// or bias is not 1-D of size D.
 Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, double eps = 1e-5);
 
 // A LayerNorm layer: parameters "gain" (D, ones) and "bias" (D, zeros).
