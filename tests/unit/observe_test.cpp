@@ -212,6 +212,16 @@ TEST(ExpectClose, UnderVerboseShowsTheWholeTensors) {
   std::filesystem::remove_all(folder);
 }
 
+TEST(Compare, EqualInfinitiesAreCloseAndNaNIsNeverClose) {
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_TRUE(compare(data_of({2}, {-inf, inf}), data_of({2}, {-inf, inf}), 0.0, 0.0).close);
+  EXPECT_TRUE(compare(data_of({1}, {-inf}), data_of({1}, {-inf}), 1e-6, 1e-5).close);
+  EXPECT_FALSE(compare(data_of({1}, {inf}), data_of({1}, {-inf}), 1e-6, 1e-5).close);
+  EXPECT_FALSE(compare(data_of({1}, {-3.4e38f}), data_of({1}, {-inf}), 1e-6, 1e-5).close);
+  EXPECT_FALSE(compare(data_of({1}, {-inf}), data_of({1}, {-3.4e38f}), 1e-6, 1e-5).close);
+  EXPECT_FALSE(compare(data_of({1}, {nan}), data_of({1}, {nan}), 1e-6, 1e-5).close);
+}
+
 TEST(FormatPair, ShowsDigitsEnoughToReadTheDifference) {
   // A GELU constant off in its fourth digit: the two values must show a difference near 0.00167.
   const auto [got, expected] = format_pair(1.96167, 1.96);

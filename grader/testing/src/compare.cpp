@@ -84,11 +84,14 @@ Comparison compare(const TensorData& actual, const TensorData& expected, double 
   const std::vector<float>& e = expected.values;
   double worst_excess = -1.0;
   for (std::size_t i = 0; i < a.size(); ++i) {
-    // NaN is infinitely far from everything; equal values, two equal infinities among them, are 0 apart.
-    const double diff = std::isnan(a[i]) || std::isnan(e[i]) ? std::numeric_limits<double>::infinity()
-                        : a[i] == e[i]                       ? 0.0
-                                                             : std::fabs(static_cast<double>(a[i]) - e[i]);
-    const double allowed = atol + rtol * std::fabs(static_cast<double>(e[i]));
+    // Equal values are 0 apart, two equal infinities among them; otherwise an infinity or a NaN is
+    // infinitely far, and nothing is near an infinity but itself (a tolerance relative to it would
+    // be infinite).
+    const bool finite = std::isfinite(a[i]) && std::isfinite(e[i]);
+    const double diff = a[i] == e[i] ? 0.0
+                        : finite     ? std::fabs(static_cast<double>(a[i]) - e[i])
+                                     : std::numeric_limits<double>::infinity();
+    const double allowed = finite ? atol + rtol * std::fabs(static_cast<double>(e[i])) : 0.0;
     if (!(diff <= allowed)) result.close = false;
     // Report the largest difference; among elements out of tolerance prefer the worst excess.
     const double excess = diff - allowed;
