@@ -238,17 +238,17 @@ TEST(ShortFunction, NamesAHelperOfAnAnonymousNamespaceAndALambdasFunction) {
 }
 
 TEST(SanitizerReport, NamesTheBufferWithTheRightArticleAndCount) {
-  auto report_for = [](int bytes) {
+  auto report_for = [](int bytes, int access = 4) {
     const std::string err = fmt::format(
         "==1==ERROR: AddressSanitizer: heap-buffer-overflow on address 0x1 at pc 0x2 bp 0x3 sp 0x4\n"
-        "WRITE of size 4 at 0x1 thread T0\n"
+        "WRITE of size {} at 0x1 thread T0\n"
         "    #0 0x5 in kiln::add(int, int) /c/modules/01_probe/src/probe.cpp:9\n"
         "0x1 is located 0 bytes to the right of {}-byte region [0x6,0x7)\n"
         "allocated by thread T0 here:\n"
         "    #0 0x8 in operator new[](unsigned long) ../../src/libsanitizer/asan/asan_new_delete.cpp:98\n"
         "    #1 0x9 in kiln::add(int, int) /c/modules/01_probe/src/probe.cpp:8\n"
         "SUMMARY: AddressSanitizer: heap-buffer-overflow\n",
-        bytes);
+        access, bytes);
     const auto r = sanitizer_report(err, {"/c/modules/01_probe/src/probe.cpp"});
     return r ? r->text : std::string();
   };
@@ -257,6 +257,12 @@ TEST(SanitizerReport, NamesTheBufferWithTheRightArticleAndCount) {
   EXPECT_NE(report_for(11).find("an 11-byte buffer"), std::string::npos) << report_for(11);
   EXPECT_NE(report_for(40).find("a 40-byte buffer (10 floats)"), std::string::npos) << report_for(40);
   EXPECT_NE(report_for(800).find("an 800-byte buffer"), std::string::npos) << report_for(800);
+  // Counted in the elements of the access: a double or an int64 read past an 8-byte buffer is
+  // one value of 8 bytes, not two floats; an access of another size counts nothing.
+  EXPECT_NE(report_for(8, 8).find("wrote 8 bytes past the end of an 8-byte buffer (1 value of 8 bytes)"),
+            std::string::npos) << report_for(8, 8);
+  EXPECT_NE(report_for(24, 8).find("a 24-byte buffer (3 values of 8 bytes)"), std::string::npos) << report_for(24, 8);
+  EXPECT_EQ(report_for(8, 1).find("floats"), std::string::npos) << report_for(8, 1);
 }
 
 // The launcher a trusted build was configured with (ccache, as bin/test configures its own build),

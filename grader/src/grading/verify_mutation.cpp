@@ -244,8 +244,8 @@ void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>
 }
 
 // Removes the test programs of the killed mutants: a few MB each and most of a mutant's build,
-// thousands of them in a full run. Their objects stay, so a later run
-// only links them again; the survivors' and equivalents' programs stay, to be run by hand.
+// thousands of them in a full run. Their objects stay, so a later run only links them again; the
+// survivors' and equivalents' programs stay, to be run by hand.
 void remove_spent_programs(const Plan& plan, const std::vector<BuildResult>& built) {
   std::uintmax_t bytes = 0;
   std::size_t removed = 0;

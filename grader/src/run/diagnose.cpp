@@ -226,6 +226,7 @@ std::optional<SanitizerReport> sanitizer_report(const std::string& err, const st
     kind = kind.substr(0, kind.find(' '));
     // The access, where it happened, and the buffer it missed.
     std::string access;
+    long access_size = 0;  // bytes: 4 for a float, 8 for a double or an int64
     std::size_t stack_from = i + 1;
     for (std::size_t k = i + 1; k < lines.size() && k < i + 4; ++k) {
       std::smatch m;
@@ -233,6 +234,7 @@ std::optional<SanitizerReport> sanitizer_report(const std::string& err, const st
       if (std::regex_search(lines[k], m, access_re)) {
         access = fmt::format("{} {} byte{}", m[1].str() == "READ" ? "read" : "wrote", m[2].str(),
                              m[2].str() == "1" ? "" : "s");
+        access_size = std::stol(m[2].str());
         stack_from = k + 1;
       }
     }
@@ -249,7 +251,12 @@ std::optional<SanitizerReport> sanitizer_report(const std::string& err, const st
                      : side == "to the left of" ? bytes + " bytes before the start of" : "inside";
         const long size = std::stol(m[3].str());
         buffer += fmt::format(" {} {}-byte buffer", article_for(size), size);
-        if (size % 4 == 0 && size > 0) buffer += fmt::format(" ({} float{})", size / 4, size == 4 ? "" : "s");
+        // Counted in the elements the access reads: floats for 4 bytes, as most of the course's
+        // buffers are; 8-byte values (doubles, int64s) for 8.
+        if (access_size == 4 && size % 4 == 0 && size > 0)
+          buffer += fmt::format(" ({} float{})", size / 4, size == 4 ? "" : "s");
+        else if (access_size == 8 && size % 8 == 0 && size > 0)
+          buffer += fmt::format(" ({} value{} of 8 bytes)", size / 8, size == 8 ? "" : "s");
       }
       if (lines[k].find("allocated by thread") != std::string::npos ||
           lines[k].find("freed by thread") != std::string::npos) {
