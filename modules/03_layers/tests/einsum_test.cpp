@@ -77,7 +77,9 @@ bool einsum_of_views(const char* file, int line, const std::string& spec, const 
                    : got.describe_error());
       return false;
     }
+    // Judged both: a check never stops without saying why.
     if (!expect_einsum(file, line, spec, got, expected, tolerance)) return false;
+    if (!expect_einsum(file, line, spec, copies, expected, tolerance)) return false;
   }
   return got.ok() && copies.ok();
 }
