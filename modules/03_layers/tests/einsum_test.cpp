@@ -83,11 +83,11 @@ bool einsum_of_views(const char* file, int line, const std::string& spec, const 
   }
   return got.ok() && copies.ok();
 }
-#define EXPECT_EINSUM_OF_VIEWS(spec, expected, tolerance, what, ...)                                             \
-  do {                                                                                                           \
-    if (!einsum_of_views(__FILE__, __LINE__, spec, #__VA_ARGS__, what, KILN_JUDGE_ONLY(expected), tolerance,         \
-                         __VA_ARGS__))                                                                           \
-      return;                                                                                                    \
+#define EXPECT_EINSUM_OF_VIEWS(spec, expected, tolerance, what, ...)                                         \
+  do {                                                                                                       \
+    if (!einsum_of_views(__FILE__, __LINE__, spec, #__VA_ARGS__, what, KILN_JUDGE_ONLY(expected), tolerance, \
+                         __VA_ARGS__))                                                                       \
+      return;                                                                                                \
   } while (0)
 
 // The (n, m) elements of a matrix, read through its strides (trusted).

@@ -185,10 +185,11 @@ TEST(Transformer, LayerNorm) {
   // Empty tensors have no rows to normalise and give empty results of their own shape: rows of
   // width 0 (gain and bias (0)), and no rows of width 4.
   for (const Shape& shape : std::vector<Shape>{{2, 0}, {0, 4}}) {
-    const Tensor empty(shape, {}), gain(Shape{shape.back()}, std::vector<float>(static_cast<std::size_t>(shape.back()), 1.0f));
-    if (!KILN_EXPECT_CLOSE(observe(fmt::format("layer_norm(x, gain, bias) with x {} and gain and bias ({})",
-                                               shape_text(shape), shape.back()),
-                                   [&] { return nn::layer_norm(empty, gain, gain); }),
+    const std::int64_t width = shape.back();
+    const Tensor empty(shape, {}), ones({width}, std::vector<float>(static_cast<std::size_t>(width), 1.0f));
+    if (!KILN_EXPECT_CLOSE(observe(fmt::format("layer_norm(x, gain, bias) with x {} and gain and bias ({}) of ones",
+                                               shape_text(shape), width),
+                                   [&] { return nn::layer_norm(empty, ones, ones); }),
                            data_of(shape, {}), 0.0, "layer_norm_wrong"))
       return;
   }

@@ -74,7 +74,7 @@ const Tensor hand_weight({3, 5}, {127, 2.5f, -2.5f, 0.5f, -0.7f, 0, 0, 0, 0, 0, 
 
 TEST(Quantization, QuantizeWeights) {
   // One value at a time: ties go away from zero, in both directions. Then values beyond the range
-  // clamp to ±127, however far beyond, and -127.5, which rounds to -128, to -127: the codes are symmetric. Last, halves
+  // clamp to ±127, and -127.5, which rounds to -128, to -127: the codes are symmetric. Last, halves
   // of scales that are not powers of two, where value / scale in float and value · (1 / scale)
   // land on the two sides of a half (126.499992 and 126.5; -26.5 and -26.4999981) and round apart.
   const std::tuple<float, float, std::int64_t> values[] = {
