@@ -504,6 +504,12 @@ TEST(Tensor, ElementwiseBroadcasting) {
   EXPECT_VALUES(observe("m[2] + c", [&] { return last_row + c; }), {17, 28, 39}, id);
   EXPECT_VALUES(observe("m[2] - c[:, None]", [&] { return last_row - c_column; }),
                 {-3, -2, -1, -13, -12, -11, -23, -22, -21}, id);
+  // 0-D views at an offset: m[1, 1] (5, at offset 4) and c[2] (30, at offset 2), with each other
+  // and with a fresh scalar.
+  const Tensor m11 = make_view(m, {}, {}, 4), c2 = make_view(c, {}, {}, 2);
+  const auto scalars = observe("m[1, 1] * c[2] (two 0-D views, offsets 4 and 2)", [&] { return m11 * c2; });
+  if (EXPECT_SHAPE(scalars, Shape({}), id)) EXPECT_VALUES(scalars, {150}, id);
+  EXPECT_VALUES(observe("m[1, 1] + 1 (a 0-D view at offset 4)", [&] { return m11 + 1.0f; }), {6}, id);
   // Random, not square: (4, 1, 5) against (3, 1), as in an image batch against a column.
   const Tensor p = random_tensor({4, 1, 5}, 107), q = random_tensor({3, 1}, 108);
   const auto pq = KILN_OBSERVE(p * q);

@@ -255,6 +255,17 @@ TEST(Activations, Tanh) {
   const std::vector<float> extreme = {-1000.0f, -100.0f, 100.0f, 1000.0f};
   const std::vector<Case> large = {{"x = " + testing::list(extreme), Tensor({4}, extreme)}};
   if (!CHECK_FORWARD(tanh_activation, tanh_exact, large, "tanh_wrong")) return;
+  // Near 0, tanh(x) ≈ x: small, but float holds it. Each value to 1e-5 relative (or within 1e-44,
+  // for the subnormal -1e-40): a difference such as 2σ(2x) - 1 cancels to 0 or to a few ulps of
+  // 1 here, which the absolute 1e-6 above allows.
+  const Tensor small({8}, {1e-8f, -1e-8f, 3e-5f, -3e-5f, 1e-3f, 0.01f, 1e-30f, -1e-40f});
+  TensorData small_expected;  // before the call, as in check_forward
+  KILN_JUDGE { small_expected = applied(tanh_exact, small); }
+  const auto small_y = observe("tanh_activation(x) for x = [1e-8, -1e-8, 3e-5, -3e-5, 0.001, 0.01, 1e-30, -1e-40]",
+                               [&] { return tanh_activation(small); });
+  KILN_JUDGE {
+    if (!testing::expect_close(__FILE__, __LINE__, small_y, small_expected, 1e-44, "tanh_near_zero_lost", 1e-5)) return;
+  }
   // tanh_backward takes y = tanh(x): at x = 1, 1 - y² = 0.4199743.
   if (!CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong")) return;
   if (!FORWARD_IS_NEW(tanh_activation, hand, "tanh_in_place")) return;

@@ -68,6 +68,9 @@ std::vector<Case> ladder_cases() {
   const Tensor a_window = make_view(random_tensor({5, 6}, 28), {3, 4}, {6, 1}, 7);
   const Tensor b_window = make_view(random_tensor({6, 7}, 29), {4, 2}, {7, 1}, 9);
   cases.push_back({"windows (3, 4)·(4, 2) that start inside their storage", a_window, b_window, std::nullopt, 1e-5});
+  // An empty inner size: every entry is a sum of no terms, 0.
+  cases.push_back({"(3, 0)·(0, 2), an empty inner size", Tensor::zeros({3, 0}), Tensor::zeros({0, 2}),
+                   data_of({3, 2}, {0, 0, 0, 0, 0, 0}), 0.0});
   // Sizes of the run's own, n from 2 to 9, k from 1 to 16 and m = n + 1 to n + 4 (never square).
   testing::Generator sizes(35);
   const std::int64_t n = 2 + sizes.below(8), k = 1 + sizes.below(16), m = n + 1 + sizes.below(4);
@@ -150,6 +153,14 @@ TEST(Layers, Dot) {
     if (!expect_dot(__FILE__, __LINE__, row_by_column, reference_dot(r_row4, s_column1), 1e-5)) return;
   }
   if (!row_by_column.ok()) return;
+
+  // Two empty vectors: a sum of no terms, 0.
+  const Tensor none_u = Tensor::zeros({0}), none_v = Tensor::zeros({0});
+  const auto empty = observe("dot(u, v) of two empty vectors", [&] { return dot(none_u, none_v); });
+  KILN_JUDGE {
+    if (!expect_dot(__FILE__, __LINE__, empty, 0.0, 0.0)) return;
+  }
+  if (!empty.ok()) return;
 
   // 784 products, against a sum in double.
   const Tensor u = random_tensor({784}, 7), v = random_tensor({784}, 8);

@@ -245,12 +245,14 @@ TEST(Losses, Errors) {
       {"nll_loss_one_hot", [](const Tensor& z, const Targets& t) { return nll_loss_one_hot(z, t); }},
       {"nll_loss_backward", [](const Tensor& z, const Targets& t) { return nll_loss_backward(z, t); }},
   };
-  // Class ids outside [0, 6) for (3, 6) scores: 6 (one past the end), -1, and an id of the run
-  // in [7, 100). Each must be named in the error.
+  // Class ids outside [0, 6) for (3, 6) scores: 6 (one past the end), -1, an id of the run in
+  // [7, 100), and 2^32 + 1 and -2^32 + 1, which are 1 in 32 bits. Each must be named in the error.
   const Tensor scores = random_tensor({3, 6}, 707);
   const std::int64_t far = 7 + sizes.below(93);
+  const std::int64_t wide = (std::int64_t{1} << 32) + 1;
   const std::vector<std::pair<Targets, std::string>> bad_ids = {
-      {{6, 0, 2}, "6"}, {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}, {{0, 5, -1}, "-1"}};
+      {{6, 0, 2}, "6"},          {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}, {{0, 5, -1}, "-1"},
+      {{0, wide, 2}, "4294967297"}, {{2, 3, 2 - wide}, "-4294967295"}};
   for (const auto& [targets, id] : bad_ids) {
     for (const auto& [name, function] : classifiers) {
       const auto got =

@@ -35,6 +35,8 @@ IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& na
   // The header first (parse_idx_header), then the data: numel(dims) bytes from data_offset on.
   // Check the length before copying: a file that ends early names its end, "byte bytes.size()";
   // a file with bytes after the data names where it should have ended, "byte data_offset + numel".
+  // The sizes may multiply past 64 bits (65,536 four times is 2^64): count without overflowing,
+  // e.g. stop multiplying once the product passes the bytes left after the header.
   throw kiln::NotImplemented();
 }
 

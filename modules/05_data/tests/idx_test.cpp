@@ -224,6 +224,20 @@ TEST(Data, IdxErrors) {
     }
   }
 
+  // Headers whose sizes promise more data than 32 bits can count, and no data: (65536, 65536, 1)
+  // is 2^32 bytes (0 in 32 bits), (65536, 65536, 65536, 65536) 2^64 (0 in 64 bits). Each file
+  // ends where its data should begin, at byte 16 or 20.
+  for (const Shape& dims : {Shape{65536, 65536, 1}, Shape{65536, 65536, 65536, 65536}}) {
+    const Bytes bytes = idx_bytes(dims, {});
+    const auto end = static_cast<std::int64_t>(bytes.size());
+    const auto got = observe(fmt::format("parse_idx(<a header of sizes {} and no data>, \"huge.idx\")", to_string(dims)),
+                             [&] { return plain(parse_idx(bytes, "huge.idx")); });
+    KILN_JUDGE {
+      if (!expect_format_error(__FILE__, __LINE__, got, "huge.idx", end, "idx_truncated", {{"offset", std::to_string(end)}}))
+        return;
+    }
+  }
+
   // Bytes after the data: 2 of them, and a number of the run; the data ends at byte 34.
   const std::int64_t run_extra = 1 + testing::random_ints(1, 40, 523)[0];
   for (const std::int64_t extra : {std::int64_t{2}, run_extra}) {

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/autograd.h"
 #include "kiln/testing.h"
@@ -526,6 +527,16 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, flat_backward, "grad_output_shape_unchecked",
                                                 {"(2, 3)", "(6)"});
+  // Gradients that broadcast to (2, 3) but do not have its shape: (1, 3), (3) and ().
+  for (const Shape& shape : {Shape{1, 3}, Shape{3}, Shape{}}) {
+    const auto broadcast_backward =
+        observe(fmt::format("y.backward(Tensor::ones({{{}}})) on y = x·x of shape (2, 3)", fmt::join(shape, ", ")), [&] {
+          Tensor leaf = x.tensor().set_requires_grad(true);
+          trusted_mul(leaf, leaf).backward(Tensor::ones(shape));
+        });
+    KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, broadcast_backward, "grad_output_shape_unchecked",
+                                                  {"(2, 3)", to_string(shape)});
+  }
 
   // A tensor of one element that is not a scalar: backward() is backward(ones of its shape).
   const TensorData one = data_of(random_tensor({1, 1}, 93));

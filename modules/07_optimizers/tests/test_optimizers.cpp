@@ -58,6 +58,7 @@ struct Settings {
   bool nesterov = false;
   float weight_decay = 0.0f;  // ignored for adamw_default_decay, which uses AdamW's default 0.01
   float beta1 = 0.9f, beta2 = 0.999f, eps = 1e-8f;
+  std::vector<float> rates;  // when not empty: set_learning_rate(rates[s]) before step s, as a schedule does
 };
 
 Settings sgd(float lr, float momentum = 0.0f, bool nesterov = false, float weight_decay = 0.0f) {
@@ -72,9 +73,15 @@ Settings adamw(float lr, float weight_decay) {
 Settings adamw_default_decay(float lr) {
   return {.kind = Settings::Kind::adamw_default_decay, .lr = lr, .weight_decay = 0.01f};
 }
+// The same optimizer with its learning rate changed before each of 6 steps: 0.1, 0.01, 0.05, 0.2,
+// 0.02, 0.1 (down, up, back).
+Settings scheduled(Settings s) {
+  s.rates = {0.1f, 0.01f, 0.05f, 0.2f, 0.02f, 0.1f};
+  return s;
+}
 
 // "SGD(lr 0.1, momentum 0.9)" for reports.
-std::string describe(const Settings& s) {
+std::string describe_optimizer(const Settings& s) {
   switch (s.kind) {
     case Settings::Kind::sgd:
       return fmt::format("SGD(lr {}, momentum {}, nesterov {}, weight_decay {})", s.lr, s.momentum, s.nesterov,
@@ -87,6 +94,10 @@ std::string describe(const Settings& s) {
       return fmt::format("AdamW(lr {}) with its default weight_decay", s.lr);
   }
   return "?";
+}
+std::string describe(const Settings& s) {
+  if (s.rates.empty()) return describe_optimizer(s);
+  return fmt::format("{} with set_learning_rate({}) before the steps", describe_optimizer(s), testing::list(s.rates));
 }
 
 // Builds the optimizer (inside an observation: it is the student's object).
@@ -138,7 +149,7 @@ TensorData trajectory_data(const std::vector<std::vector<double>>& rows) {
 // The update rules of kiln/optimizers.h (PyTorch's), replayed in double with per-parameter state.
 std::vector<TensorData> reference_trajectories(const GradientRun& run, const Settings& s) {
   const std::size_t count = run.initial.size();
-  const double lr = s.lr, momentum = s.momentum, beta1 = s.beta1, beta2 = s.beta2, eps = s.eps;
+  const double momentum = s.momentum, beta1 = s.beta1, beta2 = s.beta2, eps = s.eps;
   const double weight_decay = s.kind == Settings::Kind::adamw_default_decay ? 0.01f : s.weight_decay;
   const bool decoupled = s.kind == Settings::Kind::adamw || s.kind == Settings::Kind::adamw_default_decay;
   std::vector<std::vector<double>> p(count), buffer(count), m(count), v(count);
@@ -150,7 +161,9 @@ std::vector<TensorData> reference_trajectories(const GradientRun& run, const Set
     v[k].assign(p[k].size(), 0.0);
     rows[k].push_back(p[k]);
   }
-  for (const auto& step : run.gradients) {
+  for (std::size_t n = 0; n < run.gradients.size(); ++n) {
+    const auto& step = run.gradients[n];
+    const double lr = s.rates.empty() ? static_cast<double>(s.lr) : static_cast<double>(s.rates.at(n));
     for (std::size_t k = 0; k < count; ++k) {
       if (step[k]) {
         const std::vector<float>& g = step[k]->values;
@@ -204,11 +217,13 @@ std::vector<Tensor> run_optimizer(const GradientRun& run, const Settings& s) {
     }
   };
   record();
-  for (const auto& step : run.gradients) {
+  for (std::size_t n = 0; n < run.gradients.size(); ++n) {
+    const auto& step = run.gradients[n];
     for (std::size_t k = 0; k < parameters.size(); ++k) {
       parameters[k].zero_grad();
       if (step[k]) parameters[k].autograd()->grad = step[k]->tensor();
     }
+    if (!s.rates.empty()) optimizer->set_learning_rate(s.rates.at(n));
     optimizer->step();
     record();
   }
@@ -603,6 +618,27 @@ TEST(Optimizers, AdamW) {
     return;
   if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 1100), adamw_default_decay(0.05f), "adamw_wrong")) return;
   EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 1200), adamw(0.1f, 0.1f), "adamw_wrong");
+}
+
+TEST(Optimizers, RateChanges) {
+  // A schedule sets a new learning rate before every step: 0.1, 0.01, 0.05, 0.2, 0.02, 0.1, ...
+  // Each step must use the rate of that step alone, read from learning_rate() when it runs; state
+  // kept across steps (momentum's buffer, Adam's moments) holds gradients, not steps of an old rate.
+  const std::vector<Settings> optimizers = {scheduled(sgd(0.05f)), scheduled(sgd(0.05f, 0.9f)),
+                                            scheduled(sgd(0.05f, 0.9f, true, 0.1f)), scheduled(adam(0.05f, 0.1f)),
+                                            scheduled(adamw(0.05f, 0.1f))};
+  std::uint64_t stream = 1250;
+  for (const Settings& s : optimizers) {
+    const GradientRun run = random_run({{3, 7}, {1}}, 6, stream);
+    stream += 10;
+    const auto got = observe_run(run, s);
+    KILN_JUDGE {
+      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, s), all_of(run), describe(s),
+                               "rate_change_wrong"))
+        return;
+    }
+    if (!got.ok()) return;
+  }
 }
 
 TEST(Optimizers, NoGradient) {

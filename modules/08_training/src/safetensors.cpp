@@ -26,7 +26,8 @@
 namespace kiln::nn {
 
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors) {
-  // Reject an empty name, "__metadata__" and a name used twice (std::invalid_argument).
+  // Reject an empty name, "__metadata__" and a name used twice (std::invalid_argument), before
+  // opening the file: opening it for writing empties it.
   // The header, built by hand, compact:
   //   {"0.weight":{"dtype":"F32","shape":[2,8],"data_offsets":[0,64]},"0.bias":{...}}
   //   each name quoted and escaped (" -> \", \ -> \\, a byte below 0x20 -> \u00XX with

@@ -94,6 +94,7 @@ TEST(Training, TrainEpoch) {
     std::string what;
     std::vector<std::int64_t> sizes;
     bool shuffle;
+    bool leftover = false;  // every parameter holds a gradient of 5s from before the epoch
   };
   const std::vector<Case> cases = {
       {"Sequential(Linear(3, 2)), SGD lr 0.1, 7 examples in batches of 3 in order", {3, 2}, false},
@@ -101,6 +102,13 @@ TEST(Training, TrainEpoch) {
                    "with seed {}",
                    shuffle_seed),
        {3, 4, 2},
+       true},
+      // zero_grad comes before each batch's backward, so a gradient left from before the epoch
+      // (a backward() the caller ran) never reaches a step.
+      {"Sequential(Linear(3, 2)), SGD lr 0.1, 7 examples in batches of 3 in order, every parameter holding a "
+       "gradient of 5s from before the epoch",
+       {3, 2},
+       false,
        true},
   };
   std::uint64_t stream = 864;
@@ -113,6 +121,8 @@ TEST(Training, TrainEpoch) {
                                auto probe = std::make_shared<tt::Probe>(tt::make_mlp(c.sizes, initial));
                                probe->eval();
                                optim::SGD sgd(probe->parameters(), 0.1f);
+                               if (c.leftover)
+                                 for (Tensor& p : probe->parameters()) p.autograd()->grad = Tensor::full(p.shape(), 5.0f);
                                DataLoader loader(Dataset{x.clone(), labels}, 3, c.shuffle, shuffle_seed);
                                const nn::EpochResult r = nn::train_epoch(*probe, sgd, loader);
                                return std::tuple(tt::parameter_values(*probe), r.loss, r.accuracy, r.examples,

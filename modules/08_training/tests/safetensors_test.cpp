@@ -267,9 +267,13 @@ TEST(Training, SafetensorsWrite) {
       {"two tensors named \"w\"", "twice.safetensors", {{"w", w}, {"v", w}, {"w", w}}, true},
       {"a path in a folder that does not exist", "no-such-folder/x.safetensors", {{"w", w}}, false},
       {"/dev/full, which opens but takes no byte", "/dev/full", {{"w", w}}, false}};
+  // A refused name is found before anything is written: a checkpoint already at the path (the
+  // last good save) must come out of the refused call as it went in.
+  const std::string previous = "the last good checkpoint";
   for (const Refusal& r : refusals) {
     const auto error = observe("save_safetensors(\"" + r.file + "\", tensors) with " + r.what, [&] {
       if (!scratch) scratch.emplace("write");
+      if (r.name_error) scratch->write(r.file, previous);
       nn::save_safetensors(r.file.front() == '/' ? r.file : scratch->path_of(r.file), r.tensors);
     });
     KILN_JUDGE {
@@ -282,6 +286,18 @@ TEST(Training, SafetensorsWrite) {
       }
     }
     if (error.ok()) return;
+    if (!r.name_error) continue;
+    const auto left = observe("the file that was at the path before the refused save_safetensors with " + r.what,
+                              [&] { return as_ints(tt::read_bytes(scratch->path_of(r.file))); });
+    KILN_JUDGE {
+      const std::vector<std::int64_t> expected(previous.begin(), previous.end());
+      if (!left.ok() || *left != expected) {
+        KILN_FAIL("refused_save_wrote", {{"case", r.what}},
+                  fmt::format("{}: {}", left.call(), left.ok() ? fmt::format("{} bytes, not the {} it held", left->size(), expected.size())
+                                                              : "it can no longer be read"));
+        return;
+      }
+    }
   }
 }
 

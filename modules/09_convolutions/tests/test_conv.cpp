@@ -644,6 +644,21 @@ TEST(Convolutions, MaxPoolBackward) {
     }
   }
   if (!KILN_EXPECT_CLOSE(hand, hand_expected, 1e-6, "maxpool_grad_misrouted")) return;
+  // Equal maxima on a diagonal, [[0, 7], [7, 0]]: the first in row-major order is (0, 1); a window
+  // scanned column by column meets (1, 0) first.
+  const TensorData diagonal = data_of({1, 1, 2, 2}, {0, 7, 7, 0});
+  const TensorData five = data_of({1, 1, 1, 1}, {5});
+  const auto crossed = observe_maxpool_grad("x = [[0, 7], [7, 0]] and g = [5]", diagonal, 2, 2, five);
+  KILN_JUDGE {
+    if (crossed.ok()) {
+      const testing::Comparison tie = testing::compare(*crossed, data_of({1, 1, 2, 2}, {0, 5, 0, 0}), 0.0);
+      if (!tie.close) {
+        KILN_FAIL("maxpool_tie_last", {}, crossed.call() + ": " + tie.describe());
+        return;
+      }
+    }
+  }
+  if (!KILN_EXPECT_OK(crossed, "maxpool_grad_misrouted")) return;
   // A random image of the run, (5, 7) pooled side by side to (2, 3).
   const TensorData r = data_of(random_tensor({1, 2, 5, 7}, 80));
   const TensorData g = data_of(random_tensor({1, 2, 2, 3}, 81, 0.5f, 1.5f));

@@ -306,6 +306,14 @@ TEST(Embeddings, BackwardScatterAdd) {
                                  [&] { return embedding_backward(g_view, distinct, rows); }),
                          trusted_scatter(g_view, distinct, rows), 0.0, "backward_view_unread"))
     return;
+  // A contiguous view that does not start its storage: rows 1 to n of an (n + 1, dim) matrix, at
+  // offset dim. Its values start at data(), not at storage_data().
+  const Tensor g_rows = make_view(random_tensor({n + 1, dim}, 1122), {n, dim}, {dim, 1}, dim);
+  if (!KILN_EXPECT_CLOSE(observe(fmt::format("embedding_backward(G, {}, {}) with G rows 1 to {} of a ({}, {}) matrix",
+                                             ids_text(distinct), rows, n, n + 1, dim),
+                                 [&] { return embedding_backward(g_rows, distinct, rows); }),
+                         trusted_scatter(g_rows, distinct, rows), 0.0, "backward_view_unread"))
+    return;
 
   // A gradient that does not have one row per id: (3, 2) for 2 ids, a (2, 1, 2) one, and one of
   // the run's own with 1 to 4 rows too many. (Never too few: without the check, the loop would

@@ -747,8 +747,9 @@ TEST(Transformer, Sampling) {
   // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2), then temperatures 1, 0.5 and 2 with and without
   // top-k on logits of the run (7 and 31 of them); a negative top_k, like 0, keeps every id; top_k
   // 1 (only the largest); 40 logits, 30 of them equal, with k = 5 (a tie that only a stable ranking
-  // keeps in id order: with 6 logits any sort would); and logits 800 apart, where e^(z - z_max)
-  // is the only form that does not overflow.
+  // keeps in id order: with 6 logits any sort would); logits 800 apart, where e^(z - z_max)
+  // is the only form that does not overflow; and a temperature of 1e-50, above 0 but 0 as a float,
+  // which in double puts all the probability on the largest logit.
   struct Case {
     std::vector<float> logits;
     double temperature;
@@ -768,7 +769,8 @@ TEST(Transformer, Sampling) {
                                          {many, 1.3, 40},
                                          {seven, 1.0, 1},
                                          {tied, 1.0, 5},
-                                         {{0.5f, 800.0f, -5.0f}, 1.0, 0}}) {
+                                         {{0.5f, 800.0f, -5.0f}, 1.0, 0},
+                                         {seven, 1e-50, 0}}) {
     const std::uint64_t seed = drawn_seed(draw);
     constexpr std::size_t kDraws = 300;
     const auto out = observe(fmt::format("{} draws of sample_token(logits, {}, {}, generator) with {} logits", kDraws,
@@ -783,6 +785,16 @@ TEST(Transformer, Sampling) {
                              });
     if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
     KILN_JUDGE {
+      if (c.temperature < 1e-30) {
+        const auto largest = std::max_element(c.logits.begin(), c.logits.end()) - c.logits.begin();
+        for (const std::int64_t token : *out) {
+          if (token == largest) continue;
+          KILN_FAIL("tiny_temperature_wrong", {{"temperature", fmt::format("{:g}", c.temperature)}, {"token", std::to_string(token)},
+                                               {"largest", std::to_string(largest)}},
+                    fmt::format("{}: the logits are {}", out.call(), testing::list(c.logits, 40)));
+          return;
+        }
+      }
       const Values p = trusted_probabilities(c.logits, c.temperature, c.top_k);
       const auto vocab = static_cast<std::int64_t>(p.size());
       for (const std::int64_t token : *out) {

@@ -141,6 +141,11 @@ TEST(Compression, MagnitudeMask) {
   CHECK_MASK("a (3, 7) weight", random_tensor({3, 7}, 1603), 0.9);
   CHECK_MASK("a (31, 33) weight", random_tensor({31, 33}, 1604), 0.5);
   CHECK_MASK("a (33) weight", random_tensor({33}, 1605), 0.3);
+  // Magnitudes at float's ends, ranked by |w| itself: their squares would underflow to 0 or
+  // overflow to inf and tie. 0.25 of 8 prunes 1e-40 and 3e-30; 0.75 keeps -1e25 and 1e20.
+  const Tensor extremes({2, 4}, {2e-23f, 1e-23f, 3e-30f, 1e20f, 3e19f, -1e25f, 1e-40f, 4e19f});
+  CHECK_MASK("[[2e-23, 1e-23, 3e-30, 1e20], [3e19, -1e25, 1e-40, 4e19]]", extremes, 0.25);
+  CHECK_MASK("[[2e-23, 1e-23, 3e-30, 1e20], [3e19, -1e25, 1e-40, 4e19]]", extremes, 0.75);
   // A transposed view: flat indices count in the view's own row-major order.
   const Tensor view = transposed(random_tensor({3, 7}, 1606));
   CHECK_MASK("a transposed (7, 3) view", view, 0.6);

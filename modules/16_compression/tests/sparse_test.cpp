@@ -3,6 +3,7 @@
 // The expected arrays come from a trusted conversion written here; the expected products from a
 // plain double loop over the dense matrix (never through CSR); the CSR inputs of csr_matmul and
 // csr_bytes are built here too, so that each check depends on one function of yours only.
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -66,6 +67,12 @@ Tensor sparse_tensor(std::int64_t rows, std::int64_t cols, std::uint64_t stream,
   return Tensor({rows, cols}, out);
 }
 
+// Equal lists of stored values, a NaN matching a NaN.
+bool same_values(const std::vector<float>& got, const std::vector<float>& expected) {
+  return std::equal(got.begin(), got.end(), expected.begin(), expected.end(),
+                    [](float a, float b) { return a == b || (std::isnan(a) && std::isnan(b)); });
+}
+
 std::vector<std::int64_t> widened(const std::vector<std::int32_t>& v) { return {v.begin(), v.end()}; }
 
 // "[0, 1, 1, 3]", at most 12 of them.
@@ -90,6 +97,10 @@ TEST(Compression, ToCsr) {
       // Tiny values are not zero: only entries equal to 0 are left out.
       {"[[1e-7, 1], [-1e-30, 1e-40]] (tiny values, the last a subnormal)",
        Tensor({2, 2}, {1e-7f, 1.0f, -1e-30f, 1e-40f})},
+      // NaN is not equal to 0, nor are the infinities: all three are stored.
+      {"[[NaN, 0], [inf, -inf]] (values that are not numbers or not finite)",
+       Tensor({2, 2}, {std::numeric_limits<float>::quiet_NaN(), 0.0f, std::numeric_limits<float>::infinity(),
+                       -std::numeric_limits<float>::infinity()})},
       {"a (31, 33) matrix, mostly zeros", sparse_tensor(31, 33, 1631)},
       {"a transposed (33, 31) view, mostly zeros", transposed(sparse_tensor(31, 33, 1632, {5}))},
       {"the rows 1 and 2 of [[0, 1], [2, 0], [0, 5]] (a view at offset 2)",
@@ -116,7 +127,7 @@ TEST(Compression, ToCsr) {
       } else if (column_indices != widened(expected.column_indices)) {
         problem = fmt::format("column_indices is {}, expected {}", list_of(column_indices),
                               list_of(widened(expected.column_indices)));
-      } else if (values != expected.values) {
+      } else if (!same_values(values, expected.values)) {
         problem = fmt::format("values is {}, expected {}", testing::list(values), testing::list(expected.values));
       }
       if (!problem.empty()) {

@@ -3,6 +3,7 @@
 // shape errors. Files are written by the trusted writer of capstone_testing.h, and expected
 // logits come from its reading of the same bytes, in double.
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -40,6 +41,15 @@ std::vector<int> codes(std::int64_t count, std::uint64_t stream) {
 TLayer dense(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
   return {.kind = 1, .in = in, .out = out, .weight = drawn(in * out, stream), .bias = drawn(out, stream + 1)};
 }
+// A dense layer of 65,536 inputs with weights of a trained layer's size, within ±1/√in = ±1/256.
+// Weights of size 1 would make a logit a sum of 65,536 terms near ±1 whose float rounding, in any
+// order, reaches the tolerance's 1e-3 (a right predict failing now and then); at this size it is
+// a hundred times below it.
+TLayer widest_dense(std::uint64_t stream) {
+  TLayer l = dense(65536, 1, stream);
+  for (double& w : l.weight) w /= 256.0;
+  return l;
+}
 TLayer dense_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
   return {.kind = 2, .in = in, .out = out, .scale = drawn(out, stream, 0.001f, 0.05f), .bias = drawn(out, stream + 1),
           .code = codes(in * out, stream + 2)};
@@ -61,6 +71,13 @@ TLayer sparse_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
   return l;
 }
 TLayer relu() { return {.kind = 4}; }
+// A dense_int8 5 → 3 layer whose scales are the smallest there are: 1e-40 and the least float
+// above 0 (both subnormal), and the least normal float.
+TLayer tiny_scales() {
+  TLayer l = dense_int8(5, 3, 2099);
+  l.scale = {1e-40f, std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min()};
+  return l;
+}
 // Every entry of a 3 → 2 layer stored: nnz = in·out, the most a sparse layer may hold.
 TLayer full_sparse() {
   return {.kind = 3, .in = 3, .out = 2, .scale = {0.5, 0.25}, .bias = {0.1, -0.1}, .code = {3, -2, 5, 1, -7, 4},
@@ -172,6 +189,9 @@ TEST(Capstone, LoadAndPredict) {
        7,
        "layers_differ"},
       {"a 3 → 2 sparse_int8 layer storing all 6 entries", {full_sparse()}, 3, "sparse_differs"},
+      // Scales at the small end of "finite and greater than 0": subnormal ones are not refused.
+      {"a 5 → 3 dense_int8 layer with the scales 1e-40, 1.4e-45 and 1.18e-38 (two subnormal)",
+       {tiny_scales()}, 3, "int8_differs", "scale_bound_refused"},
       {"dense 5 → 3 and 63 relus: 64 layers, the most a file may have", most_layers(), 3, "relu_differs",
        "layer_count_bound_refused"},
       // The widths' bounds, both included: 65,536 outputs, 1 output and 65,536 inputs (each
@@ -179,7 +199,7 @@ TEST(Capstone, LoadAndPredict) {
       {"a 1 → 65,536 dense layer, the most outputs a layer may give", {dense(1, 65536, 2091)}, 2, "dense_differs",
        "width_bound_refused"},
       {"a 6 → 1 dense layer, the narrowest", {dense(6, 1, 2093)}, 3, "dense_differs", "width_bound_refused"},
-      {"a 65,536 → 1 dense layer, the most inputs a layer may take", {dense(65536, 1, 2097)}, 2, "dense_differs",
+      {"a 65,536 → 1 dense layer, the most inputs a layer may take", {widest_dense(2097)}, 2, "dense_differs",
        "width_bound_refused"},
   };
   std::uint64_t stream = 2101;

@@ -21,6 +21,21 @@ std::string hex_byte(int value) {
   return std::string("0x") + digits[(value >> 4) & 0xf] + digits[value & 0xf];
 }
 
+// The number of data bytes `dims` promise when it is at most `limit`, else limit + 1. A damaged
+// header's sizes can multiply past what 64 bits hold (four sizes of 65,536 make 2^64), so the
+// product stops as soon as it passes the limit: numel(dims) would overflow.
+std::size_t data_length(const Shape& dims, std::size_t limit) {
+  for (const std::int64_t size : dims)
+    if (size == 0) return 0;
+  std::size_t length = 1;
+  for (const std::int64_t size : dims) {
+    const auto count = static_cast<std::size_t>(size);
+    if (length > limit / count) return limit + 1;
+    length *= count;
+  }
+  return length;
+}
+
 }  // namespace
 
 std::uint32_t big_endian_u32(const std::vector<std::uint8_t>& bytes, std::size_t offset) {
@@ -56,12 +71,14 @@ IdxHeader parse_idx_header(const std::vector<std::uint8_t>& bytes, const std::st
 IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& name) {
   const IdxHeader header = parse_idx_header(bytes, name);
   const std::size_t begin = static_cast<std::size_t>(header.data_offset);
-  const std::size_t end = begin + static_cast<std::size_t>(numel(header.dims));
-  if (bytes.size() < end) {
-    format_error(name, "the file ends at byte " + std::to_string(bytes.size()) + ", expected " +
-                           std::to_string(end - begin) + " bytes of data " + to_string(header.dims) + " from byte " +
-                           std::to_string(begin) + " to byte " + std::to_string(end));
+  const std::size_t left = bytes.size() - begin;  // parse_idx_header made sure the sizes are there
+  const std::size_t length = data_length(header.dims, left);
+  if (length > left) {
+    format_error(name, "the file ends at byte " + std::to_string(bytes.size()) + ", expected the data " +
+                           to_string(header.dims) + " from byte " + std::to_string(begin) + ", more than the " +
+                           std::to_string(left) + " bytes left");
   }
+  const std::size_t end = begin + length;
   if (bytes.size() > end) {
     format_error(name, "expected the end of the file at byte " + std::to_string(end) + ", after the data " +
                            to_string(header.dims) + ", but " + std::to_string(bytes.size() - end) +

@@ -1,5 +1,6 @@
 // Reading a KCAP model, running it, and the capstone's timed predictor.
 #include <algorithm>
+#include <charconv>
 #include <cmath>
 #include <cstring>
 #include <string>
@@ -9,6 +10,13 @@
 namespace kiln::capstone {
 
 namespace {
+
+// A float as its shortest decimal that reads back as it: "0", "-1", "1e-40", "inf", "nan".
+std::string shortest(float value) {
+  char text[32];
+  const auto end = std::to_chars(text, text + sizeof text, value).ptr;
+  return std::string(text, end);
+}
 
 // Reads the file front to back; every read first checks that the bytes are there.
 class Reader {
@@ -102,7 +110,7 @@ Model load_model(std::span<const std::uint8_t> bytes) {
       layer.scale = r.array<float>(out, "the scales of " + name);
       for (std::size_t j = 0; j < layer.scale.size(); ++j)
         if (!(std::isfinite(layer.scale[j]) && layer.scale[j] > 0))
-          r.fail(at + 4 * j, "scale " + std::to_string(j) + " of " + name + " is " + std::to_string(layer.scale[j]) +
+          r.fail(at + 4 * j, "scale " + std::to_string(j) + " of " + name + " is " + shortest(layer.scale[j]) +
                                  "; expected a finite scale greater than 0");
     };
     if (layer.kind == LayerKind::dense) {

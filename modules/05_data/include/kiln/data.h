@@ -82,6 +82,9 @@ IdxHeader parse_idx_header(const std::vector<std::uint8_t>& bytes, const std::st
 // parse_idx_header throws, and FormatError naming `name` and
 //   * the file's end, "byte size()", when it ends before the data does
 //   * the data's end, "byte 4 + 4n + numel(dims)", when more bytes follow it
+// The sizes come from the file, and a damaged one can promise more bytes than 64 bits count
+// (four sizes of 65,536 make 2^64, past what numel(dims) can hold): such a file ends before its
+// data.
 IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& name);
 
 // Given: the bytes that the gzip file `compressed` holds (RFC 1952: the header, DEFLATE data

@@ -241,8 +241,9 @@ std::vector<std::int64_t> predict(Module& model, const Tensor& x);
 // written as a JSON string: '"' as \" and '\' as \\, a character below 0x20 as \u00XX (two hex
 // digits); other bytes as they are (UTF-8 passes through). No "__metadata__". No tensors gives
 // the header "{}" padded to 8 bytes.
-// Throws std::invalid_argument for an empty name, a name used twice or "__metadata__", and
-// std::runtime_error naming `path` when the file cannot be written.
+// Throws std::invalid_argument for an empty name, a name used twice or "__metadata__", before
+// writing anything (a file already at `path` is left as it was), and std::runtime_error naming
+// `path` when the file cannot be written.
 void save_safetensors(const std::string& path, const std::vector<std::pair<std::string, Tensor>>& tensors);
 
 // Given (src/training_given.cpp): what a safetensors header says about one tensor.
