@@ -169,6 +169,29 @@ TEST(Mutator, FindsAnEquivalentMutantListedInModuleYaml) {
   EXPECT_EQ(declared_equivalent(m, mutants[1]), nullptr) << "the entry's column must match where it gives one";
 }
 
+// An entry that names its line by its text still finds the mutant after lines are added above it,
+// and does not take the same mutation on another line.
+TEST(Mutator, FindsAnEquivalentMutantByTheTextOfItsLine) {
+  Module m;
+  m.equivalent_mutants = {
+      {.file = "src/a.cpp", .mutation = "`<` -> `<=`", .reason = "the two agree on every input", .code = "return a < 3;"}};
+  const auto find = [](const std::vector<GeneratedMutant>& mutants) {
+    const auto at = std::find_if(mutants.begin(), mutants.end(),
+                                 [](const GeneratedMutant& g) { return g.mutation == "`<` → `<=`"; });
+    return at == mutants.end() ? GeneratedMutant{} : *at;
+  };
+  const GeneratedMutant before = find(generate_mutants("src/a.cpp", "bool f(int a) {\n  return a < 3;\n}\n"));
+  const GeneratedMutant after =
+      find(generate_mutants("src/a.cpp", "// one\n// two\nbool f(int a) {\n  return a < 3;\n}\n"));
+  const GeneratedMutant elsewhere = find(generate_mutants("src/a.cpp", "bool f(int a) {\n  return a < 4;\n}\n"));
+  EXPECT_EQ(before.line, 2);
+  EXPECT_EQ(after.line, 4);
+  EXPECT_EQ(before.code, "return a < 3;");
+  EXPECT_NE(declared_equivalent(m, before), nullptr);
+  EXPECT_NE(declared_equivalent(m, after), nullptr) << "the line moved down two lines";
+  EXPECT_EQ(declared_equivalent(m, elsewhere), nullptr) << "another line with the same mutation";
+}
+
 }  // namespace
 }  // namespace kiln::grader
 
@@ -179,7 +202,7 @@ TEST(Mutator, ReadsEquivalentMutantsFromModuleYaml) {
   const Module m = load_module(fs::path(KILN_TEST_DATA) / ".." / "modules" / "02_activations" / "module.yaml");
   ASSERT_FALSE(m.equivalent_mutants.empty());
   for (const auto& e : m.equivalent_mutants) {
-    EXPECT_GT(e.line, 0);
+    EXPECT_FALSE(e.code.empty()) << "each entry names its line by its text";
     EXPECT_FALSE(e.mutation.empty());
     EXPECT_FALSE(e.reason.empty());
   }

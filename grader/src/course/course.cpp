@@ -349,9 +349,12 @@ void read_forbids_and_equivalents(const Reader& r, const YAML::Node& root, Modul
   if (m.checks.empty()) r.fail(root, "a module needs at least one check");
   if (const auto equivalents = r.list(root, "equivalent_mutants", false)) {
     for (const auto& e : equivalents) {
-      if (!e.IsMap()) r.fail(e, "each entry of 'equivalent_mutants' is a mapping with file, line, mutation, reason");
-      EquivalentMutant eq{r.text(e, "file"), r.integer(e, "line", true, 0), r.integer(e, "column", false, 0),
-                          r.text(e, "mutation"), r.text(e, "reason")};
+      if (!e.IsMap())
+        r.fail(e, "each entry of 'equivalent_mutants' is a mapping with file, code (or line), mutation, reason");
+      EquivalentMutant eq{r.text(e, "file"), r.integer(e, "line", false, 0), r.integer(e, "column", false, 0),
+                          r.text(e, "mutation"), r.text(e, "reason"), r.text(e, "code", false)};
+      if (eq.code.empty() && eq.line < 1)
+        r.fail(e, "an equivalent mutant needs the text of its line (code:) or its line number (line:)");
       if (std::find(m.student_files.begin(), m.student_files.end(), eq.file) == m.student_files.end())
         r.fail(e["file"], fmt::format("equivalent mutant's file '{}' is not one of the student_files", eq.file));
       m.equivalent_mutants.push_back(std::move(eq));

@@ -452,6 +452,13 @@ class Mutator {
   std::vector<GeneratedMutant> out_;
 };
 
+// `text` without the blanks at either end.
+std::string trimmed(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
 // "`<` -> `<=`" and "`<`  →  `<=`" read the same.
 std::string normalized(std::string text) {
   for (std::size_t at; (at = text.find("->")) != std::string::npos;) text.replace(at, 2, "→");
@@ -472,6 +479,12 @@ std::vector<GeneratedMutant> generate_mutants(const std::string& file, const std
   std::stable_sort(out.begin(), out.end(), [](const GeneratedMutant& a, const GeneratedMutant& b) {
     return a.offset < b.offset;
   });
+  for (GeneratedMutant& m : out) {
+    const std::size_t before = source.rfind('\n', m.offset == 0 ? 0 : m.offset - 1);
+    const std::size_t begin = m.offset == 0 || before == std::string::npos ? 0 : before + 1;
+    const std::size_t end = std::min(source.find('\n', m.offset), source.size());
+    m.code = trimmed(source.substr(begin, end - begin));
+  }
   return out;
 }
 
@@ -494,8 +507,8 @@ std::vector<std::size_t> sample_by_stride(std::size_t count, std::size_t k) {
 const EquivalentMutant* declared_equivalent(const Module& module, const GeneratedMutant& mutant) {
   const std::string mutation = normalized(mutant.mutation);
   for (const auto& e : module.equivalent_mutants)
-    if (e.file == mutant.file && e.line == mutant.line && (e.column == 0 || e.column == mutant.column) &&
-        normalized(e.mutation) == mutation)
+    if (e.file == mutant.file && (e.code.empty() ? e.line == mutant.line : trimmed(e.code) == mutant.code) &&
+        (e.column == 0 || e.column == mutant.column) && normalized(e.mutation) == mutation)
       return &e;
   return nullptr;
 }

@@ -352,9 +352,10 @@ int report_module(const ModulePlan& mp, const Plan& plan, const Report& referenc
     }
   }
   for (const EquivalentMutant* e : mp.unmatched)
-    std::fputs(fmt::format("  - module.yaml lists {}:{}: {} as equivalent, but no rule generates it (the reference "
+    std::fputs(fmt::format("  - module.yaml lists {} at {}: {} as equivalent, but no rule generates it (the reference "
                            "changed?)\n",
-                           e->file, e->line, e->mutation)
+                           e->file, e->code.empty() ? fmt::format("line {}", e->line) : fmt::format("`{}`", e->code),
+                           e->mutation)
                    .c_str(),
                stdout);
   table += table_row(m.name(), std::to_string(mp.generated), std::to_string(mp.jobs.size()), std::to_string(compiled),

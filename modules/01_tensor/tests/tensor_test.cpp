@@ -15,6 +15,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/testing.h"
 
@@ -450,6 +451,22 @@ TEST(Tensor, ElementwiseBroadcasting) {
   EXPECT_VALUES(KILN_OBSERVE(a - b), {8, -2, -11}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(a * b), {20, 48, -28}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(a / b), {5, 0.75f, -4.0f / 7.0f}, "elementwise_wrong_op");
+  // Division is the quotient rounded once, exactly: 3/255 and 1/3 are one ulp off as x·(1/y), and
+  // 1/1e-40 (a subnormal divisor) overflows to inf, where 1e-39/1e-40 is 10 and 0/1e-40 is 0.
+  const Tensor numerators({6}, {3, 1e-39f, 0, 7, 1, 10});
+  const Tensor denominators({6}, {255, 1e-40f, 1e-40f, 3, 3, 3});
+  const auto quotients = observe("[3, 1e-39, 0, 7, 1, 10] / [255, 1e-40, 1e-40, 3, 3, 3]",
+                                 [&] { return numerators / denominators; });
+  KILN_JUDGE {
+    const std::vector<float> n = data_of(numerators).values, d = data_of(denominators).values;
+    std::vector<float> expected;
+    for (std::size_t i = 0; i < n.size(); ++i) expected.push_back(n[i] / d[i]);
+    if (testing::expect_ok(__FILE__, __LINE__, quotients, "divide_not_exact") && quotients->values != expected) {
+      report_failure(__FILE__, __LINE__, "divide_not_exact", {},
+                     fmt::format("{} gave [{}], expected [{}]", quotients.call(), fmt::join(quotients->values, ", "),
+                                 fmt::join(expected, ", ")));
+    }
+  }
   EXPECT_VALUES(KILN_OBSERVE(less(a, b)), {0, 1, 1}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(less(d, a)), {0, 1, 0}, "elementwise_wrong_op");
   EXPECT_VALUES(KILN_OBSERVE(greater(a, b)), {1, 0, 0}, "elementwise_wrong_op");

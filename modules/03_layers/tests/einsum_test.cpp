@@ -243,6 +243,11 @@ TEST(Layers, EinsumErrors) {
   const Tensor wide = random_tensor({4, 2}, 49);
   KILN_EXPECT_THROWS(einsum("ik,kj->ij", a, wide), ShapeError, "einsum_size_mismatch", {"ik,kj->ij", "(2, 3)", "(4, 2)"});
   KILN_EXPECT_THROWS(einsum("ij,ij->ij", a, b), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(2, 3)", "(3, 2)"});
+  // A size of 1 does not broadcast in einsum: a letter's sizes must be equal, 1 and 2 included,
+  // either way round.
+  const Tensor row13 = random_tensor({1, 3}, 1330);
+  KILN_EXPECT_THROWS(einsum("ij,ij->ij", row13, a), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(1, 3)", "(2, 3)"});
+  KILN_EXPECT_THROWS(einsum("ij,ij->ij", a, row13), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(2, 3)", "(1, 3)"});
   // Three letters for a 2-D operand.
   KILN_EXPECT_THROWS(einsum("ijk,kj->ij", a, b), ShapeError, "einsum_rank_mismatch", {"ijk,kj->ij", "(2, 3)"});
   // One letter for a 2-D operand.

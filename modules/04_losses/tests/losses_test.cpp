@@ -150,6 +150,14 @@ TEST(Losses, Mse) {
   const std::vector<Case> inputs = cases(hand, 500, -3.0f, 3.0f, uniform_targets);
   if (!check_loss(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), inputs, KILN_JUDGE_ONLY(mse_exact), "mse_wrong"))
     return;
+  // Errors whose squares pass float's range while their mean does not: [2e19, 0] against 0 is
+  // (4e38 + 0)/2 = 2e38, a float (1.8e19 squared is already past 3.4e38).
+  const std::vector<Case> large = {
+      {"prediction [2e19, 0], target [0, 0]", Tensor({2}, {2e19f, 0}), Tensor({2}, {0, 0})},
+      {"prediction [1e19, -1e19, 3, 0], target [0, 0, 0, 1e19]", Tensor({4}, {1e19f, -1e19f, 3, 0}),
+       Tensor({4}, {0, 0, 0, 1e19f})}};
+  if (!check_loss(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), large, KILN_JUDGE_ONLY(mse_exact), "mse_wrong"))
+    return;
   // A gradient of its own: on contiguous tensors, contiguous() is the tensor itself.
   if (!KILN_CHECK_NEW_TENSOR("mse_loss_backward(prediction, target) for prediction [1, 2, 3], target [1, 2, 5]",
                              {{"prediction", data_of({3}, {1, 2, 3})}, {"target", data_of({3}, {1, 2, 5})}},

@@ -36,7 +36,8 @@ IdxArray parse_idx(const std::vector<std::uint8_t>& bytes, const std::string& na
   // Check the length before copying: a file that ends early names its end, "byte bytes.size()";
   // a file with bytes after the data names where it should have ended, "byte data_offset + numel".
   // The sizes may multiply past 64 bits (65,536 four times is 2^64): count without overflowing,
-  // e.g. stop multiplying once the product passes the bytes left after the header.
+  // e.g. stop multiplying once the product passes the bytes left after the header (but a size
+  // of 0 anywhere makes the product 0).
   throw kiln::NotImplemented();
 }
 

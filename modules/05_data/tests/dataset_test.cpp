@@ -182,8 +182,14 @@ TEST(Data, Normalisation) {
     for (const float v : in.values) squares += (v - run_stats.first) * (v - run_stats.first);
     run_stats.second = std::sqrt(squares / static_cast<double>(in.values.size()));
   }
+  // Statistics no float holds, given as doubles: a std of 1e-50 (0 as a float) on subnormal
+  // values, and a mean of 10000000.5 (a float rounds it to a whole number) with std 0.5.
+  const Tensor tiny({4}, {0, 1e-45f, -1e-45f, 3e-45f});
+  const Tensor large_pair({2}, {10000000, 10000001});
   const std::vector<std::tuple<std::string, const Tensor*, double, double>> normal = {
       {"[2, 4, 4, 4, 5, 5, 7, 9], mean 5, std 2", &classic, 5.0, 2.0},
+      {"[0, 1e-45, -1e-45, 3e-45], mean 0, std 1e-50", &tiny, 0.0, 1e-50},
+      {"[10000000, 10000001], mean 10000000.5, std 0.5", &large_pair, 10000000.5, 0.5},
       {"a (5, 3) transposed view of the run, mean 0.2860, std 0.3530", &run_view, 0.2860, 0.3530},
       {"(31) values of the run, with their mean and std", &run_long, run_stats.first, run_stats.second},
   };

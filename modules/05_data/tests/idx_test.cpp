@@ -153,7 +153,8 @@ TEST(Data, IdxHeader) {
 }
 
 TEST(Data, IdxData) {
-  // The hand-made file; 7 labels; one byte; and a (3, 33) file of the run's bytes.
+  // The hand-made file; 7 labels; one byte; two files of no data; and a (3, 33) file of the run's
+  // bytes.
   const Bytes labels = {9, 2, 1, 1, 6, 1, 4};
   const Bytes one = {200};
   const Bytes run = random_bytes(99, 511);
@@ -161,6 +162,10 @@ TEST(Data, IdxData) {
       {"the hand-made 2×3×3 file", data_testing::kHandDims, data_testing::kHandPixels},
       {"a label file of 7 bytes", {7}, labels},
       {"a (1, 1, 1) file holding 200", {1, 1, 1}, one},
+      // No data at all: a size of 0 makes the product 0, also after sizes whose product alone
+      // would pass 64 bits.
+      {"a (0, 28, 28) file, no images", {0, 28, 28}, {}},
+      {"a (65536, 65536, 65536, 65536, 0) file, whose sizes multiply to 0", {65536, 65536, 65536, 65536, 0}, {}},
       {"a (3, 33) file of the run's bytes", {3, 33}, run},
   };
   for (const auto& [what, dims, data] : files) {

@@ -690,7 +690,9 @@ TEST(Optimizers, Schedules) {
     int epochs = 34;
   };
   testing::Generator draw(1400);
-  std::vector<StepCase> step_cases{{0.1f, 3, 0.5f, 8}, {draw.uniform(0.01f, 1.0f), 1, draw.uniform(0.1f, 0.9f)}};
+  // gamma 0 too: base_lr for the first step_size epochs (gamma^0 = 1, as pow(0, 0) is), then 0.
+  std::vector<StepCase> step_cases{
+      {0.1f, 3, 0.5f, 8}, {0.1f, 2, 0.0f, 5}, {draw.uniform(0.01f, 1.0f), 1, draw.uniform(0.1f, 0.9f)}};
   for (const std::int64_t size : testing::random_ints(2, 2, 8, 1401))
     step_cases.push_back({draw.uniform(0.01f, 1.0f), static_cast<int>(size), draw.uniform(0.1f, 0.9f)});
   for (const StepCase& c : step_cases) {

@@ -213,6 +213,15 @@ TEST(Tokenization, VocabFileErrors) {
   const std::vector<Damaged> damaged = {
       {"version-2.bpe", replace_line(1, "kiln-bpe 2"), 1, "the first line \"kiln-bpe 2\"", "bad_header_not_reported"},
       {"shouting.bpe", replace_line(1, "KILN-BPE 1"), 1, "the first line \"KILN-BPE 1\"", "bad_header_not_reported"},
+      // Lines end in "\n" alone: a file saved with Windows line endings has "kiln-bpe 1\r" for its
+      // first line, which is not the header.
+      {"crlf.bpe",
+       [&good] {
+         std::string crlf;
+         for (const char ch : good) crlf += ch == '\n' ? std::string("\r\n") : std::string(1, ch);
+         return crlf;
+       }(),
+       1, "the first line \"kiln-bpe 1\\r\" (a file with Windows line endings)", "bad_header_not_reported"},
       {"header-space.bpe", replace_line(1, "kiln-bpe 1 "), 1, "the first line \"kiln-bpe 1 \" (a space at the end)",
        "bad_header_not_reported"},
       {"count-x.bpe", replace_line(2, "merges x"), 2, "the merge count \"merges x\"", "bad_merge_not_reported"},

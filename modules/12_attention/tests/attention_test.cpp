@@ -846,6 +846,10 @@ TEST(Attention, ShapeErrors) {
                      {"(2, 4, 3)", "(3, 4, 7)"});
   KILN_EXPECT_THROWS(scaled_dot_product_attention(q43, q43, v247), ShapeError, "shape_not_reported",
                      {"(4, 3)", "(2, 4, 7)"});
+  // A batch whose k has five keys and v four values: the rows to compare are dimension 1, not 0.
+  const Tensor k253 = random_tensor({2, 5, 3}, 1323);
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q243, k253, v247), ShapeError, "shape_not_reported",
+                     {"(2, 5, 3)", "(2, 4, 7)"});
   // All three 4-D: attention takes one sequence or a batch of them, nothing else.
   const Tensor q4 = random_tensor({1, 2, 4, 3}, 1318), k4 = random_tensor({1, 2, 5, 3}, 1319);
   const Tensor v4 = random_tensor({1, 2, 5, 7}, 1320);
@@ -870,6 +874,11 @@ TEST(Attention, ShapeErrors) {
   const Tensor x2561 = random_tensor({2, 5, 6, 1}, 1321), x6221 = random_tensor({6, 2, 2, 1}, 1322);
   KILN_EXPECT_THROWS(split_heads(x2561, 3), ShapeError, "shape_not_reported", {"(2, 5, 6, 1)", "3"});
   KILN_EXPECT_THROWS(merge_heads(x6221, 3), ShapeError, "shape_not_reported", {"(6, 2, 2, 1)", "3"});
+  // No heads, or a negative number of them: 0 divides nothing, and -2 "divides" 4.
+  const Tensor x124 = random_tensor({1, 2, 4}, 1324);
+  KILN_EXPECT_THROWS(split_heads(x124, 0), ShapeError, "shape_not_reported", {"(1, 2, 4)", "0"});
+  KILN_EXPECT_THROWS(split_heads(x124, -2), ShapeError, "shape_not_reported", {"(1, 2, 4)", "-2"});
+  KILN_EXPECT_THROWS(merge_heads(x124, 0), ShapeError, "shape_not_reported", {"(1, 2, 4)", "0"});
 }
 
 }  // namespace kiln

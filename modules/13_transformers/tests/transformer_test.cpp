@@ -835,6 +835,38 @@ TEST(Transformer, Sampling) {
     }
   }
 
+  // A draw whose outcome is sure still takes one number: top_k = 1, and a single logit. The
+  // generator's next value afterwards must be its second.
+  for (const auto& [logits, top_k] : std::vector<std::pair<std::vector<float>, std::int64_t>>{
+           {{0.5f, 2, -1, 1.5f}, 1}, {{0.25f}, 0}}) {
+    const std::uint64_t seed = drawn_seed(draw);
+    const auto out = observe(fmt::format("sample_token(logits, 1, {}, generator) with {} logits, then generator.next()",
+                                         top_k, logits.size()),
+                             [&] {
+                               WichmannHill generator(seed);
+                               const std::int64_t token = nn::sample_token(logits, 1.0, top_k, generator);
+                               return std::pair(token, generator.next());
+                             });
+    if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
+    KILN_JUDGE {
+      const std::int64_t expected = std::max_element(logits.begin(), logits.end()) - logits.begin();
+      TrustedWichmannHill trusted(seed);
+      trusted.next();
+      const double second_draw = trusted.next();
+      if (out->first == expected && out->second != second_draw) {
+        KILN_FAIL("sure_draw_skipped", {{"top_k", std::to_string(top_k)}, {"count", std::to_string(logits.size())}},
+                  fmt::format("{}: token {}, then {}, which is the generator's {} value, not its second ({})", out.call(),
+                              out->first, out->second, out->second == TrustedWichmannHill(seed).next() ? "first" : "some other",
+                              second_draw));
+        return;
+      }
+      if (out->first != expected) {
+        KILN_FAIL("sampling_wrong", {}, fmt::format("{}: token {}, expected {}, the only candidate", out.call(), out->first, expected));
+        return;
+      }
+    }
+  }
+
   // Arguments no draw can use: a negative temperature, then no logits at all.
   const std::vector<float> three{0.5f, 2, -1};
   const auto negative = observe("sample_token({0.5, 2, -1}, -1, 0, generator)", [&] {

@@ -142,7 +142,7 @@ TEST(Profiling, Conv2dCost) {
 
 TEST(Profiling, ReluAndPoolCost) {
   const auto n = drawn(1406, 1, 100000, 1);
-  for (const std::int64_t numel : std::vector<std::int64_t>{1, 7, 33, 64 * 256, n[0]}) {
+  for (const std::int64_t numel : std::vector<std::int64_t>{1, 7, 33, 64 * 256, n[0], 3288334336}) {
     const testing::Params params = {{"numel", std::to_string(numel)}};
     if (!EXPECT_COST(fmt::format("relu_cost({})", numel), relu_cost(numel), trusted_relu(numel), "relu_cost_wrong",
                      params))
@@ -161,6 +161,7 @@ TEST(Profiling, ReluAndPoolCost) {
       {{1, 1, 31, 33}, 3, 3},     // (10, 11)
       {{3, 2, 5, 5}, 1, 1},       // a 1×1 window compares nothing
       {{64, 16, 28, 28}, 2, 2},   // the milestone CNN's first pooling
+      {{4096, 64, 224, 224}, 2, 2},  // 3,288,334,336 outputs: past 2³¹, which an int cannot hold
       {{2, 3, 4, 6}, 4, 2},       // a window exactly as tall as the image: (2, 3, 1, 2)
       {{1, 2, 5, 3}, 3, 2},       // and one exactly as wide: (1, 2, 2, 1)
       {{r[0], r[1], side[0], side[1]}, r[2], 1 + (side[0] % 3)}};

@@ -131,6 +131,18 @@ TEST(Quantization, QuantizeWeights) {
     if (!got.ok()) return;
   }
 
+  // Rows of no values, (2, 0): the largest of nothing is 0, so each row gets scale 1 and no codes;
+  // and no rows at all, (0, 3).
+  for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{2, 0}, {0, 3}}) {
+    const Tensor empty = Tensor::zeros({rows, cols});
+    const auto got = observe(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)),
+                             [&] { return parts_of(quant::quantize_per_channel(empty)); });
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(empty))) return;
+    }
+    if (!got.ok()) return;
+  }
+
   // A transposed view: w stored (33, 7), seen (7, 33); read through the strides. w is built as the
   // transpose of a tie-free (7, 33) weight, so that the view's rows are tie-free.
   const Tensor rows_first = tie_free_weight(7, 33, 1520);

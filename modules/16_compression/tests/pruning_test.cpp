@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <numeric>
 #include <string>
 #include <tuple>
@@ -141,6 +142,10 @@ TEST(Compression, MagnitudeMask) {
   CHECK_MASK("a (3, 7) weight", random_tensor({3, 7}, 1603), 0.9);
   CHECK_MASK("a (31, 33) weight", random_tensor({31, 33}, 1604), 0.5);
   CHECK_MASK("a (33) weight", random_tensor({33}, 1605), 0.3);
+  // Products a hair under a half in double, exactly a half in float: 0.7 of 45 is
+  // 31.499999999999996 (31 pruned), 0.58 of 25 is 14.499999999999998 (14 pruned).
+  CHECK_MASK("a (5, 9) weight", random_tensor({5, 9}, 1611), 0.7);
+  CHECK_MASK("a (25) weight", random_tensor({25}, 1612), 0.58);
   // Magnitudes at float's ends, ranked by |w| itself: their squares would underflow to 0 or
   // overflow to inf and tie. 0.25 of 8 prunes 1e-40 and 3e-30; 0.75 keeps -1e25 and 1e20.
   const Tensor extremes({2, 4}, {2e-23f, 1e-23f, 3e-30f, 1e20f, 3e19f, -1e25f, 1e-40f, 4e19f});
@@ -164,6 +169,9 @@ TEST(Compression, PruneInPlace) {
   const std::vector<Case> cases = {
       {"[[3, -1, 0, 4, -2, 0.5, 6]]", Tensor({1, 7}, {3, -1, 0, 4, -2, 0.5f, 6}), 0.5},
       {"a (31, 33) weight", random_tensor({31, 33}, 1610), 0.75},
+      // Every entry pruned, infinities among them: each becomes 0 (inf·0 would be NaN).
+      {"[[inf, -2, 1, -inf]]",
+       Tensor({1, 4}, {std::numeric_limits<float>::infinity(), -2, 1, -std::numeric_limits<float>::infinity()}), 1.0},
   };
   for (const Case& c : cases) {
     // The weight and a second handle to it (as the model and the optimizer hold one each); the

@@ -647,6 +647,23 @@ TEST(Memoization, PastMaxLength) {
       return;
     }
   }
+  // A cache built for a shorter sequence than the model's, max_length 2: it is full after 2 steps,
+  // whatever the model's max_length, and a 3rd step must be refused naming 2.
+  const auto short_cache = observe(
+      fmt::format("forward_step of a 3rd token, {}, on a KVCache built with max_length 2, after {}, {}", ids[2],
+                  ids_text({ids.begin(), ids.begin() + 2}), sizes_text(s)),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        nn::GPTConfig shorter = model.config;
+        shorter.max_length = 2;
+        nn::KVCache cache(shorter);
+        for (std::size_t t = 0; t < 2; ++t) nn::forward_step(model, cache, ids[t]);
+        return nn::forward_step(model, cache, ids[2]);
+      });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, short_cache, "full_cache_not_rejected", {"2"});
+    if (::testing::Test::HasFailure()) return;
+  }
   // A refused step changes nothing: the cache keeps its length, after a token outside [0, V) on a
   // cache of 1 position, and after a 4th token on the full cache of 3.
   for (const std::size_t run : {std::size_t(1), std::size_t(3)}) {
@@ -674,7 +691,10 @@ TEST(Memoization, PastMaxLength) {
     }
     if (!length.ok()) return;
   }
-  for (const auto& [prompt_length, n_new] : {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}}) {
+  // A prompt that is itself longer than max_length (3), with no new token and with some: the room
+  // left, max_length - prompt.size(), is negative, which an unsigned size_t wraps to a huge number.
+  for (const auto& [prompt_length, n_new] :
+       {std::pair<std::size_t, std::int64_t>{2, 2}, {3, 1}, {1, 3}, {5, 0}, {4, 2}}) {
     const std::vector<std::int64_t> prompt = random_ints(prompt_length, s.vocab, 1833 + prompt_length);
     const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {

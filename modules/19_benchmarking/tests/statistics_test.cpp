@@ -269,6 +269,10 @@ TEST(Benchmarking, Welch) {
       // 1 ± 4.302653·0.577350 = [-1.484, 3.484], not real (and -1 ± the same).
       {"[1, 1, 1] then [1, 2, 3]", {1, 1, 1}, {1, 2, 3}},
       {"[1, 2, 3] then [1, 1, 1]", {1, 2, 3}, {1, 1, 1}},
+      // A nanosecond's work timed in seconds: se is 8.2e-13, tiny but not 0, so Welch's interval
+      // applies (dof 4), not the shortcut of two constant samples.
+      {"[1.000e-9, 1.001e-9, 1.002e-9] then [1.003e-9, 1.004e-9, 1.005e-9] (seconds)", {1.000e-9, 1.001e-9, 1.002e-9},
+       {1.003e-9, 1.004e-9, 1.005e-9}},
       // Two samples on each side, the fewest Welch allows: means 11 and 13, v = 1 and 4, dof 25/17.
       {"[10, 12] then [11, 15]", {10, 12}, {11, 15}},
       // The run's: a candidate 20% faster (real), one 3 against 33 of unequal spread, and one whose

@@ -50,6 +50,24 @@ TLayer widest_dense(std::uint64_t stream) {
   for (double& w : l.weight) w /= 256.0;
   return l;
 }
+// Sparse layers at the edges of the row starts: a 3 → 3 one whose last row is empty (row starts
+// 0, 2, 3, 3), and a 4 → 2 one that stores nothing (nnz 0, row starts 0, 0, 0).
+TLayer sparse_last_row_empty() {
+  return {.kind = 3, .in = 3, .out = 3, .scale = {0.5, 0.25, 0.125}, .bias = {0.1, -0.1, 0.2}, .code = {3, -2, 5},
+          .row_start = {0, 2, 3, 3}, .column = {2, 0, 1}};
+}
+TLayer sparse_empty() { return {.kind = 3, .in = 4, .out = 2, .scale = {0.5, 0.25}, .bias = {0.1, -0.1}, .row_start = {0, 0, 0}}; }
+// A 33,000 → 2 sparse layer storing every entry: 66,000 of them, so that row 1's run from 33,000
+// to 65,999, past what 16 bits count. Scales of 1e-3 keep its sums where float rounds far below
+// the tolerance.
+TLayer sparse_past_16_bits(std::uint64_t stream) {
+  TLayer l{.kind = 3, .in = 33000, .out = 2, .scale = {1e-3, 1e-3}, .bias = drawn(2, stream)};
+  l.row_start = {0, 33000, 66000};
+  for (std::uint32_t j = 0; j < 2; ++j)
+    for (std::uint32_t i = 0; i < 33000; ++i) l.column.push_back(i);
+  l.code = codes(66000, stream + 1);
+  return l;
+}
 TLayer dense_int8(std::uint32_t in, std::uint32_t out, std::uint64_t stream) {
   return {.kind = 2, .in = in, .out = out, .scale = drawn(out, stream, 0.001f, 0.05f), .bias = drawn(out, stream + 1),
           .code = codes(in * out, stream + 2)};
@@ -189,6 +207,12 @@ TEST(Capstone, LoadAndPredict) {
        7,
        "layers_differ"},
       {"a 3 → 2 sparse_int8 layer storing all 6 entries", {full_sparse()}, 3, "sparse_differs"},
+      {"a 3 → 3 sparse_int8 layer whose last row is empty (row starts 0, 2, 3, 3)", {sparse_last_row_empty()}, 3,
+       "sparse_differs", "sparse_bound_refused"},
+      {"a 4 → 2 sparse_int8 layer that stores nothing (nnz 0)", {sparse_empty()}, 3, "sparse_differs",
+       "sparse_bound_refused"},
+      {"a 33,000 → 2 sparse_int8 layer storing all 66,000 entries (past 65,535)", {sparse_past_16_bits(2098)}, 2,
+       "sparse_differs"},
       // Scales at the small end of "finite and greater than 0": subnormal ones are not refused.
       {"a 5 → 3 dense_int8 layer with the scales 1e-40, 1.4e-45 and 1.18e-38 (two subnormal)",
        {tiny_scales()}, 3, "int8_differs", "scale_bound_refused"},

@@ -72,10 +72,12 @@ struct Check {
 // no check could kill it: listed in module.yaml's `equivalent_mutants:` with why, and not counted.
 struct EquivalentMutant {
   std::string file;      // a student file ("src/tensor.cpp")
-  int line = 0;
+  int line = 0;          // where the mutant is, when `code` is not given
   int column = 0;        // 0: any; else picks one of several mutants with the same line and mutation
   std::string mutation;  // as verify prints it: "`<` → `<=`"
   std::string reason;    // one line: why no program can tell the two apart
+  std::string code;      // the text of the mutant's line (blanks around it ignored): found wherever
+                         // the line moves when the lines above it change
 };
 
 // One promise a student's function makes (`promises:` in module.yaml): what its header, stub

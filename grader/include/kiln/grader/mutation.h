@@ -39,6 +39,7 @@ struct GeneratedMutant {
   std::size_t offset = 0;
   std::size_t length = 0;
   std::string replacement;  // a deletion keeps the line breaks it removes, so later lines keep their numbers
+  std::string code;         // the line the change starts on, without the blanks around it
 
   std::string description() const;  // "tensor.cpp:57: `<` → `<=`"
 };

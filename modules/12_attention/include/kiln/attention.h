@@ -113,13 +113,13 @@ struct AttentionFunction : autograd::Function {
 
 // (B, T, H·d_h) -> (B·H, T, d_h): sequence b·H + h holds head h of batch item b, that is,
 // split_heads(x)[b·H + h, t, e] = x[b, t, h·d_h + e].
-// Throws ShapeError naming x's shape and `heads` when x is not 3-D or heads does not divide its
-// last size.
+// Throws ShapeError naming x's shape and `heads` when x is not 3-D, heads is below 1, or heads
+// does not divide its last size.
 Tensor split_heads(const Tensor& x, std::int64_t heads);
 
 // The inverse of split_heads: (B·H, T, d_h) -> (B, T, H·d_h), head h back in columns
-// h·d_h .. h·d_h + d_h - 1. Throws ShapeError naming the shape and `heads` when x is not 3-D or
-// heads does not divide its first size.
+// h·d_h .. h·d_h + d_h - 1. Throws ShapeError naming the shape and `heads` when x is not 3-D,
+// heads is below 1, or heads does not divide its first size.
 Tensor merge_heads(const Tensor& x, std::int64_t heads);
 
 // Multi-head attention:

@@ -63,7 +63,9 @@ std::int8_t quantize_value(float value, float scale);
 //   scales[r] = max_c |weight[r, c]| / 127       (in float; a row of zeros gets scale 1)
 //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
 // A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
-// that nothing ever divides by zero. Throws ShapeError naming the shape when weight is not 2-D.
+// that nothing ever divides by zero. A weight of no columns, (rows, 0), has rows of no values:
+// the largest of nothing is 0, so each gets scale 1, and there are no codes. Throws ShapeError
+// naming the shape when weight is not 2-D.
 QuantizedWeight quantize_per_channel(const Tensor& weight);
 
 // The float tensor the codes stand for: (rows, cols), element [r, c] = codes[r·cols + c]·scales[r].
