@@ -136,6 +136,18 @@ bool check_forward(const char* file, int line, const std::string& name, const Fo
   return true;
 }
 
+// Observes name(x) for values whose results are tiny, and judges each to 1e-5 of its own size (or
+// within 1e-44, a few steps of the subnormals' 1.4e-45), where check_forward's absolute 1e-6
+// would let a result that cancelled to 0 through.
+bool check_small_values(const char* file, int line, const std::string& name, const Forward& forward, Formula exact,
+                        const Tensor& x, const std::string& values, const std::string& failure_id) {
+  TensorData expected;  // before the call, as in check_forward
+  KILN_JUDGE { expected = applied(exact, x); }
+  const auto y = observe(name + "(x) for x = " + values, [&] { return forward(x); });
+  KILN_JUDGE { return testing::expect_close(file, line, y, expected, 1e-44, failure_id, 1e-5); }
+  return y.ok();
+}
+
 // Observes the backward pass on every case and compares it with finite differences of `exact`.
 // A backward that takes the forward pass's output (sigmoid, tanh) is given y = exact(x), computed
 // here; one that takes the input (relu, gelu) is given x.
@@ -194,6 +206,8 @@ bool backward_is_new(const char* file, int line, const std::string& name, const 
 
 #define CHECK_FORWARD(name, exact, inputs, id) \
   check_forward(__FILE__, __LINE__, #name, [](const Tensor& x) { return name(x); }, exact, inputs, id)
+#define CHECK_SMALL_VALUES(name, exact, x, values, id) \
+  check_small_values(__FILE__, __LINE__, #name, [](const Tensor& t) { return name(t); }, exact, x, values, id)
 #define CHECK_BACKWARD(name, exact, takes_output, inputs, stream, id)                                      \
   check_backward(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, \
                  exact, takes_output, inputs, stream, id)
@@ -234,13 +248,9 @@ TEST(Activations, Sigmoid) {
   // each value to 1e-5 relative, or within 1e-44 (a few steps of the subnormals' 1.4e-45). A
   // difference 1 - 1/(1 + e) cancels to 0 past x ≈ -17, which the absolute 1e-6 above allows.
   const Tensor tail({9}, {-10.0f, -17.0f, -20.0f, -30.0f, -50.0f, -80.0f, -87.0f, -89.0f, -100.0f});
-  TensorData tail_expected;  // before the call, as in check_forward
-  KILN_JUDGE { tail_expected = applied(sigmoid_exact, tail); }
-  const auto tail_y = observe("sigmoid(x) for x = [-10, -17, -20, -30, -50, -80, -87, -89, -100]",
-                              [&] { return sigmoid(tail); });
-  KILN_JUDGE {
-    if (!testing::expect_close(__FILE__, __LINE__, tail_y, tail_expected, 1e-44, "sigmoid_tail_lost", 1e-5)) return;
-  }
+  if (!CHECK_SMALL_VALUES(sigmoid, sigmoid_exact, tail, "[-10, -17, -20, -30, -50, -80, -87, -89, -100]",
+                          "sigmoid_tail_lost"))
+    return;
   // sigmoid_backward takes y = σ(x): at x = 0, y = 0.5 and σ' = 0.25.
   if (!CHECK_BACKWARD(sigmoid_backward, sigmoid_exact, true, cases(hand, 220), 230, "sigmoid_grad_wrong")) return;
   // New tensors, also for contiguous inputs: x, y and g keep their values.
@@ -259,13 +269,9 @@ TEST(Activations, Tanh) {
   // for the subnormal -1e-40): a difference such as 2σ(2x) - 1 cancels to 0 or to a few ulps of
   // 1 here, which the absolute 1e-6 above allows.
   const Tensor small({8}, {1e-8f, -1e-8f, 3e-5f, -3e-5f, 1e-3f, 0.01f, 1e-30f, -1e-40f});
-  TensorData small_expected;  // before the call, as in check_forward
-  KILN_JUDGE { small_expected = applied(tanh_exact, small); }
-  const auto small_y = observe("tanh_activation(x) for x = [1e-8, -1e-8, 3e-5, -3e-5, 0.001, 0.01, 1e-30, -1e-40]",
-                               [&] { return tanh_activation(small); });
-  KILN_JUDGE {
-    if (!testing::expect_close(__FILE__, __LINE__, small_y, small_expected, 1e-44, "tanh_near_zero_lost", 1e-5)) return;
-  }
+  if (!CHECK_SMALL_VALUES(tanh_activation, tanh_exact, small, "[1e-8, -1e-8, 3e-5, -3e-5, 0.001, 0.01, 1e-30, -1e-40]",
+                          "tanh_near_zero_lost"))
+    return;
   // tanh_backward takes y = tanh(x): at x = 1, 1 - y² = 0.4199743.
   if (!CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong")) return;
   if (!FORWARD_IS_NEW(tanh_activation, hand, "tanh_in_place")) return;
