@@ -271,6 +271,13 @@ const std::set<std::string>& not_calls() {
   return words;
 }
 
+// `text` without the blanks at either end.
+std::string trimmed(const std::string& text) {
+  const std::size_t first = text.find_first_not_of(" \t\r");
+  if (first == std::string::npos) return "";
+  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
+}
+
 class Mutator {
  public:
   Mutator(const std::string& file, const std::string& source) : file_(file), s_(source), t_(lex(source)) {
@@ -305,6 +312,8 @@ class Mutator {
     m.offset = at.offset;
     m.length = length == std::string::npos ? at.length : length;
     m.replacement = std::move(replacement);
+    const std::size_t line_start = at.offset - static_cast<std::size_t>(at.column - 1);
+    m.code = trimmed(s_.substr(line_start, s_.find('\n', at.offset) - line_start));
     out_.push_back(std::move(m));
   }
 
@@ -452,13 +461,6 @@ class Mutator {
   std::vector<GeneratedMutant> out_;
 };
 
-// `text` without the blanks at either end.
-std::string trimmed(const std::string& text) {
-  const std::size_t first = text.find_first_not_of(" \t\r");
-  if (first == std::string::npos) return "";
-  return text.substr(first, text.find_last_not_of(" \t\r") - first + 1);
-}
-
 // "`<` -> `<=`" and "`<`  →  `<=`" read the same.
 std::string normalized(std::string text) {
   for (std::size_t at; (at = text.find("->")) != std::string::npos;) text.replace(at, 2, "→");
@@ -479,12 +481,6 @@ std::vector<GeneratedMutant> generate_mutants(const std::string& file, const std
   std::stable_sort(out.begin(), out.end(), [](const GeneratedMutant& a, const GeneratedMutant& b) {
     return a.offset < b.offset;
   });
-  for (GeneratedMutant& m : out) {
-    const std::size_t before = source.rfind('\n', m.offset == 0 ? 0 : m.offset - 1);
-    const std::size_t begin = m.offset == 0 || before == std::string::npos ? 0 : before + 1;
-    const std::size_t end = std::min(source.find('\n', m.offset), source.size());
-    m.code = trimmed(source.substr(begin, end - begin));
-  }
   return out;
 }
 
