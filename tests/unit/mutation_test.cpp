@@ -192,6 +192,23 @@ TEST(Mutator, FindsAnEquivalentMutantByTheTextOfItsLine) {
   EXPECT_EQ(declared_equivalent(m, elsewhere), nullptr) << "another line with the same mutation";
 }
 
+// Two lines of the same text: an entry by its text names both (verify refuses that), and one
+// that gives its line as well names that line alone.
+TEST(Mutator, AnEquivalentMutantOnARepeatedLineNeedsItsLineNumber) {
+  const std::string source = "int f(int a) {\n  if (a < 3) a = 0;\n  if (a < 3) a = 0;\n  return a;\n}\n";
+  std::vector<GeneratedMutant> both;
+  for (const GeneratedMutant& g : generate_mutants("src/a.cpp", source))
+    if (g.mutation == "`<` → `<=`") both.push_back(g);
+  ASSERT_EQ(both.size(), 2u);
+  const EquivalentMutant by_text{.file = "src/a.cpp", .mutation = "`<` -> `<=`", .reason = "r", .code = "if (a < 3) a = 0;"};
+  EXPECT_TRUE(names(by_text, both[0]));
+  EXPECT_TRUE(names(by_text, both[1]));
+  EquivalentMutant by_line = by_text;
+  by_line.line = 3;
+  EXPECT_FALSE(names(by_line, both[0])) << "line 2";
+  EXPECT_TRUE(names(by_line, both[1])) << "line 3";
+}
+
 }  // namespace
 }  // namespace kiln::grader
 

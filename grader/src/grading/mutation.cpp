@@ -500,12 +500,15 @@ std::vector<std::size_t> sample_by_stride(std::size_t count, std::size_t k) {
   return out;
 }
 
+bool names(const EquivalentMutant& e, const GeneratedMutant& mutant) {
+  return e.file == mutant.file && (e.code.empty() || trimmed(e.code) == mutant.code) &&
+         (e.line == 0 || e.line == mutant.line) && (e.column == 0 || e.column == mutant.column) &&
+         normalized(e.mutation) == normalized(mutant.mutation);
+}
+
 const EquivalentMutant* declared_equivalent(const Module& module, const GeneratedMutant& mutant) {
-  const std::string mutation = normalized(mutant.mutation);
   for (const auto& e : module.equivalent_mutants)
-    if (e.file == mutant.file && (e.code.empty() ? e.line == mutant.line : trimmed(e.code) == mutant.code) &&
-        (e.column == 0 || e.column == mutant.column) && normalized(e.mutation) == mutation)
-      return &e;
+    if (names(e, mutant)) return &e;
   return nullptr;
 }
 

@@ -72,7 +72,8 @@ struct Check {
 // no check could kill it: listed in module.yaml's `equivalent_mutants:` with why, and not counted.
 struct EquivalentMutant {
   std::string file;      // a student file ("src/tensor.cpp")
-  int line = 0;          // where the mutant is, when `code` is not given
+  int line = 0;          // 0: any line whose text is `code`; else this line only (the text of two
+                         // lines can be the same)
   int column = 0;        // 0: any; else picks one of several mutants with the same line and mutation
   std::string mutation;  // as verify prints it: "`<` → `<=`"
   std::string reason;    // one line: why no program can tell the two apart

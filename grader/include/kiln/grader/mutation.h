@@ -59,5 +59,7 @@ std::vector<std::size_t> sample_by_stride(std::size_t count, std::size_t k);
 // reference, or nullptr. Matched by file, line, column where the entry gives one, and mutation text
 // (spaces and `->` for `→` aside).
 const EquivalentMutant* declared_equivalent(const Module& module, const GeneratedMutant& mutant);
+// Whether the entry describes the mutant (its file, line text or number, column, mutation).
+bool names(const EquivalentMutant& e, const GeneratedMutant& mutant);
 
 }  // namespace kiln::grader
