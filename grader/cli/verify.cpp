@@ -1,4 +1,5 @@
-// grader verify [N ...|--all] [--mutation [--sample K] [--min-score P] [--recheck-equivalents] [--at FILE:LINE]]:
+// grader verify [N ...|--all] [--seeds N | --mutation [--sample K] [--min-score P] [--recheck-equivalents]
+// [--at FILE:LINE]]:
 // the instructor's proof that the course is sound, or how many mistakes its checks catch
 // (grading.h).
 #include "cli.h"
@@ -13,8 +14,12 @@ void add_verify_command(CLI::App& app, Chosen& chosen) {
   sub->add_option("modules", options->modules, "Modules to verify (default: all)");
   sub->add_flag("--all", *all, "Every module");
   sub->add_option("--seed", options->seed, "Seed of the checks' inputs (default: the one `grader check` uses)");
+  auto* seeds = sub->add_option("--seeds", options->seeds,
+                                "Instead: every reference through its checks at N fresh seeds, as grade draws them")
+                    ->check(CLI::PositiveNumber);
   auto* mutation = sub->add_flag("--mutation", options->mutation,
                 "Instead: the mutation score, every reference file's generated mutants run through the checks");
+  mutation->excludes(seeds);
   sub->add_option("--sample", options->sample, "With --mutation: only K mutants per module, the same K every run")
       ->check(CLI::NonNegativeNumber)
       ->needs(mutation);

@@ -8,6 +8,7 @@
 #include <gtest/gtest.h>
 
 #include "kiln/grader/grading.h"
+#include "kiln/grader/judge.h"
 #include "kiln/grader/process.h"
 
 namespace kiln::grader {
@@ -113,6 +114,19 @@ TEST(PipelineChecks, AnUnknownCheckIsNamedWithTheModulesChecks) {
   } catch (const CourseError& e) {
     EXPECT_NE(std::string(e.what()).find("tiled_matmul tiled_matmul_speed"), std::string::npos) << e.what();
   }
+}
+
+// An observed program has its judging compiled out: used as the judge, it would pass every check
+// it replays. Nothing is run; the call is refused.
+TEST(PipelineJudge, AnObservedProgramIsRefusedAsTheJudge) {
+  const SpeedModule s;
+  BuildResult judge;
+  judge.ok = true;
+  judge.binary = "/course/.grader/build/verify/t_17_acceleration__stub__observed";
+  RunResult observed;
+  observed.checks.resize(s.module.checks.size());
+  const std::vector<const Check*> checks = {&s.module.checks[0], &s.module.checks[1]};
+  EXPECT_THROW(judge_built_checks(judge, observed, checks, RunOptions{}, "/nonexistent/judge.json"), std::logic_error);
 }
 
 TEST(PipelineNeeds, ACheckWhosePrerequisiteFailsWaitsForItAndTheNextStepNamesThePrerequisite) {

@@ -599,15 +599,21 @@ void prove_catalogue(const Module& m, const std::set<std::string>& proven, const
 
 }  // namespace
 
+std::vector<const Module*> modules_named(const Course& course, const std::vector<std::string>& names) {
+  std::vector<const Module*> modules;
+  if (names.empty()) {
+    for (const auto& m : course.modules) modules.push_back(&m);
+  } else {
+    for (const auto& name : names) modules.push_back(&course.find(name));
+  }
+  return modules;
+}
+
 int verify_course(const Workspace& ws, const VerifyOptions& options) {
   if (options.mutation) return verify_mutation(ws, options);
+  if (options.seeds > 0) return verify_seeds(ws, options);
   require_solutions(ws, "verify");
-  std::vector<const Module*> modules;
-  if (options.modules.empty()) {
-    for (const auto& m : ws.course.modules) modules.push_back(&m);
-  } else {
-    for (const auto& name : options.modules) modules.push_back(&ws.course.find(name));
-  }
+  const std::vector<const Module*> modules = modules_named(ws.course, options.modules);
   const fs::path build_dir = ws.build_dir("verify");
   Plan plan = plan_jobs(ws, modules, build_dir);
   run_jobs(ws, plan, build_dir, options.seed, modules.size());

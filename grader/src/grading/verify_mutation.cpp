@@ -18,6 +18,18 @@
 
 namespace kiln::grader {
 
+PipelineOptions judged_run_options(const Workspace& ws, const TestTarget& target, const BuildResult* judge,
+                                   const fs::path& judge_file, std::uint64_t seed) {
+  PipelineOptions options;
+  options.run.limits = default_limits();
+  options.run.env = {{protocol::kSeed, std::to_string(seed)}};
+  options.run.student_files = student_files_of(ws.course, target);
+  if (judge && judge->ok) options.judge = judge;
+  options.judge_file = judge_file;
+  options.refuse_tampering = false;  // the reference's own text, changed by rule
+  return options;
+}
+
 namespace {
 
 enum class Outcome { not_compiled, killed, survived, equivalent };
@@ -116,18 +128,6 @@ Plan plan_mutants(const Workspace& ws, const std::vector<const Module*>& modules
   return plan;
 }
 
-PipelineOptions options_for(const Workspace& ws, const TestTarget& target, const BuildResult* judge,
-                            const fs::path& judge_file, std::uint64_t seed) {
-  PipelineOptions options;
-  options.run.limits = default_limits();
-  options.run.env = {{protocol::kSeed, std::to_string(seed)}};
-  options.run.student_files = student_files_of(ws.course, target);
-  if (judge && judge->ok) options.judge = judge;
-  options.judge_file = judge_file;
-  options.refuse_tampering = false;  // the reference's own text, changed by rule
-  return options;
-}
-
 // Every placeholder a report's messages printed as written, "check, failure: {name}".
 std::vector<std::string> unfilled_in(const Report& r) {
   std::vector<std::string> out;
@@ -172,7 +172,7 @@ void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::map<c
       MutantJob& j = plan.jobs[survivors[k]];
       if (!sanitized[k].ok || sanitized[k].sanitized_binary.empty()) continue;
       const TestTarget& t = plan.targets[j.target];
-      PipelineOptions options = options_for(ws, t, judges.at(j.module),
+      PipelineOptions options = judged_run_options(ws, t, judges.at(j.module),
                                             build_dir / "judge" / (j.module->name() + "_" + t.own.name + "_s.json"), seed);
       options.sanitized_only = true;
       PrebuiltBuilder builder(sanitized[k]);
@@ -229,7 +229,7 @@ void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>
         const TestTarget& t = plan.targets[j.target];
         PrebuiltBuilder builder(b);
         const Verdicts v = run_pipeline(*j.module, builder,
-                                        options_for(ws, t, judges.at(j.module),
+                                        judged_run_options(ws, t, judges.at(j.module),
                                                     build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"),
                                                     seed));
         const Report r = report_of(ws.course, v, "mutant");
@@ -385,12 +385,7 @@ int report_module(const ModulePlan& mp, const Plan& plan, const Report& referenc
 
 int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   require_solutions(ws, "verify --mutation");
-  std::vector<const Module*> modules;
-  if (options.modules.empty()) {
-    for (const auto& m : ws.course.modules) modules.push_back(&m);
-  } else {
-    for (const auto& name : options.modules) modules.push_back(&ws.course.find(name));
-  }
+  const std::vector<const Module*> modules = modules_named(ws.course, options.modules);
   const fs::path build_dir = ws.build_dir("mutation");
   Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)),
                            options.recheck_equivalents, options.at);
@@ -402,7 +397,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   for (const auto& mp : plan.modules) {
     PrebuiltBuilder builder(built[mp.solution]);
     const Verdicts v = run_pipeline(*mp.module, builder,
-                                    options_for(ws, plan.targets[mp.solution], &built[mp.stub],
+                                    judged_run_options(ws, plan.targets[mp.solution], &built[mp.stub],
                                                 build_dir / "judge" / (mp.module->name() + "_solution.json"), options.seed));
     references[mp.module] = report_of(ws.course, v, "solution");
     judges[mp.module] = &built[mp.stub];

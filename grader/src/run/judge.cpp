@@ -3,6 +3,8 @@
 // which decides every check from them.
 #include "kiln/grader/judge.h"
 
+#include <stdexcept>
+
 #include <fmt/format.h>
 #include <nlohmann/json.hpp>
 
@@ -84,6 +86,12 @@ RunResult judge_checks(const fs::path& judge, const RunResult& observed, const s
 
 RunResult judge_built_checks(const BuildResult& judge, const RunResult& observed,
                              const std::vector<const Check*>& checks, const RunOptions& options, const fs::path& file) {
+  // The judge is the checks whole. An observed program has its judging compiled out: replaying
+  // observations through it would pass every check.
+  if (judge.binary.filename().string().ends_with("__observed"))
+    throw std::logic_error(fmt::format("{} is an observed program, which cannot judge: judge with the checks built "
+                                       "whole (a TestTarget without observer)",
+                                       judge.binary.filename().string()));
   std::vector<const Check*> host, device;
   RunResult host_seen, device_seen;
   for (std::size_t i = 0; i < checks.size(); ++i) {

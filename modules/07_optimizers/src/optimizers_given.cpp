@@ -1,5 +1,6 @@
 // Given: the parts of the optimizers that only store and check settings. Your code is in sgd.cpp
 // (zero_grad and SGD::step), adam.cpp (Adam::update) and schedules.cpp.
+#include <cmath>
 #include <stdexcept>
 #include <string>
 #include <utility>
@@ -27,7 +28,8 @@ Optimizer::Optimizer(std::vector<Tensor> parameters) : parameters_(std::move(par
 }
 
 void Optimizer::set_learning_rate(float learning_rate) {
-  require(learning_rate >= 0.0f, "a learning rate must not be negative, got " + std::to_string(learning_rate));
+  require(std::isfinite(learning_rate) && learning_rate >= 0.0f,
+          "a learning rate must be finite and not negative, got " + std::to_string(learning_rate));
   learning_rate_ = learning_rate;
 }
 

@@ -16,7 +16,8 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma) {
 
 float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps) {
   // First refuse what makes no schedule: std::invalid_argument naming the argument when step < 0,
-  // total_steps < 1, warmup_steps < 0 or > total_steps, or base_lr or min_lr negative.
+  // total_steps < 1, warmup_steps < 0 or > total_steps, or base_lr or min_lr negative, NaN or
+  // infinite (std::isfinite).
   // Then, in double (std::numbers::pi), rounded to float once:
   //   step ≥ total_steps: min_lr (test this first: it also covers warmup_steps = total_steps);
   //   step < warmup_steps: base_lr · step / warmup_steps (0 at step 0);

@@ -822,6 +822,7 @@ TEST(Optimizers, WarmupCosine) {
       {rate(), low(), random_total, random_warmup},  // 2 to 40 steps, any warm-up
       {0.0f, 0.0f, 5, 2},                            // rates of 0 make a schedule of zeros
       {0.001f, 0.0f, 12, 6},                         // step 5: 0.001·5/6 rounded twice in float is a bit off
+      {std::numeric_limits<float>::max(), low(), 9, 3},  // the largest rate: base_lr·step overflows float, not double
   };
   for (const Case& c : cases) {
     // Every step from 0 to two past the end, and one far past it.
@@ -885,6 +886,8 @@ TEST(Optimizers, WarmupCosine) {
       {0.1f, -0.001f, 0, 10, 2, "a negative min_lr", "min_lr"},
       {std::numeric_limits<float>::quiet_NaN(), 0.0f, 0, 10, 2, "a base_lr of NaN", "base_lr"},
       {0.1f, std::numeric_limits<float>::quiet_NaN(), 0, 10, 2, "a min_lr of NaN", "min_lr"},
+      {std::numeric_limits<float>::infinity(), 0.0f, 3, 10, 2, "an infinite base_lr", "base_lr"},
+      {0.1f, std::numeric_limits<float>::infinity(), 3, 10, 0, "an infinite min_lr", "min_lr"},
   };
   for (const Refused& r : refused) {
     const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,

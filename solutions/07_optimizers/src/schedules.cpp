@@ -22,8 +22,8 @@ float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warm
   require(warmup_steps >= 0, "warmup_steps must not be negative, got " + std::to_string(warmup_steps));
   require(warmup_steps <= total_steps, "warmup_steps (" + std::to_string(warmup_steps) +
                                            ") must not exceed total_steps (" + std::to_string(total_steps) + ")");
-  require(base_lr >= 0.0f, "base_lr must not be negative, got " + std::to_string(base_lr));
-  require(min_lr >= 0.0f, "min_lr must not be negative, got " + std::to_string(min_lr));
+  require(std::isfinite(base_lr) && base_lr >= 0.0f, "base_lr must be finite and not negative, got " + std::to_string(base_lr));
+  require(std::isfinite(min_lr) && min_lr >= 0.0f, "min_lr must be finite and not negative, got " + std::to_string(min_lr));
   if (step >= total_steps) return min_lr;
   const double base = base_lr, floor = min_lr;
   if (step < warmup_steps) return static_cast<float>(base * step / warmup_steps);

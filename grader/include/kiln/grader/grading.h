@@ -221,8 +221,13 @@ struct VerifyOptions {
   // Only the mutants at these places, "src/acceleration.cpp:207" or "acceleration.cpp:207" (a
   // survivor run again after a check changed); empty = all.
   std::vector<std::string> at;
+  // --seeds N: instead of the proof, the references' checks at N fresh seeds (verify_seeds).
+  int seeds = 0;
 };
 int verify_course(const Workspace& ws, const VerifyOptions& options);
+// The modules named ("05", "05_data"), in the order given; none named: every module of the course.
+// Throws CourseError for a name that is no module's.
+std::vector<const Module*> modules_named(const Course& course, const std::vector<std::string>& names);
 
 // grader verify --mutation: every reference file's generated mutants (mutation.h), each run
 // through all of the module's checks, observed and judged as verify's are. A mutant that does not
@@ -230,6 +235,18 @@ int verify_course(const Workspace& ws, const VerifyOptions& options);
 // does not pass. Prints per module the counts, the score (killed / counted) and every survivor;
 // returns the number of problems (a reference that fails a check, a score under min_score).
 int verify_mutation(const Workspace& ws, const VerifyOptions& options);
+
+// grader verify --seeds N: instead of the proof, every module's reference through all of its checks
+// at N seeds drawn afresh (grade draws one for every submission), observed and judged as grade
+// runs them, on every core. A check that fails at any seed is a problem, printed with the seed that
+// replays it. Returns the number of problems.
+int verify_seeds(const Workspace& ws, const VerifyOptions& options);
+
+// The options of one observed and judged run of a variant built beforehand (verify --mutation and
+// --seeds): the default limits, the seed, the variant's student files, and the judge where it
+// built. The rules on what student code may do are not read again: the code is the reference's.
+PipelineOptions judged_run_options(const Workspace& ws, const TestTarget& target, const BuildResult* judge,
+                                   const fs::path& judge_file, std::uint64_t seed);
 
 // grader grade: submissions, sandboxed (submission.h stages them), each module's trusted builds
 // made once, submissions graded -j at a time.

@@ -61,7 +61,7 @@ class Optimizer {
   void zero_grad();
 
   // Given. The learning rate the next step() uses; a schedule changes it between steps.
-  // set_learning_rate throws std::invalid_argument for a negative rate.
+  // set_learning_rate throws std::invalid_argument for a negative, NaN or infinite rate.
   float learning_rate() const { return learning_rate_; }
   void set_learning_rate(float learning_rate);
 
@@ -154,7 +154,9 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma);
 // warmup_steps = 0 (the default) is plain cosine annealing (PyTorch's CosineAnnealingLR, without
 // restarts): step 0 gives base_lr exactly, step total_steps gives min_lr exactly.
 // Throws std::invalid_argument, naming the argument, when step < 0, total_steps < 1,
-// warmup_steps < 0, warmup_steps > total_steps, or base_lr or min_lr is negative (or NaN).
+// warmup_steps < 0, warmup_steps > total_steps, or base_lr or min_lr is negative, NaN or infinite
+// (an infinite base_lr makes no schedule: inf · 0 is NaN at step 0 of a warm-up). The largest
+// float is a rate like any other.
 float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps = 0);
 
 }  // namespace kiln::optim

@@ -239,8 +239,8 @@ std::vector<std::int64_t> predict(Module& model, const Tensor& x);
 // that order, and their data follows in that order, begin of the first at 0, each next where the
 // last ended. Views are written by their elements in row-major order (to_vector()). Each name is
 // written as a JSON string: '"' as \" and '\' as \\, a character below 0x20 as \u00XX (two hex
-// digits); other bytes as they are (UTF-8 passes through). No "__metadata__". No tensors gives
-// the header "{}" padded to 8 bytes.
+// digits; JSON's short forms, \n for \u000a and the like, read the same); other bytes as they are
+// (UTF-8 passes through). No "__metadata__". No tensors gives the header "{}" padded to 8 bytes.
 // Throws std::invalid_argument for an empty name, a name used twice or "__metadata__", before
 // writing anything (a file already at `path` is left as it was), and std::runtime_error naming
 // `path` when the file cannot be written.
