@@ -316,6 +316,12 @@ TEST(Activations, Errors) {
   KILN_EXPECT_THROWS(softmax_backward(x, x, -3), IndexError, "dim_not_reported", {"-3", "(3, 7)"});
   const Tensor cube = random_tensor({2, 3, 5}, 908);
   KILN_EXPECT_THROWS(softmax(cube, 3), IndexError, "dim_not_reported", {"3", "(2, 3, 5)"});
+  // A 0-D tensor has no dimension: [-0, 0) is empty, so 0 and -1 are refused too (PyTorch takes a
+  // scalar for a row of one; the header does not).
+  const Tensor scalar = Tensor::scalar(5.0f);
+  KILN_EXPECT_THROWS(softmax(scalar, 0), IndexError, "dim_not_reported", {"0", "()"});
+  KILN_EXPECT_THROWS(log_softmax(scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
+  KILN_EXPECT_THROWS(softmax_backward(scalar, scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
 }
 
 }  // namespace kiln

@@ -177,6 +177,13 @@ TEST(Layers, Einsum) {
   EXPECT_EINSUM("ij->i", data_of({3}, sums_of(r).row_sums), 1e-6, r);
   EXPECT_EINSUM("ij->j", data_of({5}, sums_of(r).column_sums), 1e-6, r);
   EXPECT_EINSUM("ij->", data_of({}, {static_cast<float>(sums_of(r).total)}), 1e-5, r);
+  // A summed letter that only the second operand has, or each operand one of its own: every
+  // letter gets a loop, whichever operand it is in. (1 + 2)·(3 + 4) = 21; x·(m's row sums 6, 15,
+  // 24) = [108, 243]; x's row sums 6 and 15 times c's sum 60 = [360, 900].
+  const Tensor u2({2}, {1, 2}), v2({2}, {3, 4});
+  EXPECT_EINSUM("i,j->", data_of({}, {21}), 0.0, u2, v2);
+  EXPECT_EINSUM("ij,jk->i", data_of({2}, {108, 243}), 0.0, x, m);
+  EXPECT_EINSUM("ik,j->i", data_of({2}, {360, 900}), 0.0, x, c);
 
   // The matrix product on the course's sizes, (5, 784)·(784, 10).
   const Tensor images = random_tensor({5, 784}, 457428938475ULL, 0.0f, 1.0f);

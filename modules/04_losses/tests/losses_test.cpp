@@ -167,6 +167,10 @@ TEST(Losses, Mse) {
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(mse_loss_backward(hand[0].first, hand[0].second)),
                          data_of({3}, {0.0f, 0.0f, -4.0f / 3.0f}), 1e-6, "mse_grad_wrong"))
     return;
+  // An error past half of float's range: its gradient 2·3e38/2 = 3e38 is a float, 2·3e38 is not.
+  if (!KILN_EXPECT_CLOSE_REL(KILN_OBSERVE(mse_loss_backward(Tensor({2}, {3e38f, 0}), Tensor({2}, {0, 0}))),
+                             data_of({2}, {3e38f, 0.0f}), 0.0, 1e-6, "mse_grad_wrong"))
+    return;
   check_gradient(__FILE__, __LINE__, "mse_loss_backward", FUNCTION(mse_loss_backward), inputs, KILN_JUDGE_ONLY(mse_exact),
                  "mse_grad_wrong");
 }
@@ -217,8 +221,31 @@ TEST(Losses, BinaryCrossEntropy) {
   if (!check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
                       FUNCTION(binary_cross_entropy_with_logits_backward), inputs, KILN_JUDGE_ONLY(bce_exact), "bce_grad_wrong"))
     return;
-  check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
-                 FUNCTION(binary_cross_entropy_with_logits_backward), extreme, KILN_JUDGE_ONLY(bce_exact), "bce_not_stable");
+  if (!check_gradient(__FILE__, __LINE__, "binary_cross_entropy_with_logits_backward",
+                      FUNCTION(binary_cross_entropy_with_logits_backward), extreme, KILN_JUDGE_ONLY(bce_exact),
+                      "bce_not_stable"))
+    return;
+  // Confidently right the other way: t = 0 and z far below 0, whose gradients σ(z)/3 are tiny
+  // floats that a sigmoid formed as 1 minus something loses. Each to 1e-5 relative.
+  const std::vector<float> negative = {-10, -20, -60};
+  const auto tiny_grad = observe("binary_cross_entropy_with_logits_backward for logits [-10, -20, -60], targets [0, 0, 0]",
+                                 [&] {
+                                   return binary_cross_entropy_with_logits_backward(Tensor({3}, negative),
+                                                                                    Tensor({3}, {0, 0, 0}));
+                                 });
+  if (!KILN_EXPECT_OK(tiny_grad, "bce_grad_tiny_lost", {{"problem", "the call threw"}})) return;
+  KILN_JUDGE {
+    for (std::size_t i = 0; i < negative.size(); ++i) {
+      const double exact = 1.0 / (1.0 + std::exp(-static_cast<double>(negative[i]))) / 3.0;
+      const double got = i < tiny_grad->values.size() ? tiny_grad->values[i] : std::nan("");
+      if (!(std::fabs(got - exact) <= 1e-5 * exact)) {
+        KILN_FAIL("bce_grad_tiny_lost", {{"problem", fmt::format("z = {} gave {:g}, expected {:g} ({:.2g}% off)",
+                                                                 negative[i], got, exact,
+                                                                 100.0 * std::fabs(got - exact) / exact)}});
+        return;
+      }
+    }
+  }
 }
 
 TEST(Losses, Errors) {

@@ -23,7 +23,8 @@
 // Errors:
 //   ShapeError  a backward function whose two tensors differ in shape (the message names both
 //               shapes); the same number of elements in another shape is still an error
-//   IndexError  a dim outside [-x.dim(), x.dim()) (the message names the dim and the shape)
+//   IndexError  a dim outside [-x.dim(), x.dim()) (the message names the dim and the shape); a
+//               0-D x has no dim at all, so every dim is refused for it
 //
 // Names: tanh_activation, not tanh, so that std::tanh stays visible inside namespace kiln.
 // Module 06 has kiln::autograd::relu, the graph node; where both headers are included, call

@@ -33,14 +33,16 @@ namespace kiln {
 // Mean squared error: (1/n)·Σ_i (prediction_i - target_i)² over all n elements.
 // mse_loss([1, 2, 3], [1, 2, 5]) = 4/3.
 Tensor mse_loss(const Tensor& prediction, const Tensor& target);
-// dL/d(prediction) = 2·(prediction - target)/n.
+// dL/d(prediction) = 2·(prediction - target)/n, a float wherever that value is (scale the error by
+// 2/n: 2·(prediction - target) overflows for an error above 1.7e38).
 Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target);
 
 // Binary cross-entropy of logits z against targets t in {0, 1}, mean over all n elements:
 //   loss_i = -[t·log σ(z) + (1 - t)·log(1 - σ(z))] = max(z, 0) - z·t + log(1 + e^(-|z|)),
 // the second form finite for every z (for z = 1e4 and t = 0 it is 1e4, not log(0)).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
-// dL/dz = (σ(z) - t)/n, with module 02's stable sigmoid.
+// dL/dz = (σ(z) - t)/n, with module 02's stable sigmoid, which keeps σ(z) for z far below 0 (σ(-20)
+// = 2.06e-9, where 1 - 1/(1 + e^z) gives 0).
 Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets);
 
 // ---------------------------------------------------------------------------------------------
