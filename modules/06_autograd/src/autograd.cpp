@@ -28,7 +28,10 @@ void Tensor::backward(const Tensor& grad_output) {
   //    with {this: grad_output}. For a tensor with a grad_fn, call grad_fn->backward(gradient);
   //    when it returns more or fewer gradients than grad_fn->inputs holds, throw
   //    std::logic_error naming both counts. ADD each returned gradient into the map entry of
-  //    the matching input (a tensor used twice, as in x * x, receives two contributions). For a
+  //    the matching input (a tensor used twice, as in x * x, receives two contributions), as
+  //    entry = entry + gradient, a new tensor: an entry may share its storage with another
+  //    input's entry (a node may hand one tensor to both inputs) or be grad_output itself, which
+  //    the caller gets back as it was. For a
   //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
   //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
   // Skip every input that does not require grad: it must not receive a gradient.

@@ -412,6 +412,54 @@ TEST(Autograd, AccumulatesAcrossUses) {
                            "node_processed_early"))
       return;
   }
+
+  // A pending gradient may be a handle that another tensor's entry, or the caller's g, holds too:
+  // the additions below go through a node that hands g itself to both inputs (as add's backward
+  // does when reduce_to_shape has nothing to sum). With a = 2x and b = 3x, y = (a + b) + a gives
+  // dy/dx = 7, and y = a + a gives 4; in both, g read back after backward(g) is g as it was.
+  // Adding a's second share into its entry in place writes into the g that b (and the caller)
+  // hold: x.grad() becomes 10·g and g becomes 2·g.
+  struct Shared {
+    std::string what;
+    bool with_b;        // y = (a + b) + a, else y = a + a
+    float derivative;   // dy/dx
+  };
+  const std::vector<Shared> handed_on = {
+      {"x.grad() and g after y.backward(g) for a = 2x, b = 3x, y = (a + b) + a, through adds that pass g itself "
+       "to both inputs, x and g random (2, 3) tensors",
+       true, 7.0f},
+      {"x.grad() and g after y.backward(g) for a = 2x, y = a + a, through an add that passes g itself to both "
+       "inputs, x and g random (2, 3) tensors",
+       false, 4.0f},
+  };
+  for (std::size_t k = 0; k < handed_on.size(); ++k) {
+    const Shared& c = handed_on[k];
+    const TensorData x = data_of(random_tensor({2, 3}, 75 + 2 * static_cast<std::uint64_t>(k)));
+    const TensorData g = data_of(random_tensor({2, 3}, 76 + 2 * static_cast<std::uint64_t>(k), 0.5f, 1.5f));
+    const auto after = observe(c.what, [&] {
+      Tensor leaf = x.tensor().set_requires_grad(true);
+      const auto sharing_add = [](const Tensor& p, const Tensor& q) {
+        return ag::Function::apply(std::make_shared<SharingAdd>(), {p, q});
+      };
+      const Tensor a = trusted_mul(leaf, Tensor::full({2, 3}, 2.0f));
+      const Tensor b = trusted_mul(leaf, Tensor::full({2, 3}, 3.0f));
+      Tensor y = c.with_b ? sharing_add(sharing_add(a, b), a) : sharing_add(a, a);
+      Tensor passed = g.tensor();
+      y.backward(passed);
+      return std::vector<Tensor>{leaf.grad().clone(), passed.clone()};
+    });
+    if (!KILN_EXPECT_OK(after, "pending_gradient_shared")) return;
+    KILN_JUDGE {
+      std::vector<float> grad_expected = g.values;
+      for (float& v : grad_expected) v *= c.derivative;
+      const std::vector<std::pair<std::string, std::vector<float>>> expected = {
+          {"x.grad()", grad_expected}, {"g read back after the call", g.values}};
+      for (std::size_t i = 0; i < expected.size(); ++i) {
+        const Observed<TensorData> value(after.call() + ": " + expected[i].first, (*after)[i]);
+        if (!KILN_EXPECT_CLOSE(value, data_of({2, 3}, expected[i].second), 1e-4, "pending_gradient_shared")) return;
+      }
+    }
+  }
 }
 
 TEST(Autograd, AccumulatesAcrossCalls) {

@@ -57,7 +57,8 @@ Tensor MaxPool2dFunction::forward() {
   // x = inputs[0] (N, C, H, W). out (N, C, out_h, out_w) with out_h = (H - kernel_size) / stride + 1.
   // out[n, c, oh, ow] is the largest x[n, c, oh·stride + kh, ow·stride + kw] over kh, kw in
   // [0, kernel_size). Record in argmax (resize it to out's element count), at out's row-major
-  // position, the row-major index into x of that element; on a tie keep the first one.
+  // position, the row-major index into x of that element; on a tie keep the first one. A window
+  // of -infinity only has no larger element: it records its first, x[n, c, oh·stride, ow·stride].
   throw kiln::NotImplemented();
 }
 

@@ -696,6 +696,16 @@ TEST(Convolutions, MaxPoolBackward) {
   if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 1, 7, 5) and g", r2, 3, 2, g2),
                          reference_maxpool_grad(r2, 3, 2, g2), 1e-5, "maxpool_overlap_lost"))
     return;
+  // Windows of -infinity only that overlap (kernel 2, stride 1 on a 3×3 image of -infinity):
+  // each window's first element, at row oh·stride and column ow·stride, takes its gradient, so
+  // g = [1, 2, 3, 4] lands on (0, 0), (0, 1), (1, 0) and (1, 1). A fallback placed with the kernel
+  // size instead of the stride puts it on the corners (0, 0), (0, 2), (2, 0) and (2, 2).
+  const float inf = std::numeric_limits<float>::infinity();
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("x a 3×3 image of -infinity, kernel 2, stride 1, and g = [1, 2, 3, 4]",
+                                              data_of({1, 1, 3, 3}, std::vector<float>(9, -inf)), 2, 1,
+                                              data_of({1, 1, 2, 2}, {1, 2, 3, 4})),
+                         data_of({1, 1, 3, 3}, {1, 2, 0, 3, 4, 0, 0, 0, 0}), 1e-6, "maxpool_empty_window_misplaced"))
+    return;
   // g a view that is not contiguous: backward(g) gets any tensor of the output's shape.
   const TensorData r3 = data_of(random_tensor({1, 2, 4, 6}, 88));
   const TensorData g3 = data_of(random_tensor({1, 2, 2, 3}, 89, 0.5f, 1.5f));

@@ -247,6 +247,14 @@ TEST(Tokenization, VocabFileErrors) {
       {"negative.bpe", replace_line(4, "-1 97"), 4, "the id \"-1\"", "bad_merge_not_reported"},
       {"one-id.bpe", replace_line(5, "256"), 5, "a merge line of one id", "bad_merge_not_reported"},
       {"three-ids.bpe", replace_line(3, "97 97 97"), 3, "a merge line of three ids", "bad_merge_not_reported"},
+      // Two ids and exactly one space between them: a tab, two spaces, or a run of spaces and tabs
+      // is damage at that line, not a separator to skip.
+      {"merge-tab.bpe", replace_line(3, "97\t98"), 3, "the merge line \"97\\t98\" (a tab for the space)",
+       "bad_merge_not_reported"},
+      {"merge-two-spaces.bpe", replace_line(3, "97  98"), 3, "the merge line \"97  98\" (two spaces between the ids)",
+       "bad_merge_not_reported"},
+      {"merge-spaces-tab.bpe", replace_line(4, "97 \t 98"), 4,
+       "the merge line \"97 \\t 98\" (spaces and a tab between the ids)", "bad_merge_not_reported"},
       {"run-undefined.bpe", run_file, 3 + static_cast<std::int64_t>(run_rank),
        fmt::format("merge {} of {} naming id {}", run_rank, run_bad.size(), 256 + run_rank), "bad_merge_not_reported"},
       {"empty.bpe", "", 1, "before line 1 (an empty file)", "truncated_not_reported"},

@@ -14,7 +14,8 @@ QuantizedLinear::QuantizedLinear(const nn::Linear& layer, float input_scale) {
 
 Tensor QuantizedLinear::forward(const Tensor& x) const {
   // Quantize x (N, in) with input_scale, multiply with int8_matmul by the weight (out, in), add the
-  // bias (out) to every row.
+  // bias (out) to every row. Pass x on as it is (no reshape): a wrong x must reach the ShapeError
+  // of quantize_activations or int8_accumulate.
   throw kiln::NotImplemented();
 }
 

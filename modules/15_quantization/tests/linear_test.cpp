@@ -200,18 +200,31 @@ TEST(Quantization, QuantizedLinear) {
     if (!check_layer(__FILE__, __LINE__, drawn_case(batch, in, out, stream += 4))) return;
   }
 
-  // An input of the wrong width: x (2, 4) for the hand-worked Linear(2, 3), whose weight is
-  // (3, 2) as the product sees it. The product's ShapeError must reach the caller.
-  const auto wrong_width = observe("QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward(x (2, 4))", [] {
+  // A wrong x, for the hand-worked Linear(2, 3), whose weight is (3, 2) as the product sees it:
+  // x (2, 4) is 8 values, a whole number of rows of 2, and a 1-D x (2) is one row's worth. Each
+  // must be refused with a ShapeError naming its shape, never re-cut into rows of in_features
+  // values (which would return (4, 3) and (1, 3)).
+  const auto hand_layer = [] {
     WichmannHill generator(15);
     nn::Linear layer(2, 3, generator);
     layer.weight = Tensor({2, 3}, {31.75f, 0, -1.984375f, 1, 0, 0.75f});
     layer.bias = Tensor({3}, {12, -8, 2});
-    const quant::QuantizedLinear q(layer, 0.5f);
-    return q.forward(Tensor({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
+    return quant::QuantizedLinear(layer, 0.5f);
+  };
+  const auto wrong_width = observe("QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward(x (2, 4))", [&] {
+    return hand_layer().forward(Tensor({2, 4}, {1, 2, 3, 4, 5, 6, 7, 8}));
   });
   KILN_JUDGE {
-    testing::expect_throws<ShapeError>(__FILE__, __LINE__, wrong_width, "quantized_linear_wrong", {"(2, 4)", "(3, 2)"},
+    // The product's ShapeError names both shapes.
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, wrong_width, "wrong_x_accepted", {"(2, 4)", "(3, 2)"},
+                                       {{"in", "2"}, {"out", "3"}});
+    if (wrong_width.ok()) return;
+  }
+  const auto one_dimensional = observe("QuantizedLinear(the hand-worked Linear(2, 3), 0.5).forward(x (2), 1-D)", [&] {
+    return hand_layer().forward(Tensor({2}, {10, -3.25f}));
+  });
+  KILN_JUDGE {
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, one_dimensional, "wrong_x_accepted", {"(2)"},
                                        {{"in", "2"}, {"out", "3"}});
   }
 }

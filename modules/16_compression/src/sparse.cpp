@@ -24,7 +24,8 @@ Tensor csr_matmul(const CsrMatrix& a, const Tensor& b) {
 }
 
 std::int64_t csr_bytes(const CsrMatrix& a) {
-  // The bytes of the three arrays: each element is 4 bytes (std::int32_t or float).
+  // The bytes of the three arrays: each element is 4 bytes (std::int32_t or float). Count the
+  // arrays' own sizes, not rows: a default CsrMatrix{} holds nothing.
   throw kiln::NotImplemented();
 }
 

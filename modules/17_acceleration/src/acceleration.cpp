@@ -6,7 +6,8 @@
 //   Matrices are row-major: element (i, j) of an (n, m) matrix is data[i·m + j]. data() needs a
 //   contiguous tensor: call contiguous() on an input first (a transposed view is not).
 //   Images x are (N, C, H, W), convolution weights (out_ch, C, k, k), bias (out_ch).
-//   out_h = (H + 2·padding - k) / stride + 1, and the same for out_w.
+//   out_h = (H + 2·padding - k) / stride + 1, and the same for out_w, rounded down (integer
+//   division): a window that would hang past the padded image is no window.
 //   The patch matrix cols is (N·out_h·out_w, C·k·k): row (n·out_h + oh)·out_w + ow, column
 //   (c·k + kh)·k + kw, holding x[n, c, oh·stride - padding + kh, ow·stride - padding + kw], or 0
 //   where that falls outside the image.

@@ -167,15 +167,39 @@ TEST(Acceleration, Im2col) {
     Shape x_shape;
     int k, stride, padding;
   };
+  // Then strides that do not divide H + 2·padding - k (nor W + 2·padding - k): the division rounds
+  // down, so the last window that would hang past the padded image is no window. (1, 1, 6, 6) with
+  // k = 3, stride 2, padding 1 has out_h = out_w = 5 / 2 + 1 = 3, 9 rows, not 4·4 = 16; then only
+  // the height (6 × 9), only the width (4 × 7), and stride 3 (8 × 8, k = 3: 5 / 3 + 1 = 2).
   const std::vector<Case> cases{{{1, 2, 4, 6}, 2, 1, 0}, {{2, 3, 5, 7}, 3, 2, 1}, {{2, 1, 7, 4}, 3, 1, 2},
-                                {{1, 3, 3, 2}, 1, 1, 0}, {{1, 2, 1, 2}, 3, 1, 1}};
+                                {{1, 3, 3, 2}, 1, 1, 0}, {{1, 2, 1, 2}, 3, 1, 1}, {{1, 1, 6, 6}, 3, 2, 1},
+                                {{2, 2, 6, 9}, 3, 2, 1}, {{1, 2, 4, 7}, 2, 2, 0}, {{1, 1, 8, 8}, 3, 3, 0}};
   std::uint64_t stream = 61;
   for (const Case& c : cases) {
     const Tensor x = random_tensor(c.x_shape, stream++);
-    const auto cols = observe(fmt::format("im2col(x, {}, {}, {}) of a random {} batch", c.k, c.stride, c.padding,
-                                          to_string(c.x_shape)),
-                              [&] { return im2col(x, c.k, c.stride, c.padding); });
+    const std::string what = fmt::format("im2col(x, {}, {}, {}) of a random {} batch", c.k, c.stride, c.padding,
+                                         to_string(c.x_shape));
+    const auto cols = observe(what, [&] { return im2col(x, c.k, c.stride, c.padding); });
     KILN_JUDGE {
+      // A patch matrix with the rows a rounded-up division gives, ceil((H + 2·padding - k) / stride) + 1
+      // windows down and the same across, where that differs from rounding down.
+      const auto rounded_up = [&](std::int64_t size) {
+        return (size + 2 * c.padding - c.k + c.stride - 1) / c.stride + 1;
+      };
+      const std::int64_t out_h = out_size(c.x_shape[2], c.k, c.stride, c.padding);
+      const std::int64_t out_w = out_size(c.x_shape[3], c.k, c.stride, c.padding);
+      const std::int64_t rows = c.x_shape[0] * out_h * out_w;
+      const std::int64_t rounded_rows = c.x_shape[0] * rounded_up(c.x_shape[2]) * rounded_up(c.x_shape[3]);
+      if (cols.ok() && rounded_rows != rows && cols->shape.size() == 2 && cols->shape[0] == rounded_rows) {
+        KILN_FAIL("output_size_rounded_up",
+                  {{"case", what}, {"out_h", std::to_string(out_h)}, {"out_w", std::to_string(out_w)},
+                   {"expected", std::to_string(rows)}, {"got", std::to_string(cols->shape[0])}},
+                  fmt::format("{} has shape {}, expected ({}, {}): out_h = ({} + 2·{} - {}) / {} + 1 = {}, "
+                              "out_w = ({} + 2·{} - {}) / {} + 1 = {}",
+                              cols.call(), to_string(cols->shape), rows, c.x_shape[1] * c.k * c.k, c.x_shape[2],
+                              c.padding, c.k, c.stride, out_h, c.x_shape[3], c.padding, c.k, c.stride, out_w));
+        return;
+      }
       if (!check_patches(cols, patches(data_of(x), c.k, c.stride, c.padding))) return;
     }
     if (!cols.ok()) return;

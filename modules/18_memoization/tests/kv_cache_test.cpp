@@ -334,8 +334,8 @@ TEST(Memoization, GenerateCached) {
   }
   // The model goes into evaluation mode, and the steps run: every prompt token and every new one
   // but the last, once each. Counted by the head's forward calls, against one forward_step's.
+  // With n_new = 0 the prompt still runs, all of it: nothing is drawn, but the call is no shortcut.
   for (const Case& c : cases) {
-    if (c.n_new < 1) continue;
     const auto runs = observe(
         fmt::format("the head's forward calls in one forward_step, then in generate_cached(model, {}, {}, {}, {}, "
                     "WichmannHill({})) with {}, and model.training() after it",
@@ -363,6 +363,16 @@ TEST(Memoization, GenerateCached) {
     }
     KILN_JUDGE {
       const auto& [per_step, generate_runs, training] = *runs;
+      if (c.n_new == 0 && per_step > 0 && generate_runs == 0) {
+        KILN_FAIL("prompt_not_run",
+                  {{"prompt", std::to_string(c.prompt.size())},
+                   {"n_new", "0"},
+                   {"seen", "it returned the prompt without running a single step"}},
+                  fmt::format("{}: one forward_step calls the head {} times, generate_cached never called it, and "
+                              "model.training() is {}",
+                              runs.call(), per_step, training));
+        return;
+      }
       if (training) {
         KILN_FAIL("left_in_training_mode", {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
                   runs.call() + ": model.training() is still true");
@@ -370,7 +380,8 @@ TEST(Memoization, GenerateCached) {
       }
       // A step that never calls the head cannot be counted this way.
       if (per_step == 0) continue;
-      const std::int64_t steps = static_cast<std::int64_t>(c.prompt.size()) + c.n_new - 1;
+      // With no new token the whole prompt runs (its last logits are then not used).
+      const std::int64_t steps = static_cast<std::int64_t>(c.prompt.size()) + std::max<std::int64_t>(c.n_new, 1) - 1;
       if (generate_runs != per_step * steps) {
         KILN_FAIL("steps_miscounted",
                   {{"prompt", std::to_string(c.prompt.size())},
@@ -393,6 +404,25 @@ TEST(Memoization, GenerateCached) {
                                                     {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
     }
     if (out.ok() || !out.error().is(testing::error_kind_name<std::invalid_argument>())) return;
+  }
+  // A prompt token outside [0, V) is refused by forward_step with kiln::IndexError, which the call
+  // passes on: also with n_new = 0, since the prompt runs all the same, and (the other side) with
+  // new tokens asked for. The bad token last, after valid ones of the run, and first.
+  const std::vector<std::int64_t> valid = random_ints(2, s.vocab, stream++);
+  const std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> bad_tokens = {
+      {{s.vocab}, 0}, {{valid[0], valid[1], -1}, 0}, {{s.vocab, valid[0]}, 2}};
+  for (const auto& [prompt, n_new] : bad_tokens) {
+    const auto out = observe_greedy(s, p, prompt, n_new);
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(
+          __FILE__, __LINE__, out, "prompt_not_run", {},
+          {{"prompt", std::to_string(prompt.size())},
+           {"n_new", std::to_string(n_new)},
+           {"seen", fmt::format("the prompt {} holds a token outside [0, {}), which forward_step refuses with "
+                                "kiln::IndexError, and the call did not pass that error on",
+                                ids_text(prompt), s.vocab)}});
+    }
+    if (out.ok() || !out.error().is(testing::error_kind_name<IndexError>())) return;
   }
   // The arguments are checked before anything else: a refused call leaves the model as it was,
   // in training mode here. Each refusal, and a sequence one token longer than max_length (judged

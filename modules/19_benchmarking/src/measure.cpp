@@ -12,7 +12,8 @@ namespace kiln {
 double steady_seconds() {
   // std::chrono::steady_clock::now().time_since_epoch() is a duration in the clock's own ticks
   // (often nanoseconds). std::chrono::duration<double>(d).count() converts it to seconds as a
-  // double; duration_cast<milliseconds>(d).count() would give whole milliseconds instead.
+  // double, keeping every tick; duration_cast<milliseconds>(d).count() would give whole
+  // milliseconds instead (and duration_cast<microseconds> / 1e6 seconds rounded down to a µs).
   throw kiln::NotImplemented();
 }
 

@@ -3,10 +3,14 @@
 // harness should return is known exactly in advance, and no check depends on how fast this
 // machine is. The clock and the workload also write down, in one string, each reading ('C') and
 // each call ('W'): a correct harness with warmup 2 and repetitions 3 leaves "WW" then "CWC" three
-// times. Only the last check uses the real clock, and asks no more of it than that a sleep of a
-// few milliseconds lasts a few milliseconds.
+// times. Only the last check uses the real clock, and asks no more of it than that it is
+// steady_clock's time in seconds, to that clock's resolution, and that a sleep of a few
+// milliseconds lasts a few milliseconds.
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <thread>
@@ -153,18 +157,21 @@ TEST(Benchmarking, MeasureSamples) {
   }
 }
 
+// steady_clock's current time in seconds, as a double: the test's own reading of the clock, which
+// the student's steady_seconds() is held against.
+double steady_clock_now_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
+
 TEST(Benchmarking, RealClock) {
   // The real clock read twice never goes backwards, and it is steady_clock's: each reading lies
   // between steady_clock's own time, in seconds, read just before and just after it (another
   // clock, system_clock's seconds since 1970 say, lies far outside).
   const auto readings = observe("steady_clock, steady_seconds(), steady_seconds() again, steady_clock", [] {
-    const auto steady = [] {
-      return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
-    };
-    const double before = steady();
+    const double before = steady_clock_now_seconds();
     const double first = steady_seconds();
     const double second = steady_seconds();
-    const double after = steady();
+    const double after = steady_clock_now_seconds();
     return std::tuple<double, double, double, double>{before, first, second, after};
   });
   if (!KILN_EXPECT_OK(readings, "real_clock_wrong")) return;
@@ -179,6 +186,51 @@ TEST(Benchmarking, RealClock) {
                 fmt::format("steady_seconds() read {} and {} between steady_clock's {} and {} seconds: another clock, "
                             "or another unit",
                             first, second, before, after));
+      return;
+    }
+  }
+  // To the clock's own resolution: each of many readings lies between steady_clock's readings
+  // taken just before and just after it, allowing only a few units in the last place of the
+  // double (another conversion of the same nanoseconds may round differently). Two readings of
+  // steady_clock a few tens of nanoseconds apart rarely straddle a microsecond tick, so a reading
+  // rounded down to whole microseconds lies before the one taken just before it in almost every
+  // pair, and in some pair of a thousand almost surely (rounded to the nearest, after the one
+  // taken just after it). The readings of steady_clock are the test's own.
+  constexpr std::size_t kPairs = 1000;
+  const auto fine = observe(
+      fmt::format("{} times: steady_clock, steady_seconds(), steady_clock", kPairs), [] {
+        std::vector<double> before(kPairs), reading(kPairs), after(kPairs);
+        for (std::size_t k = 0; k < kPairs; ++k) {
+          before[k] = steady_clock_now_seconds();
+          reading[k] = steady_seconds();
+          after[k] = steady_clock_now_seconds();
+        }
+        return std::tuple<std::vector<double>, std::vector<double>, std::vector<double>>{before, reading, after};
+      });
+  if (!KILN_EXPECT_OK(fine, "clock_resolution_lost")) return;
+  KILN_JUDGE {
+    const auto& [before, reading, after] = *fine;
+    std::size_t outside = 0, worst = 0;
+    double worst_gap = 0;
+    for (std::size_t k = 0; k < before.size(); ++k) {
+      // A few units in the last place of the time: a rounding of the conversion, never a tick.
+      const double slack = 8 * std::numeric_limits<double>::epsilon() * std::fabs(after[k]);
+      const double gap = std::max(before[k] - reading[k], reading[k] - after[k]);
+      if (gap > slack) {
+        ++outside;
+        if (gap > worst_gap) {
+          worst_gap = gap;
+          worst = k;
+        }
+      }
+    }
+    if (outside > 0) {
+      KILN_FAIL("clock_resolution_lost",
+                {{"outside", std::to_string(outside)},
+                 {"pairs", std::to_string(before.size())},
+                 {"gap", fmt::format("{:.3g} µs", worst_gap * 1e6)}},
+                fmt::format("steady_seconds() read {:.9f} between steady_clock's {:.9f} and {:.9f} seconds",
+                            reading[worst], before[worst], after[worst]));
       return;
     }
   }

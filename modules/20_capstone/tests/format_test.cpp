@@ -259,6 +259,8 @@ TEST(Capstone, RejectsDamage) {
   std::vector<Damage> cases = {
       {"a file whose magic is KCAQ", patched(good, 3, {'Q'}), KILN_JUDGE_ONLY(0)},
       {"version 2", capstone_testing::write(model, 2), KILN_JUDGE_ONLY(4)},
+      // Below 1 as well as above it: the format has version 1 only, not "1 or older".
+      {"version 0", capstone_testing::write(model, 0), KILN_JUDGE_ONLY(4)},
       {"a layer count of 0", patched(good, 8, {0, 0, 0, 0}), KILN_JUDGE_ONLY(8)},
       {"a layer count of 65", patched(good, 8, {65, 0, 0, 0}), KILN_JUDGE_ONLY(8)},
       {"layer 0 of kind 9", patched(good, 12, {9}), KILN_JUDGE_ONLY(12)},

@@ -168,3 +168,4 @@ struct ReluFunction : Function {
 //                            (ShapeError naming both shapes otherwise); throws std::logic_error
 //                            when this tensor does not require grad, and when a node's
 //                            backward() returns more or fewer gradients than it has inputs.
+//                            grad_output is only read: the caller's tensor is left as it was.

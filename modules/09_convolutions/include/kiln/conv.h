@@ -55,7 +55,8 @@ struct MaxPool2dFunction : autograd::Function {
   int kernel_size = 2;
   int stride = 2;
   // Filled by forward(): for every output element, in the output's row-major order, the
-  // row-major index into x of the value it took (the first largest one in the window).
+  // row-major index into x of the value it took (the first largest one in the window). A window
+  // where nothing beats -infinity took its first element, at row oh·stride and column ow·stride.
   std::vector<std::int64_t> argmax;
 
   // Given. Checks the arguments (x 4-D, kernel_size >= 1, stride >= 1, the window fits in H and

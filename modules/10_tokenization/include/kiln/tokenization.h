@@ -233,7 +233,8 @@ class BpeTokenizer {
 // and nothing after them. A number is at most 18 decimal digits, so that it fits a std::int64_t,
 // and a count may be that large however few lines follow it. Anything else is a damaged file: a
 // wrong first line, a count or an id that is not decimal digits or has more than 18, a merge
-// line without exactly two numbers, an id not yet defined, a file that ends before its counts say (the message
+// line without exactly two numbers separated by one space (a tab or two spaces between them is
+// damage too), an id not yet defined, a file that ends before its counts say (the message
 // names the line that is missing: the last line + 1), a repeated special, or a line after the
 // last special.
 

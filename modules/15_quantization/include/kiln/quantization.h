@@ -129,7 +129,9 @@ class QuantizedLinear {
   QuantizedLinear(const nn::Linear& layer, float input_scale);
 
   // x (N, in) float32 -> y (N, out) = int8_matmul(quantize_activations(x, input_scale), weight)
-  // + bias, the bias added to every row. A wrong x raises int8_accumulate's ShapeError.
+  // + bias, the bias added to every row. x is taken as it is, never reshaped into rows: a wrong
+  // x raises ShapeError naming its shape, int8_accumulate's for a width other than in (x (2, 4)
+  // of a layer of 2 inputs too) and quantize_activations' for an x that is not 2-D.
   Tensor forward(const Tensor& x) const;
 
   std::int64_t in_features = 0;

@@ -91,8 +91,9 @@ CsrMatrix to_csr(const Tensor& dense);
 Tensor csr_matmul(const CsrMatrix& a, const Tensor& b);
 
 // The bytes the CSR arrays hold: 4 per row offset, 4 per column index, 4 per value,
-// 4·(rows + 1) + 8·nnz (computed from the arrays' sizes). The dense matrix holds 4·rows·cols,
-// so CSR is smaller only when fewer than about half of the entries are non-zero.
+// 4·(rows + 1) + 8·nnz (computed from the arrays' sizes, not from rows: a default CsrMatrix{}
+// holds 0 bytes). The dense matrix holds 4·rows·cols, so CSR is smaller only when fewer than
+// about half of the entries are non-zero.
 std::int64_t csr_bytes(const CsrMatrix& a);
 
 // ---------------------------------------------------------------------------------------------

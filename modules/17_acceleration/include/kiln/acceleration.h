@@ -10,7 +10,8 @@
 //   convolution weight (out_ch, C, k, k), bias (out_ch)
 //   patch matrix       cols (N·out_h·out_w, C·k·k): one row per output position (n, oh, ow), one
 //                      column per (c, kh, kw) at (c·k + kh)·k + kw, the order of the flattened weight
-//   output size        out_h = (H + 2·padding - k) / stride + 1, and the same for out_w
+//   output size        out_h = (H + 2·padding - k) / stride + 1, and the same for out_w, in
+//                      integer division: rounded down, never up (no window past the padded image)
 #pragma once
 
 #include <memory>

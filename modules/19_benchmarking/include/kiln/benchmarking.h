@@ -45,7 +45,8 @@ double student_t_quantile(double p, double dof);
 // backwards; only differences between two readings mean anything.
 using Clock = std::function<double()>;
 
-// std::chrono::steady_clock's current time in seconds, as a double. steady_clock is monotonic
+// std::chrono::steady_clock's current time in seconds, as a double, to that clock's own
+// resolution (not rounded to whole microseconds or milliseconds). steady_clock is monotonic
 // (the wall clock, system_clock, can jump when the time is set); its origin is unspecified (often
 // the boot), which does not matter for differences.
 double steady_seconds();

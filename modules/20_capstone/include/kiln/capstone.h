@@ -18,7 +18,7 @@
 //     4 relu         nothing more: y = max(x, 0), the width unchanged
 //   and nothing after the last layer.
 //
-// A file is well formed when all of this holds: the magic and the version; 1 to 64 layers, at
+// A file is well formed when all of this holds: the magic and version 1 (not 0); 1 to 64 layers, at
 // least one of them not relu; every in and out between 1 and 65,536; each layer's in equal to
 // the width the layer before it gives (relu gives what it takes); a scale that is finite and
 // greater than 0; every row start between 0 and nnz, the first 0, each at least the one before
