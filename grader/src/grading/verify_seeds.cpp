@@ -106,9 +106,11 @@ int verify_seeds(const Workspace& ws, const VerifyOptions& options) {
     std::map<std::string, std::vector<std::pair<std::uint64_t, std::string>>> failed;
     std::vector<std::string> order;
     std::size_t checks = 0;
+    int empty_runs = 0;  // runs that reported no check at all: nothing was proven by them
     for (const SeedJob& j : jobs) {
       if (j.module != k) continue;
       checks = j.report.checks.size();
+      empty_runs += j.report.checks.empty();
       for (const CheckReport& c : j.report.checks) {
         if (c.status == Status::passed || c.status == Status::skipped) continue;
         if (!failed.count(c.id)) order.push_back(c.id);
@@ -130,6 +132,13 @@ int verify_seeds(const Workspace& ws, const VerifyOptions& options) {
         std::fputs(fmt::format("  ✗ check {} at seed {}, {}\n      again: KILN_SEED={} grader check {} --solution\n", id,
                                seed, what, seed, m.number_text()).c_str(), stdout);
     }
+    if (empty_runs > 0) {
+      failed_here += empty_runs;
+      std::fputs(fmt::format("  ✗ {} of {} runs reported no check at all\n", empty_runs, seeds.size()).c_str(), stdout);
+    }
+    if (failed_here == 0)
+      std::fputs(fmt::format("  ✓ the reference passes all {} checks at each of {} seed{}\n", checks, seeds.size(),
+                             seeds.size() == 1 ? "" : "s").c_str(), stdout);
     problems += failed_here;
   }
   if (problems == 0) {

@@ -455,7 +455,9 @@ TEST(Autograd, AccumulatesAcrossUses) {
       const std::vector<std::pair<std::string, std::vector<float>>> expected = {
           {"x.grad()", grad_expected}, {"g read back after the call", g.values}};
       for (std::size_t i = 0; i < expected.size(); ++i) {
-        const Observed<TensorData> value(after.call() + ": " + expected[i].first, (*after)[i]);
+        // A stream with fewer results than were returned is not believed: a missing one compares as empty.
+        const Observed<TensorData> value(after.call() + ": " + expected[i].first,
+                                         i < after->size() ? (*after)[i] : TensorData{});
         if (!KILN_EXPECT_CLOSE(value, data_of({2, 3}, expected[i].second), 1e-4, "pending_gradient_shared")) return;
       }
     }

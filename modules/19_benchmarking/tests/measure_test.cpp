@@ -210,9 +210,11 @@ TEST(Benchmarking, RealClock) {
   if (!KILN_EXPECT_OK(fine, "clock_resolution_lost")) return;
   KILN_JUDGE {
     const auto& [before, reading, after] = *fine;
-    std::size_t outside = 0, worst = 0;
+    // As many readings of each as were taken (a stream that says otherwise is not believed).
+    const std::size_t pairs = std::min({before.size(), reading.size(), after.size()});
+    std::size_t outside = pairs == kPairs ? 0 : kPairs, worst = 0;
     double worst_gap = 0;
-    for (std::size_t k = 0; k < before.size(); ++k) {
+    for (std::size_t k = 0; k < pairs; ++k) {
       // A few units in the last place of the time: a rounding of the conversion, never a tick.
       const double slack = 8 * std::numeric_limits<double>::epsilon() * std::fabs(after[k]);
       const double gap = std::max(before[k] - reading[k], reading[k] - after[k]);
@@ -227,10 +229,11 @@ TEST(Benchmarking, RealClock) {
     if (outside > 0) {
       KILN_FAIL("clock_resolution_lost",
                 {{"outside", std::to_string(outside)},
-                 {"pairs", std::to_string(before.size())},
+                 {"pairs", std::to_string(kPairs)},
                  {"gap", fmt::format("{:.3g} µs", worst_gap * 1e6)}},
-                fmt::format("steady_seconds() read {:.9f} between steady_clock's {:.9f} and {:.9f} seconds",
-                            reading[worst], before[worst], after[worst]));
+                worst < pairs ? fmt::format("steady_seconds() read {:.9f} between steady_clock's {:.9f} and {:.9f} seconds",
+                                            reading[worst], before[worst], after[worst])
+                              : fmt::format("{} of {} readings came back", pairs, kPairs));
       return;
     }
   }
