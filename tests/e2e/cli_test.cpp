@@ -226,6 +226,28 @@ TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   EXPECT_NE(unpromised.out.find("lists no promise of mul"), std::string::npos) << unpromised.out;
 }
 
+// verify --seeds: the reference through its checks at fresh seeds. A reference that fails a check
+// at every seed fails it not by chance, and says where to look.
+TEST_F(Cli, VerifySeedsRunsTheReferenceAtFreshSeedsAndNamesACheckItFails) {
+  const ProcessResult good = grader({"verify", "--seeds", "3", "1"});
+  EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
+  EXPECT_NE(good.out.find("the reference passes all"), std::string::npos) << good.out;
+  EXPECT_NE(good.out.find("at each of 3 seeds"), std::string::npos) << good.out;
+  const fs::path solution = root_ / "solutions" / "01_probe" / "src" / "probe.cpp";
+  const std::string original = read_file(solution);
+  std::string wrong = original;
+  wrong.replace(wrong.find("return a + b;"), 13, "return a - b;");
+  std::ofstream(solution) << wrong;
+  const ProcessResult bad = grader({"verify", "--seeds", "2", "1"});
+  std::ofstream(solution) << original;
+  EXPECT_EQ(bad.exit_code, 1) << bad.out;
+  EXPECT_NE(bad.out.find("check adds fails at all 2 seeds, not by chance"), std::string::npos) << bad.out;
+  EXPECT_NE(bad.out.find("grader verify 01"), std::string::npos) << bad.out;
+  // Nothing to draw, or a score asked of it, is refused before anything is built.
+  EXPECT_NE(grader({"verify", "--seeds", "0", "1"}).exit_code, 0);
+  EXPECT_NE(grader({"verify", "--seeds", "2", "--mutation", "1"}).exit_code, 0);
+}
+
 TEST_F(Cli, StartListsTheFunctionsToWrite) {
   write_student(stub_);
   const ProcessResult r = grader({"start", "1"});
