@@ -41,6 +41,21 @@ class Cli : public ::testing::Test {
     return run_process({.argv = args, .env = {{"KILN_HOME", KILN_HOME_DIR}, {"NO_COLOR", "1"}}, .output_cap = 4 << 20});
   }
 
+  // Runs the grader with `from` replaced by `to` in the course's `file` (relative to its root),
+  // then puts the file back as it was.
+  static ProcessResult grader_with_edit(const fs::path& file, const std::string& from, const std::string& to,
+                                        std::vector<std::string> args) {
+    const fs::path path = root_ / file;
+    const std::string original = read_file(path);
+    std::string edited = original;
+    EXPECT_NE(edited.find(from), std::string::npos) << from;
+    if (edited.find(from) != std::string::npos) edited.replace(edited.find(from), from.size(), to);
+    std::ofstream(path) << edited;
+    const ProcessResult r = grader(std::move(args));
+    std::ofstream(path) << original;
+    return r;
+  }
+
   static nlohmann::json check_json() {
     const ProcessResult r = grader({"check", "1", "--format", "json"});
     auto j = nlohmann::json::parse(r.out, nullptr, false);
@@ -205,13 +220,8 @@ TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   const ProcessResult good = grader({"verify", "--all"});
   EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
   EXPECT_NE(good.out.find("5 promises of the 5 functions the student writes"), std::string::npos) << good.out;
-  const fs::path mutant = root_ / "solutions" / "01_probe" / "mutants" / "wrong_sum.yaml";
-  const std::string original = read_file(mutant);
-  std::string harmless = original;
-  harmless.replace(harmless.find("a - b"), 5, "b + a");
-  std::ofstream(mutant) << harmless;
-  const ProcessResult bad = grader({"verify", "1"});
-  std::ofstream(mutant) << original;
+  const ProcessResult bad =
+      grader_with_edit(fs::path("solutions") / "01_probe" / "mutants" / "wrong_sum.yaml", "a - b", "b + a", {"verify", "1"});
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("mutant wrong_sum should fail adds"), std::string::npos) << bad.out;
   // A function without a promise is named.
@@ -233,13 +243,8 @@ TEST_F(Cli, VerifySeedsRunsTheReferenceAtFreshSeedsAndNamesACheckItFails) {
   EXPECT_EQ(good.exit_code, 0) << good.out << good.err;
   EXPECT_NE(good.out.find("the reference passes all"), std::string::npos) << good.out;
   EXPECT_NE(good.out.find("at each of 3 seeds"), std::string::npos) << good.out;
-  const fs::path solution = root_ / "solutions" / "01_probe" / "src" / "probe.cpp";
-  const std::string original = read_file(solution);
-  std::string wrong = original;
-  wrong.replace(wrong.find("return a + b;"), 13, "return a - b;");
-  std::ofstream(solution) << wrong;
-  const ProcessResult bad = grader({"verify", "--seeds", "2", "1"});
-  std::ofstream(solution) << original;
+  const ProcessResult bad = grader_with_edit(fs::path("solutions") / "01_probe" / "src" / "probe.cpp", "return a + b;",
+                                            "return a - b;", {"verify", "--seeds", "2", "1"});
   EXPECT_EQ(bad.exit_code, 1) << bad.out;
   EXPECT_NE(bad.out.find("check adds fails at all 2 seeds, not by chance"), std::string::npos) << bad.out;
   EXPECT_NE(bad.out.find("grader verify 01"), std::string::npos) << bad.out;
