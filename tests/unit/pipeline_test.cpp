@@ -123,6 +123,7 @@ TEST(PipelineJudge, AnObservedProgramIsRefusedAsTheJudge) {
   BuildResult judge;
   judge.ok = true;
   judge.binary = "/course/.grader/build/verify/t_17_acceleration__stub__observed";
+  judge.observed = true;
   RunResult observed;
   observed.checks.resize(s.module.checks.size());
   const std::vector<const Check*> checks = {&s.module.checks[0], &s.module.checks[1]};

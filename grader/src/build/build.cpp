@@ -363,6 +363,7 @@ std::vector<BuildResult> CourseBuild::build_many(const std::vector<TestTarget>& 
       }
     }
     result.binary = dir_ / t.target_name();
+    result.observed = t.observer;
     result.ok = !stale.count(t.target_name()) && fs::exists(result.binary);
     if (t.with_sanitized && !stale.count(t.sanitized_name()) && fs::exists(dir_ / t.sanitized_name()))
       result.sanitized_binary = dir_ / t.sanitized_name();

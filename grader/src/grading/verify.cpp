@@ -343,61 +343,57 @@ void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::u
   std::map<const Module*, const BuildResult*> judges;
   for (std::size_t i = 0; i < plan.jobs.size(); ++i)
     if (plan.jobs[i].variant == "stub") judges[plan.jobs[i].module] = &built[i];
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < plan.jobs.size();) {
-      Job& j = plan.jobs[i];
-      const BuildResult* judge = judges[j.module];
-      PipelineOptions options;
-      options.run.limits = default_limits();
-      options.run.env = {{protocol::kSeed, std::to_string(seed)}};
-      options.run.student_files = student_files_of(ws.course, j.target);
-      options.only_checks = j.only_checks;
-      options.sanitize = j.sanitize && j.only_checks.empty();
-      options.sanitized_only = j.sanitize && !j.only_checks.empty();  // a memory mutant: straight to the sanitizers
-      // The rules on what student code may do hold for the reference and the stubs; a mutant is the
-      // reference with one planted change, which the rules need not read again.
-      options.refuse_tampering = j.variant == "solution" || j.variant == "stub";
-      if (judge->ok) options.judge = judge;
-      // Per module: every module's reference is named "solution".
-      options.judge_file = build_dir / "judge" / j.module->name() / (j.target.own.name + ".json");
-      const BuildResult& whole = built[i];
-      if (!judge->ok) {
-        // Without a judge nothing observed can be judged: the module's proof stops here.
-        j.judge_error = judge->error ? judge->error->message : "the build failed";
-        continue;
-      }
-      BuildResult& observed = built[plan.jobs.size() + i];
-      j.observed_binary = observed.binary;
-      j.observed_device_binary = observed.device_binary;
-      if (j.variant == "solution" && observed.ok) note_link(observed, build_dir, j.observed);  // its calls are checked
-      PrebuiltBuilder observed_builder(observed);
-      j.verdicts = run_pipeline(*j.module, observed_builder, options);
-      j.judged = report_of(ws.course, j.verdicts, j.variant);
-      if (j.variant == "solution" && j.verdicts.in_process && j.judged.every_check_passed()) {
-        RunOptions trusted;
-        trusted.limits = default_limits();
-        trusted.env = options.run.env;
-        j.judge_fuzz = fuzz_judge(*judge, *j.verdicts.in_process, j.verdicts.checks, trusted,
-                                  build_dir / "judge" / j.module->name() / (j.target.own.name + ".fuzz.json"), j.judge_fuzz_runs);
-      }
-      // The same checks whole, in one process, as `grader check` runs them: both must agree. A
-      // memory mutant's proof is its sanitizers' report, judged.
-      if (options.sanitized_only) {
-        j.in_process = j.judged;
-        continue;
-      }
-      PipelineOptions own = options;
-      own.judge = nullptr;
-      own.sanitize = false;
-      PrebuiltBuilder whole_builder(whole);
-      j.in_process = report_of(ws.course, run_pipeline(*j.module, whole_builder, own), j.variant);
-    }
-  };
-  std::vector<std::thread> pool;
-  const unsigned cores = std::max(1u, std::min(8u, std::thread::hardware_concurrency()));
-  for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  on_cores(
+      plan.jobs.size(),
+      [&](std::size_t i) {
+        Job& j = plan.jobs[i];
+        const BuildResult* judge = judges[j.module];
+        PipelineOptions options;
+        options.run.limits = default_limits();
+        options.run.env = {{protocol::kSeed, std::to_string(seed)}};
+        options.run.student_files = student_files_of(ws.course, j.target);
+        options.only_checks = j.only_checks;
+        options.sanitize = j.sanitize && j.only_checks.empty();
+        options.sanitized_only = j.sanitize && !j.only_checks.empty();  // a memory mutant: straight to the sanitizers
+        // The rules on what student code may do hold for the reference and the stubs; a mutant is the
+        // reference with one planted change, which the rules need not read again.
+        options.refuse_tampering = j.variant == "solution" || j.variant == "stub";
+        if (judge->ok) options.judge = judge;
+        // Per module: every module's reference is named "solution".
+        options.judge_file = build_dir / "judge" / j.module->name() / (j.target.own.name + ".json");
+        const BuildResult& whole = built[i];
+        if (!judge->ok) {
+          // Without a judge nothing observed can be judged: the module's proof stops here.
+          j.judge_error = judge->error ? judge->error->message : "the build failed";
+          return;
+        }
+        BuildResult& observed = built[plan.jobs.size() + i];
+        j.observed_binary = observed.binary;
+        j.observed_device_binary = observed.device_binary;
+        if (j.variant == "solution" && observed.ok) note_link(observed, build_dir, j.observed);  // its calls are checked
+        PrebuiltBuilder observed_builder(observed);
+        j.verdicts = run_pipeline(*j.module, observed_builder, options);
+        j.judged = report_of(ws.course, j.verdicts, j.variant);
+        if (j.variant == "solution" && j.verdicts.in_process && j.judged.every_check_passed()) {
+          RunOptions trusted;
+          trusted.limits = default_limits();
+          trusted.env = options.run.env;
+          j.judge_fuzz = fuzz_judge(*judge, *j.verdicts.in_process, j.verdicts.checks, trusted,
+                                    build_dir / "judge" / j.module->name() / (j.target.own.name + ".fuzz.json"), j.judge_fuzz_runs);
+        }
+        // The same checks whole, in one process, as `grader check` runs them: both must agree. A
+        // memory mutant's proof is its sanitizers' report, judged.
+        if (options.sanitized_only) {
+          j.in_process = j.judged;
+          return;
+        }
+        PipelineOptions own = options;
+        own.judge = nullptr;
+        own.sanitize = false;
+        PrebuiltBuilder whole_builder(whole);
+        j.in_process = report_of(ws.course, run_pipeline(*j.module, whole_builder, own), j.variant);
+      },
+      std::max(1u, std::min(8u, std::thread::hardware_concurrency())));
 }
 
 // The reference passes every check, judged and in the test program itself; its speed-graded
@@ -598,6 +594,17 @@ void prove_catalogue(const Module& m, const std::set<std::string>& proven, const
 }
 
 }  // namespace
+
+void on_cores(std::size_t count, const std::function<void(std::size_t)>& job, unsigned threads) {
+  if (threads == 0) threads = std::max(1u, std::thread::hardware_concurrency());
+  std::atomic<std::size_t> next{0};
+  std::vector<std::thread> pool;
+  for (unsigned c = 0; c < threads; ++c)
+    pool.emplace_back([&] {
+      for (std::size_t i; (i = next++) < count;) job(i);
+    });
+  for (auto& t : pool) t.join();
+}
 
 std::vector<const Module*> modules_named(const Course& course, const std::vector<std::string>& names) {
   std::vector<const Module*> modules;

@@ -3,7 +3,6 @@
 // Ninja run with the module's reference and its pristine stubs (the judge), then each runs through
 // all of the module's checks, observed and judged as verify's planted mutants are, on every core.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <set>
@@ -166,25 +165,19 @@ void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::map<c
     build.set_device_builds(false);
     sanitized = build.build_many(plan.targets, wanted);
   }
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t k; (k = next++) < survivors.size();) {
-      MutantJob& j = plan.jobs[survivors[k]];
-      if (!sanitized[k].ok || sanitized[k].sanitized_binary.empty()) continue;
-      const TestTarget& t = plan.targets[j.target];
-      PipelineOptions options = judged_run_options(ws, t, judges.at(j.module),
-                                            build_dir / "judge" / (j.module->name() + "_" + t.own.name + "_s.json"), seed);
-      options.sanitized_only = true;
-      PrebuiltBuilder builder(sanitized[k]);
-      const Report r = report_of(ws.course, run_pipeline(*j.module, builder, options), "mutant");
-      j.killed_by = first_failure(r);
-      j.unfilled = unfilled_in(r);
-      if (!j.killed_by.empty()) j.outcome = Outcome::killed;
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned c = 0; c < cores; ++c) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  on_cores(survivors.size(), [&](std::size_t k) {
+    MutantJob& j = plan.jobs[survivors[k]];
+    if (!sanitized[k].ok || sanitized[k].sanitized_binary.empty()) return;
+    const TestTarget& t = plan.targets[j.target];
+    PipelineOptions options = judged_run_options(
+        ws, t, judges.at(j.module), build_dir / "judge" / (j.module->name() + "_" + t.own.name + "_s.json"), seed);
+    options.sanitized_only = true;
+    PrebuiltBuilder builder(sanitized[k]);
+    const Report r = report_of(ws.course, run_pipeline(*j.module, builder, options), "mutant");
+    j.killed_by = first_failure(r);
+    j.unfilled = unfilled_in(r);
+    if (!j.killed_by.empty()) j.outcome = Outcome::killed;
+  }, cores);
 }
 
 std::string percent(std::size_t part, std::size_t whole) {
@@ -214,39 +207,33 @@ void run_mutants(const Workspace& ws, Plan& plan, const std::vector<BuildResult>
   for (const auto& j : plan.jobs) to_run += j.outcome != Outcome::equivalent;
   std::fputs(fmt::format("Running {} mutants through their modules' checks...\n", to_run).c_str(), stdout);
   std::fflush(stdout);
-  std::atomic<std::size_t> next{0};
   std::size_t done = 0;
   std::mutex progress;
   const std::size_t every = std::max<std::size_t>(1, to_run / 20);
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < plan.jobs.size();) {
-      MutantJob& j = plan.jobs[i];
-      if (j.outcome == Outcome::equivalent) continue;
-      const BuildResult& b = built[j.target];
-      if (!b.ok) {
-        j.outcome = Outcome::not_compiled;
-      } else {
-        const TestTarget& t = plan.targets[j.target];
-        PrebuiltBuilder builder(b);
-        const Verdicts v = run_pipeline(*j.module, builder,
-                                        judged_run_options(ws, t, judges.at(j.module),
-                                                    build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"),
-                                                    seed));
-        const Report r = report_of(ws.course, v, "mutant");
-        j.killed_by = first_failure(r);
-        j.unfilled = unfilled_in(r);
-        j.outcome = j.killed_by.empty() ? Outcome::survived : Outcome::killed;
-      }
-      const std::lock_guard<std::mutex> hold(progress);
-      if (++done % every == 0 || done == to_run) {
-        std::fputs(fmt::format("  {} of {} mutants run\n", done, to_run).c_str(), stdout);
-        std::fflush(stdout);
-      }
+  on_cores(plan.jobs.size(), [&](std::size_t i) {
+    MutantJob& j = plan.jobs[i];
+    if (j.outcome == Outcome::equivalent) return;
+    const BuildResult& b = built[j.target];
+    if (!b.ok) {
+      j.outcome = Outcome::not_compiled;
+    } else {
+      const TestTarget& t = plan.targets[j.target];
+      PrebuiltBuilder builder(b);
+      const Verdicts v = run_pipeline(
+          *j.module, builder,
+          judged_run_options(ws, t, judges.at(j.module),
+                             build_dir / "judge" / (j.module->name() + "_" + t.own.name + ".json"), seed));
+      const Report r = report_of(ws.course, v, "mutant");
+      j.killed_by = first_failure(r);
+      j.unfilled = unfilled_in(r);
+      j.outcome = j.killed_by.empty() ? Outcome::survived : Outcome::killed;
     }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+    const std::lock_guard<std::mutex> hold(progress);
+    if (++done % every == 0 || done == to_run) {
+      std::fputs(fmt::format("  {} of {} mutants run\n", done, to_run).c_str(), stdout);
+      std::fflush(stdout);
+    }
+  });
 }
 
 // Removes the test programs of the killed mutants: a few MB each and most of a mutant's build,

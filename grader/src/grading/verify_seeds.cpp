@@ -5,11 +5,9 @@
 // folder, then every (module, seed) pair runs through the observed program and the judge on every
 // core.
 #include <algorithm>
-#include <atomic>
 #include <cstdio>
 #include <map>
 #include <random>
-#include <thread>
 
 #include <fmt/format.h>
 
@@ -72,23 +70,17 @@ int verify_seeds(const Workspace& ws, const VerifyOptions& options) {
                          modules.size() == 1 ? "" : "s", seeds.size(), seeds.size() == 1 ? "" : "s", jobs.size())
                  .c_str(), stdout);
   std::fflush(stdout);
-  std::atomic<std::size_t> next{0};
-  auto worker = [&] {
-    for (std::size_t i; (i = next++) < jobs.size();) {
-      SeedJob& j = jobs[i];
-      const Module& m = *modules[j.module];
-      const BuildResult& solution = built[2 * j.module];
-      const BuildResult& judge = built[2 * j.module + 1];
-      PrebuiltBuilder builder(solution);
-      const PipelineOptions run_options =
-          judged_run_options(ws, targets[2 * j.module], &judge,
-                             build_dir / "judge" / m.name() / fmt::format("seed_{}.json", j.seed), j.seed);
-      j.report = report_of(ws.course, run_pipeline(m, builder, run_options), "solution");
-    }
-  };
-  std::vector<std::thread> pool;
-  for (unsigned c = 0; c < std::max(1u, std::thread::hardware_concurrency()); ++c) pool.emplace_back(worker);
-  for (auto& t : pool) t.join();
+  on_cores(jobs.size(), [&](std::size_t i) {
+    SeedJob& j = jobs[i];
+    const Module& m = *modules[j.module];
+    const BuildResult& solution = built[2 * j.module];
+    const BuildResult& judge = built[2 * j.module + 1];
+    PrebuiltBuilder builder(solution);
+    const PipelineOptions run_options =
+        judged_run_options(ws, targets[2 * j.module], &judge,
+                           build_dir / "judge" / m.name() / fmt::format("seed_{}.json", j.seed), j.seed);
+    j.report = report_of(ws.course, run_pipeline(m, builder, run_options), "solution");
+  });
 
   int problems = 0;
   for (std::size_t k = 0; k < modules.size(); ++k) {

@@ -88,7 +88,7 @@ RunResult judge_built_checks(const BuildResult& judge, const RunResult& observed
                              const std::vector<const Check*>& checks, const RunOptions& options, const fs::path& file) {
   // The judge is the checks whole. An observed program has its judging compiled out: replaying
   // observations through it would pass every check.
-  if (judge.binary.filename().string().ends_with("__observed"))
+  if (judge.observed)
     throw std::logic_error(fmt::format("{} is an observed program, which cannot judge: judge with the checks built "
                                        "whole (a TestTarget without observer)",
                                        judge.binary.filename().string()));

@@ -60,6 +60,7 @@ struct Diagnostic {
 struct BuildResult {
   bool ok = false;
   fs::path binary;
+  bool observed = false;              // the observed program: its checks' judging compiled out
   std::string log;                    // the build's full output
   std::optional<Diagnostic> error;    // when !ok
   std::vector<std::string> commands;  // the exact commands run, for -v

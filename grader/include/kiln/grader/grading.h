@@ -225,6 +225,10 @@ struct VerifyOptions {
   int seeds = 0;
 };
 int verify_course(const Workspace& ws, const VerifyOptions& options);
+// Calls job(0), ..., job(count - 1), each once, on `threads` threads at a time (0: one a core).
+// A job's own bookkeeping needs its own lock.
+void on_cores(std::size_t count, const std::function<void(std::size_t)>& job, unsigned threads = 0);
+
 // The modules named ("05", "05_data"), in the order given; none named: every module of the course.
 // Throws CourseError for a name that is no module's.
 std::vector<const Module*> modules_named(const Course& course, const std::vector<std::string>& names);
