@@ -20,8 +20,9 @@ std::string image_svg(const Tensor& image, int cell_size) {
 }
 
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high) {
-  // bins counters at 0. Skip v outside [low, high) (v < low or v >= high); otherwise add 1 to
-  // bin floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1 or high <= low.
+  // bins counters at 0. Skip every v not inside [low, high), NaN too: ask whether low <= v < high,
+  // since every comparison with NaN is false (v < low or v >= high lets NaN through). Add 1 to bin
+  // floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1 or high <= low.
   throw kiln::NotImplemented();
 }
 

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <optional>
 #include <string>
@@ -330,6 +331,28 @@ TEST(Data, Histogram) {
       KILN_FAIL("histogram_range_wrong", params,
                 fmt::format("{} gave {}, expected {}", got.call(), list_of(*got), list_of(expected)));
       return;
+    }
+  }
+
+  // NaN lies in no range, and neither infinity lies in [0, 1): each is left out, alone and among
+  // values in range. NaN < low and NaN >= high are both false, so skipping only those two lets it
+  // through, to a bin index that is no number.
+  const double nan = std::numeric_limits<double>::quiet_NaN(), inf = std::numeric_limits<double>::infinity();
+  const std::vector<std::pair<std::vector<double>, std::vector<std::int64_t>>> not_numbers = {
+      {{nan}, {0, 0}}, {{0.25, nan, -inf, 0.75, inf, nan}, {1, 1}}};
+  for (const auto& [values, expected] : not_numbers) {
+    const testing::Params not_a_number_params = {{"bins", "2"}, {"low", "0"}, {"high", "1"}};
+    const std::string shown = values.size() == 1 ? "{NaN}" : "{0.25, NaN, -inf, 0.75, inf, NaN}";
+    const auto counted = observe(fmt::format("histogram({}, 2, 0, 1)", shown),
+                                 [&values] { return histogram(values, 2, 0.0, 1.0); });
+    if (!KILN_EXPECT_OK(counted, "histogram_range_wrong", not_a_number_params)) return;
+    KILN_JUDGE {
+      if (*counted != expected) {
+        KILN_FAIL("histogram_range_wrong", not_a_number_params,
+                  fmt::format("{} gave {}, expected {}: NaN lies in no range, and is not counted", counted.call(),
+                              list_of(*counted), list_of(expected)));
+        return;
+      }
     }
   }
 

@@ -34,7 +34,8 @@ std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins,
   if (!(high > low)) throw std::invalid_argument("histogram: high must be greater than low");
   std::vector<std::int64_t> counts(static_cast<std::size_t>(bins), 0);
   for (const double v : values) {
-    if (v < low || v >= high) continue;
+    // Asked this way round, NaN (for which every comparison is false) is left out with the rest.
+    if (!(low <= v && v < high)) continue;
     const auto bin = static_cast<std::int64_t>(std::floor((v - low) / (high - low) * bins));
     ++counts[static_cast<std::size_t>(std::min<std::int64_t>(bin, bins - 1))];
   }

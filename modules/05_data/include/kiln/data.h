@@ -236,7 +236,8 @@ class DataLoader {
 std::string image_svg(const Tensor& image, int cell_size);
 
 // How many of `values` fall into each of `bins` equal bins over [low, high): v goes into bin
-// floor((v - low)/(high - low)·bins); values outside [low, high) are not counted.
+// floor((v - low)/(high - low)·bins); values outside [low, high) are not counted, and neither is
+// NaN, which lies in no range.
 // Throws std::invalid_argument when bins < 1 or high <= low.
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high);
 
