@@ -70,8 +70,9 @@ Tensor Tensor::unsqueeze(std::int64_t dim) const {
 
 Tensor Tensor::expand(const Shape& shape) const {
   // A broadcast view with the given shape. Align at the last dimension: a size equal to the
-  // target keeps its stride, a size 1 that grows gets stride 0, added leading dimensions get
-  // stride 0. Anything else: ShapeError naming both shapes. (3) -> (3, 3) has strides (0, 1).
+  // target keeps its stride (a 1 whose target is 1 too), a size 1 that grows gets stride 0, added
+  // leading dimensions get stride 0. Anything else: ShapeError naming both shapes. (3) -> (3, 3)
+  // has strides (0, 1); (1, 3) with strides (3, 1) -> (2, 1, 3) has (0, 3, 1).
   throw kiln::NotImplemented();
 }
 

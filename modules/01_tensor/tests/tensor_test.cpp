@@ -12,6 +12,7 @@
 #include <limits>
 #include <optional>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -368,6 +369,23 @@ TEST(Tensor, ExpandIsAView) {
                 "expand_not_a_view", {},
                 "r.expand({3, 2, 5, 4}) on shape (2, 1, 4) has strides " + to_string(grown->strides) +
                     ", expected (0, 4, 0, 1)");
+  // A size 1 whose target is 1 too does not grow: it is a size equal to the target and keeps its
+  // stride, 3 for a random (1, 3); only the added leading dimension gets stride 0.
+  const Tensor row = random_tensor({1, 3}, 112);
+  const std::vector<std::tuple<std::string, Shape, Shape>> kept = {{"{1, 3}", {1, 3}, {3, 1}},
+                                                                   {"{2, 1, 3}", {2, 1, 3}, {0, 3, 1}}};
+  for (const auto& [text, target, expected] : kept) {
+    const auto same = observe("r.expand(" + text + ") on shape (1, 3), strides (3, 1)", [&] { return row.expand(target); });
+    if (!KILN_EXPECT_OK(same, "expand_not_a_view")) continue;
+    KILN_JUDGE {
+      if (same->strides == expected) continue;
+      // Named as this mistake only when the size-1 dimension (second to last) alone differs, zeroed.
+      Shape zeroed = expected;
+      zeroed[zeroed.size() - 2] = 0;
+      KILN_FAIL(same->strides == zeroed ? "expand_size_one_kept_zeroed" : "expand_not_a_view", {},
+                same.call() + " has strides " + to_string(same->strides) + ", expected " + to_string(expected));
+    }
+  }
   // A view with an offset: x's second row (offset 3) repeated in two rows.
   const Tensor second = make_view(x_matrix(), {3}, {1}, 3);
   const auto repeated = observe("expand({2, 3}) of x's second row (offset 3)", [&] { return second.expand({2, 3}); });

@@ -296,12 +296,14 @@ TEST(Losses, Errors) {
       KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "target_not_reported", {id});
     }
   }
-  // Scores that are not (N, C) with N targets: 5 or 9 targets for 7 rows, 1-D and 3-D scores.
+  // Scores that are not (N, C) with N targets: 5 or 9 targets for 7 rows, 1-D and 3-D scores, and
+  // a 0-D scalar, which has no row count to compare: the dimension count is tested first.
   const std::vector<std::tuple<Tensor, Targets, std::vector<std::string>>> misfits = {
       {random_tensor({7, 3}, 708), random_ints(5, 3, 709), {"(7, 3)", "(5)"}},
       {random_tensor({7, 3}, 712), random_ints(9, 3, 713), {"(7, 3)", "(9)"}},
       {random_tensor({7}, 710), random_ints(7, 3, 711), {"(7)"}},
       {random_tensor({2, 3, 4}, 714), random_ints(2, 3, 715), {"(2, 3, 4)"}},
+      {random_tensor({}, 716), {0}, {"()"}},
   };
   for (const auto& [z, targets, mention] : misfits) {
     for (const auto& [name, function] : classifiers) {

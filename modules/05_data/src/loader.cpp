@@ -29,8 +29,9 @@ std::vector<std::vector<std::int64_t>> batch_indices(const std::vector<std::int6
 Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices) {
   // Batch image k is image indices[k] of data.images, whatever its shape after the first
   // dimension ((rows, cols) or (784)): copy its pixels in order into a tensor whose first size is
-  // indices.size() and whose other sizes are data.images's. data.images.contiguous().data() gives
-  // the pixels row-major; image i starts i·(pixels per image) floats in. Labels likewise.
+  // indices.size() (0 for no indices: a (0, 28, 28) batch, not a default Batch) and whose other
+  // sizes are data.images's. data.images.contiguous().data() gives the pixels row-major; image i
+  // starts i·(pixels per image) floats in. Labels likewise.
   // IndexError for an index outside [0, data.size()).
   throw kiln::NotImplemented();
 }

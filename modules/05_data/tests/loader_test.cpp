@@ -140,6 +140,27 @@ TEST(Data, Batching) {
     }
   }
 
+  // collate of no indices: the batch of no images, B = 0, with the dataset's image shape after it,
+  // (0, 3, 5) or (0, 15), and no labels; not a default Batch, whose images are a scalar.
+  for (const auto& [what, data] : {std::pair{"7 images (3, 5)", &images}, std::pair{"7 flat images (15)", &flat}}) {
+    const auto got = observe(fmt::format("collate(<{}>, [])", what), [&] {
+      const Batch b = collate(*data, {});
+      return std::pair(b.images, b.labels);
+    });
+    Shape expected_shape = data->images.shape();
+    expected_shape[0] = 0;
+    const testing::Params params = {{"expected", to_string(expected_shape)}};
+    if (!KILN_EXPECT_OK(got, "empty_batch_wrong", params)) return;
+    KILN_JUDGE {
+      if (got->first.shape != expected_shape || !got->second.empty()) {
+        KILN_FAIL("empty_batch_wrong", params,
+                  fmt::format("{} gave images of shape {} and {} labels", got.call(), to_string(got->first.shape),
+                              got->second.size()));
+        return;
+      }
+    }
+  }
+
   // num_batches: 7 in 3s, 6 in 3s, 2 in 5s, 5 in 1s, and the run's sizes, each with and without drop_last.
   const std::vector<std::pair<std::int64_t, std::int64_t>> loaders = {
       {7, 3}, {6, 3}, {2, 5}, {5, 1}, {run_n, run_batch}};

@@ -34,6 +34,7 @@ void Tensor::backward(const Tensor& grad_output) {
   //    the caller gets back as it was. For a
   //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
   //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
+  //    This tensor too, when it is a leaf: x.backward(g) on a leaf x gives x.grad() = g.
   // Skip every input that does not require grad: it must not receive a gradient.
   throw kiln::NotImplemented();
 }

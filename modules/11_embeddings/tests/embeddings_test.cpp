@@ -175,6 +175,15 @@ TEST(Embeddings, Lookup) {
     if (!expect_shape(__FILE__, __LINE__, no_rows, {0, kDim}, "lookup_wrong")) return;
   }
 
+  // A table of width 0: (5, 0) has 5 rows of no values, so ids {0, 4} give an empty (2, 0).
+  // Its rows are its first size; counted as numel / dim they would be 0 / 0.
+  const Tensor no_columns = Tensor::zeros({5, 0});
+  const auto narrow =
+      observe("embedding_lookup(W, {0, 4}) with W (5, 0)", [&] { return embedding_lookup(no_columns, {0, 4}); });
+  KILN_JUDGE {
+    if (!expect_shape(__FILE__, __LINE__, narrow, {2, 0}, "lookup_wrong")) return;
+  }
+
   // A table that is not a matrix: (2, 3, 4), and one of the run's own with a third dimension.
   // Without the check it would be read as a (2, 3) table and return rows of the wrong size.
   const Tensor cube = random_tensor({2, 3, 4}, 707);
@@ -201,6 +210,11 @@ TEST(Embeddings, IndexOutOfRange) {
   KILN_EXPECT_THROWS(embedding_lookup(table, {705}), IndexError, "index_not_checked", {"705", "703"});
   KILN_EXPECT_THROWS(embedding_lookup(table, {0, -1}), IndexError, "index_not_checked", {"-1", "703"});
   KILN_EXPECT_THROWS(one_hot({1, 7}, 4), IndexError, "index_not_checked", {"7", "4"});
+  // A table of width 0 still has its rows: 5 of them in a (5, 0) table, so id 5 is out of range.
+  const Tensor no_columns = Tensor::zeros({5, 0});
+  const auto narrow_lookup =
+      observe("embedding_lookup(W, {4, 5}) with W (5, 0)", [&] { return embedding_lookup(no_columns, {4, 5}); });
+  KILN_JUDGE { testing::expect_throws<IndexError>(__FILE__, __LINE__, narrow_lookup, "index_not_checked", {"5"}); }
   // Ids that are 1 in 32 bits: 2^32 + 1 and -2^32 + 1, in each of the three functions.
   const std::int64_t wide = (std::int64_t{1} << 32) + 1;
   KILN_EXPECT_THROWS(embedding_lookup(table, {0, wide}), IndexError, "index_not_checked", {"4294967297", "703"});

@@ -24,8 +24,9 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k) {
 Tensor attention_weights(const Tensor& q, const Tensor& k, bool causal) {
   // q (T_q, d), k (T_k, d). The scores q·kᵀ (module 01's matmul accepts the view
   // k.transpose(0, 1)), times 1/√d computed in double from d = q's number of COLUMNS; plus
-  // causal_mask(T_q, T_k) when causal. Then module 02's softmax over the keys, the last
-  // dimension, so that every row (one query) sums to 1.
+  // causal_mask(T_q, T_k) when causal (whatever T_q is: a lone query is query 0 and sees key 0
+  // only). Then module 02's softmax over the keys, the last dimension, so that every row (one
+  // query) sums to 1.
   throw kiln::NotImplemented();
 }
 

@@ -470,6 +470,27 @@ TEST(Attention, Causal) {
       }
     }
   }
+
+  // One query against T_k keys (3 to 7, drawn by the run): the mask is top-left aligned, so the
+  // lone query is position 0, causal_mask(1, T_k) = [[0, −∞, ...]] hides every key but key 0, and
+  // the output is v's row 0. A single query is no exception to the mask.
+  const std::int64_t lone_t_k = 3 + draw.below(5), lone_d = 1 + draw.below(5), lone_d_v = 1 + draw.below(6);
+  const Tensor lone_q = random_tensor({1, lone_d}, 1224, -2.0f, 2.0f);
+  const Tensor lone_k = random_tensor({lone_t_k, lone_d}, 1324, -2.0f, 2.0f);
+  const Tensor lone_v = random_tensor({lone_t_k, lone_d_v}, 1424);
+  const auto lone = observe_attention(lone_q, lone_k, lone_v, true, " (one query)");
+  const testing::Params lone_params{{"t_k", std::to_string(lone_t_k)}};
+  if (!KILN_EXPECT_OK(lone, "one_query_unmasked", lone_params)) return;
+  KILN_JUDGE {
+    const std::vector<float> v_values = data_of(lone_v).values;
+    const TensorData first_value = data_of({1, lone_d_v}, std::vector<float>(v_values.begin(), v_values.begin() + lone_d_v));
+    const testing::Comparison c = testing::compare(*lone, first_value, 1e-6, 1e-6);
+    if (!c.close) {
+      KILN_FAIL("one_query_unmasked", lone_params,
+                lone.call() + ": " + (c.shapes_match ? c.describe() : "got shape " + to_string(lone->shape)));
+      return;
+    }
+  }
 }
 
 TEST(Attention, Stability) {

@@ -16,12 +16,14 @@ std::int64_t saved_activation_bytes(const std::vector<LayerRecord>& records) {
 }
 
 std::int64_t largest_transient_bytes(const std::vector<LayerRecord>& records) {
-  // The largest 4·(numel(input) + numel(output)) over the records; 0 for none.
+  // The largest 4·(numel(input) + numel(output)) over the records, input and output of the same
+  // record; 0 for none.
   throw kiln::NotImplemented();
 }
 
 MemoryEstimate estimate_memory(const nn::Module& model, const std::vector<LayerRecord>& records) {
-  // parameter_bytes = 4·Σ numel over model.parameters(); gradient_bytes the same;
+  // parameter_bytes = 4·Σ numel over model.parameters(); gradient_bytes the same (every
+  // parameter, whatever its requires_grad() says now: the estimate is of a training step);
   // activation_bytes and transient_bytes from the two functions above.
   throw kiln::NotImplemented();
 }

@@ -15,7 +15,7 @@ void ActivationObserver::update(const Tensor& batch) {
 }
 
 float ActivationObserver::scale() const {
-  // max_abs_ / max_code, or 1 while max_abs_ is 0.
+  // max_abs_ / max_code, or 1 while max_abs_ is 0. No floor: a tiny max_abs_ gives a tiny scale.
   throw kiln::NotImplemented();
 }
 

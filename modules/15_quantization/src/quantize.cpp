@@ -18,6 +18,7 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   // ShapeError naming the shape unless weight is 2-D. rows, cols from the shape; read the values
   // through the strides (to_vector() does). For each row r:
   //   largest = max |weight[r, c]|;  scales[r] = largest / max_code, or 1 when largest is 0
+  //   (no lower bound otherwise: a tiny row keeps its tiny scale)
   //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
   throw kiln::NotImplemented();
 }

@@ -28,9 +28,11 @@ Tensor prune_magnitude(Tensor& weight, double sparsity) {
 
 void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks) {
   // For every k with autograd::has_grad(weights[k]): make its gradient grad ⊙ masks[k] (for
-  // example by storing the product in weights[k].autograd()->grad, shared by every handle).
-  // Then optimizer.step(). Then, for every k, multiply weights[k] by masks[k] in place, through
-  // data(). (A copy of a handle, Tensor w = weights[k], shares the storage and the gradient.)
+  // example by storing the product in weights[k].autograd()->grad, shared by every handle),
+  // before the step, so that the optimizer's state never sees a pruned entry's gradient.
+  // Then optimizer.step(). Then, for every k (a weight without a gradient too), multiply
+  // weights[k] by masks[k] in place, through data(). (A copy of a handle, Tensor w =
+  // weights[k], shares the storage and the gradient.)
   throw kiln::NotImplemented();
 }
 

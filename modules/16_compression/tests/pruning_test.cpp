@@ -380,6 +380,66 @@ TEST(Compression, MaskedStep) {
       testing::report_failure(__FILE__, __LINE__, "kept_weights_wrong",
                               {{"shape", "(1, 3)"}, {"difference", testing::format_number(c.max_abs_diff)}},
                               no_grad.call() + ": " + c.describe());
+      return;
+    }
+  }
+  if (!no_grad.ok()) return;
+
+  // Step 3 masks every weight, also one without a gradient: a weight whose mask came from
+  // magnitude_mask and that was never pruned itself, [5, 1, 3] with mask [1, 0, 1], comes out
+  // [5, 0, 3] although the step skipped it.
+  const auto unpruned = observe("SGD(lr 0.1, momentum 0.9) on [5, 1, 3] without a gradient: masked_step by [1, 0, 1]", [&] {
+    Tensor p = Tensor({1, 3}, {5, 1, 3});
+    p.set_requires_grad(true);
+    optim::SGD optimizer({p}, kLearningRate, kMomentum);
+    masked_step(optimizer, {p}, {Tensor({1, 3}, {1, 0, 1})});
+    return p;
+  });
+  KILN_JUDGE {
+    const testing::Params params = {{"shape", "(1, 3)"}};
+    if (!testing::expect_ok(__FILE__, __LINE__, unpruned, "gradless_weight_not_masked", params)) return;
+    const testing::Comparison c = testing::compare(*unpruned, data_of({1, 3}, {5, 0, 3}), 0.0);
+    if (!c.close) {
+      KILN_FAIL("gradless_weight_not_masked", params, unpruned.call() + ": " + c.describe());
+      return;
+    }
+  }
+  if (!unpruned.ok()) return;
+
+  // Step 1 comes before the step, so that the optimizer's state gathers nothing for a pruned
+  // entry. A fresh SGD, w = [1, 0], mask [1, 0], gradient [1, 1]: masked_step gives [0.9, 0] and a
+  // momentum buffer of [1, 0]. A plain step after it with a zero gradient then gives [0.81, 0];
+  // had the step seen the unmasked gradient, the buffer would be [1, 1] and that plain step
+  // would move the pruned weight to -0.09.
+  const auto state = observe(
+      "a fresh SGD(lr 0.1, momentum 0.9) on [1, 0]: gradient [1, 1], masked_step by [1, 0], then gradient [0, 0] "
+      "and a plain optimizer.step()",
+      [&] {
+        Tensor p = Tensor({1, 2}, {1, 0});
+        p.set_requires_grad(true);
+        optim::SGD optimizer({p}, kLearningRate, kMomentum);
+        p.autograd()->grad = Tensor::ones({1, 2});
+        masked_step(optimizer, {p}, {Tensor({1, 2}, {1, 0})});
+        const Tensor after_masked_step = p.clone();
+        p.autograd()->grad = Tensor::zeros({1, 2});
+        optimizer.step();
+        return std::pair(after_masked_step, p);
+      });
+  KILN_JUDGE {
+    const testing::Params params = {{"shape", "(1, 2)"}};
+    if (!testing::expect_ok(__FILE__, __LINE__, state, "kept_weights_wrong", params)) return;
+    const auto& [after_masked_step, after_plain_step] = *state;
+    const testing::Comparison first = testing::compare(after_masked_step, data_of({1, 2}, {0.9f, 0}), 1e-6, 1e-6);
+    if (!first.close) {
+      KILN_FAIL("kept_weights_wrong", {{"shape", "(1, 2)"}, {"difference", testing::format_number(first.max_abs_diff)}},
+                state.call() + ": after masked_step, " + first.describe());
+      return;
+    }
+    if (after_plain_step.shape == Shape{1, 2} && after_plain_step.values[1] != 0.0f) {
+      KILN_FAIL("pruned_gradient_in_state", params,
+                fmt::format("{}: the plain step moved the pruned weight to {} (0.81 and 0 expected)", state.call(),
+                            after_plain_step.values[1]));
+      return;
     }
   }
 }

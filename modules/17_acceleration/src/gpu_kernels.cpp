@@ -24,10 +24,11 @@ KILN_GLOBAL void matmul_coalesced_kernel(const float* a, const float* b, float* 
 
 KILN_GLOBAL void matmul_tiled_kernel(const float* a, const float* b, float* c, int n, int k, int m) {
   // KILN_SHARED(float) a_tile[kTile][kTile], b_tile[kTile][kTile]; for each step t over the inner
-  // dimension: load a[row, t·kTile + tx] into a_tile[ty][tx] and b[t·kTile + ty, col] into
-  // b_tile[ty][tx] (0 outside; tx, ty = threadIdx.x, y), kiln_syncthreads(), add the products of
-  // the two tiles, kiln_syncthreads() before the next load overwrites them. Read a and b from
-  // global memory only into the tiles. Write c only if the element is inside.
+  // dimension, t = 0 .. ⌈k / kTile⌉ - 1 (k / kTile rounded up: one step for k = 16): load
+  // a[row, t·kTile + tx] into a_tile[ty][tx] and b[t·kTile + ty, col] into b_tile[ty][tx] (0
+  // outside; tx, ty = threadIdx.x, y), kiln_syncthreads(), add the products of the two tiles,
+  // kiln_syncthreads() before the next load overwrites them. Read a and b from global memory
+  // only into the tiles. Write c only if the element is inside.
   KILN_NOT_IMPLEMENTED();
 }
 

@@ -161,8 +161,9 @@ MatmulCounts plain_counts(const grid::LaunchCounts& c) {
     reads.push_back(*std::min_element(r.begin(), r.end()));
     reads.push_back(*std::max_element(r.begin(), r.end()));
   }
+  // The shared loads' requests, passes and most passes of one request, then the barriers passed.
   const std::vector<std::int64_t> shared = {c.shared_loads.requests, c.shared_loads.transactions,
-                                            c.shared_loads.max_per_request};
+                                            c.shared_loads.max_per_request, c.barriers};
   return {accesses, reads, shared};
 }
 
@@ -315,6 +316,9 @@ TEST(Gpu, TiledReuse) {
   // The naive kernel reads them m and n times: the tiles divide global traffic by 16.
   // Shared reads: a warp is rows ty = 2w, 2w + 1. a_tile[ty][i] is two words 16 apart, in two
   // banks; b_tile[i][tx] is 16 neighbouring words, read by both rows (a broadcast). One pass each.
+  // Steps: a block walks the inner dimension in ⌈k / 16⌉ steps of two barriers each (a kernel may
+  // leave out the last step's second barrier, which guards no later load): for k = 16, one step
+  // and 2 barriers per block, where k / 16 + 1 steps would add an empty one past the end.
   std::uint64_t stream = 61;
   for (const Size& size : kSizes) {
     const auto observed = count_matmul(size, MatmulKernel::tiled, stream);
@@ -345,6 +349,16 @@ TEST(Gpu, TiledReuse) {
                                            {"requests", std::to_string(shared[0])},
                                            {"passes", std::to_string(shared[1])},
                                            {"ways", std::to_string(shared[2])}});
+        return;
+      }
+      const std::int64_t block_count = blocks(n) * blocks(m), steps = blocks(k), barriers = shared[3];
+      if (barriers < block_count * (2 * steps - 1) || barriers > block_count * 2 * steps) {
+        KILN_FAIL("tiled_step_count", {{"size", product(size)},
+                                       {"barriers", fmt::format("{:.4g}", static_cast<double>(barriers) /
+                                                                              static_cast<double>(block_count))},
+                                       {"k", std::to_string(k)},
+                                       {"steps", std::to_string(steps)},
+                                       {"expected", std::to_string(2 * steps)}});
         return;
       }
     }

@@ -83,13 +83,18 @@ double step_difference(const std::vector<float>& cached, const TensorData& full,
 
 // The model's head, counting its forward calls: how many steps a generation runs through the
 // model, measured against one forward_step's count (inside an observation only).
+// It also counts the calls made while `model` (when set) is in training mode: the head is put in
+// after the model was built, so the model's own flag is the one model.eval() sets.
 struct CountingHead : nn::Linear {
   using nn::Linear::Linear;
   Tensor forward(const Tensor& x) override {
     ++runs;
+    if (model != nullptr && model->training()) ++training_runs;
     return nn::Linear::forward(x);
   }
   std::int64_t runs = 0;
+  std::int64_t training_runs = 0;
+  const nn::GPT* model = nullptr;
 };
 
 // Sizes drawn by the run: H heads of d_h, N layers, a vocabulary and a context of awkward sizes.
@@ -335,6 +340,8 @@ TEST(Memoization, GenerateCached) {
   // The model goes into evaluation mode, and the steps run: every prompt token and every new one
   // but the last, once each. Counted by the head's forward calls, against one forward_step's.
   // With n_new = 0 the prompt still runs, all of it: nothing is drawn, but the call is no shortcut.
+  // The model, in training mode as built, goes into evaluation mode before the first step: the
+  // head counts its calls made in training mode too.
   for (const Case& c : cases) {
     const auto runs = observe(
         fmt::format("the head's forward calls in one forward_step, then in generate_cached(model, {}, {}, {}, {}, "
@@ -344,14 +351,16 @@ TEST(Memoization, GenerateCached) {
           nn::GPT model = gpt_with(s, p);
           WichmannHill generator(c.seed);
           const auto head = std::make_shared<CountingHead>(s.width, s.vocab, generator);
+          head->model = &model;
           model.head = head;
           nn::KVCache cache(model.config);
           nn::forward_step(model, cache, c.prompt.front());
           const std::int64_t per_step = head->runs;
           head->runs = 0;
+          head->training_runs = 0;
           WichmannHill sampler(c.seed);
           nn::generate_cached(model, c.prompt, c.n_new, c.temperature, c.top_k, sampler);
-          return std::make_tuple(per_step, head->runs, model.training());
+          return std::make_tuple(per_step, head->runs, model.training(), head->training_runs);
         });
     if (!KILN_EXPECT_OK(runs, "generate_differs",
                         {{"prompt", std::to_string(c.prompt.size())},
@@ -362,7 +371,7 @@ TEST(Memoization, GenerateCached) {
       return;
     }
     KILN_JUDGE {
-      const auto& [per_step, generate_runs, training] = *runs;
+      const auto& [per_step, generate_runs, training, training_runs] = *runs;
       if (c.n_new == 0 && per_step > 0 && generate_runs == 0) {
         KILN_FAIL("prompt_not_run",
                   {{"prompt", std::to_string(c.prompt.size())},
@@ -376,6 +385,14 @@ TEST(Memoization, GenerateCached) {
       if (training) {
         KILN_FAIL("left_in_training_mode", {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
                   runs.call() + ": model.training() is still true");
+        return;
+      }
+      if (training_runs > 0) {
+        KILN_FAIL("prompt_run_in_training_mode",
+                  {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
+                  fmt::format("{}: the head ran {} of its {} calls with model.training() true (one forward_step "
+                              "calls it {} times)",
+                              runs.call(), training_runs, generate_runs, per_step));
         return;
       }
       // A step that never calls the head cannot be counted this way.
@@ -423,6 +440,38 @@ TEST(Memoization, GenerateCached) {
                                 ids_text(prompt), s.vocab)}});
     }
     if (out.ok() || !out.error().is(testing::error_kind_name<IndexError>())) return;
+  }
+  // Only the argument checks come before model.eval(): a prompt token outside [0, V) is refused
+  // by forward_step with the model already in evaluation mode, so a model in training mode comes
+  // out of that error in evaluation mode, with n_new = 0 and with n_new = 2.
+  for (const std::int64_t n_new : {std::int64_t{0}, std::int64_t{2}}) {
+    const std::vector<std::int64_t> prompt = {valid[0], s.vocab};
+    const auto mode = observe(fmt::format("model.train(), then generate_cached(model, {}, {}, 0, 0, generator), whose "
+                                          "token {} forward_step refuses, then model.training(), with {}",
+                                          ids_text(prompt), n_new, s.vocab, sizes_text(s)),
+                              [&] {
+                                nn::GPT model = gpt_with(s, p);
+                                model.train();
+                                WichmannHill generator(1);
+                                bool index_error = false;
+                                try {
+                                  nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+                                } catch (const IndexError&) {
+                                  index_error = true;
+                                }
+                                return std::tuple<bool, bool>{index_error, model.training()};
+                              });
+    const testing::Params params = {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}};
+    if (!KILN_EXPECT_OK(mode, "prompt_run_in_training_mode", params)) return;
+    KILN_JUDGE {
+      const auto [index_error, training] = *mode;
+      if (index_error && training) {
+        KILN_FAIL("prompt_run_in_training_mode", params,
+                  mode.call() + ": the call passed forward_step's kiln::IndexError on, and model.training() is still "
+                                "true: forward_step ran before model.eval()");
+        return;
+      }
+    }
   }
   // The arguments are checked before anything else: a refused call leaves the model as it was,
   // in training mode here. Each refusal, and a sequence one token longer than max_length (judged

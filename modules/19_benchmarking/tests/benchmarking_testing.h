@@ -59,13 +59,15 @@ inline double trusted_stddev(const Samples& x) {
 }
 
 // The p-quantile by linear interpolation between the sorted values, at position (n - 1)·p.
+// The header's form, x[⌊h⌋] + (h - ⌊h⌋)·(x[⌊h⌋ + 1] - x[⌊h⌋]), term for term: the weighted mean
+// (1 - f)·x[⌊h⌋] + f·x[⌊h⌋ + 1] is equal in exact arithmetic but rounds differently.
 inline double trusted_quantile(Samples x, double p) {
   std::sort(x.begin(), x.end());
   const double h = static_cast<double>(x.size() - 1) * p;
   const std::size_t below = static_cast<std::size_t>(h);
   const double fraction = h - static_cast<double>(below);
   if (below + 1 == x.size()) return x[below];
-  return (1 - fraction) * x[below] + fraction * x[below + 1];
+  return x[below] + fraction * (x[below + 1] - x[below]);
 }
 
 inline double trusted_median(Samples x) {

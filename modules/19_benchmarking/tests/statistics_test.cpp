@@ -140,6 +140,37 @@ TEST(Benchmarking, Quartiles) {
       }
     }
   }
+  // The stated form, bit for bit: x[⌊h⌋] + f·(x[⌊h⌋ + 1] - x[⌊h⌋]) rounds otherwise than the
+  // weighted mean (1 - f)·x[⌊h⌋] + f·x[⌊h⌋ + 1] for about one quartile in ten of decimal timings.
+  // Sorted [0.7, 1.9, 2.7, 3, 3.1, 3.7, 3.7, 3.8]: q1 at h = 1.75 is 1.9 + 0.75·(2.7 - 1.9) = 2.5
+  // exactly, where the weighted mean gives 2.5000000000000004 (and 0.7 then falls outside the
+  // lower fence, which the outliers check shows).
+  const Case on_fence = hand({3.7, 3.1, 0.7, 3.8, 3.0, 1.9, 3.7, 2.7});
+  const auto exact = observe("quartiles(" + on_fence.what + ")", [&] {
+    const Quartiles q = quartiles(on_fence.x);
+    return std::make_tuple(q.q1, q.median, q.q3);
+  });
+  const testing::Params params = {{"case", on_fence.what}};
+  if (!KILN_EXPECT_OK(exact, "quartiles_wrong", params)) return;
+  KILN_JUDGE {
+    const auto [q1, q2, q3] = *exact;
+    for (const auto& [name, value, p] : {std::tuple<const char*, double, double>{"q1", q1, 0.25},
+                                         {"median", q2, 0.5},
+                                         {"q3", q3, 0.75}}) {
+      const double want = trusted_quantile(on_fence.x, p);
+      if (!close(value, want)) {
+        KILN_FAIL("quartiles_wrong", params, got_expected(name, value, want));
+        return;
+      }
+      if (value != want) {
+        // The shortest form that reads back as the same double: a rounding apart shows.
+        const std::string g = fmt::format("{}", value), w = fmt::format("{}", want);
+        KILN_FAIL("quantile_rounding_differs", {{"case", on_fence.what}, {"which", name}, {"got", g}, {"expected", w}},
+                  fmt::format("{}: got {}, expected {} (the stated form, term for term)", name, g, w));
+        return;
+      }
+    }
+  }
 }
 
 TEST(Benchmarking, Outliers) {
@@ -153,6 +184,10 @@ TEST(Benchmarking, Outliers) {
       hand({1, 2, 100}),
       // The first list reordered: the outliers are now the first and the last sample.
       hand({30, 11, 7, 10, 12, 11, 15, 11, 2}),
+      // q1 = 1.9 + 0.75·(2.7 - 1.9) = 2.5 and q3 = 3.7 in the stated form: the lower fence,
+      // 2.5 - 1.5·1.2, is 0.6999999999999997, so 0.7 (position 2) lies inside it and nothing is
+      // an outlier. (The weighted mean's q1 of 2.5000000000000004 puts the fence above 0.7.)
+      hand({3.7, 3.1, 0.7, 3.8, 3.0, 1.9, 3.7, 2.7}),
   };
   // 33 timings of the run with three slow runs (an interrupt, a page fault, another process)
   // planted at positions of the run.
@@ -176,7 +211,8 @@ TEST(Benchmarking, Outliers) {
         double lower, upper;
         std::vector<std::int64_t> indices;
       };
-      std::vector<Expected> expected = {{7, 15, {1, 5}}, {0.01, 0.01, {}}, {-72.75, 125.25, {}}, {7, 15, {0, 8}}};
+      std::vector<Expected> expected = {
+          {7, 15, {1, 5}}, {0.01, 0.01, {}}, {-72.75, 125.25, {}}, {7, 15, {0, 8}}, {2.5 - 1.5 * (3.7 - 2.5), 5.5, {}}};
       Expected run{0, 0, {}};
       const double q1 = trusted_quantile(spiky.x, 0.25), q3 = trusted_quantile(spiky.x, 0.75);
       run.lower = q1 - 1.5 * (q3 - q1);

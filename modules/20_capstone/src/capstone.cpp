@@ -13,8 +13,9 @@ Model load_model(std::span<const std::uint8_t> bytes) {
   // Read front to back, keeping the offset of what you read next. Before every read, check that
   // the bytes are there; before reading an array, that all of it is (count ≤ bytes left / size
   // of one value: a lying count must not make you allocate gigabytes). Integers are
-  // little-endian: value = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24; a float's 4 bytes are
-  // those of a u32 copied into it with std::memcpy.
+  // little-endian: value = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24, assembled in an unsigned
+  // type (a u32 of 2^31 or more is no negative number); a float's 4 bytes are those of a u32
+  // copied into it with std::memcpy.
   // Check, in file order: "KCAP"; version 1 (not 0); 1 to kMaxLayers layers; for each layer its kind
   // (1 to 4), in and out (1 to kMaxWidth, in equal to the width the layers before give), the
   // scales (finite, > 0), for sparse_int8 nnz ≤ in·out, each row start as it is read (0 first,

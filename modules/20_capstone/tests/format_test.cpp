@@ -2,6 +2,7 @@
 // layer at a time and then all together; the damaged files load_model must refuse; predict's
 // shape errors. Files are written by the trusted writer of capstone_testing.h, and expected
 // logits come from its reading of the same bytes, in double.
+#include <cctype>
 #include <cstdint>
 #include <limits>
 #include <string>
@@ -250,6 +251,32 @@ std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, std::size_t a
   return bytes;
 }
 
+// A file holding a u32 of 2^31 or more: the error must name `offset`, and, read as the unsigned
+// number it is, the value is never a sign-extended one.
+struct LargeU32 {
+  std::string name;
+  std::vector<std::uint8_t> bytes;
+  std::int64_t offset;  // the byte the error must name
+  std::uint32_t value;  // the u32 at or above 2^31 that the file holds
+};
+
+// The number `value` read as a signed 32-bit integer, as written in a message: negative, or
+// sign-extended to 64 bits and shown unsigned. "" when the message shows neither. Judging only.
+std::string signed_reading_in(const std::string& said, std::uint32_t value) {
+  const auto as_int = static_cast<std::int32_t>(value);
+  const auto widened = static_cast<std::uint64_t>(static_cast<std::int64_t>(as_int));
+  for (const std::string& reading : {std::to_string(widened), std::to_string(as_int)}) {
+    // A whole number of the message: no digit just before or after it.
+    for (std::size_t at = said.find(reading); at != std::string::npos; at = said.find(reading, at + 1)) {
+      const std::size_t end = at + reading.size();
+      const bool digit_before = at > 0 && std::isdigit(static_cast<unsigned char>(said[at - 1]));
+      const bool digit_after = end < said.size() && std::isdigit(static_cast<unsigned char>(said[end]));
+      if (!digit_before && !digit_after) return reading;
+    }
+  }
+  return "";
+}
+
 TEST(Capstone, RejectsDamage) {
   const std::vector<TLayer> model = small_model();
   const std::vector<std::uint8_t> good = capstone_testing::write(model);
@@ -355,6 +382,51 @@ TEST(Capstone, RejectsDamage) {
       if (d.offset >= 0 && (named != std::to_string(d.offset) || said.size() <= 5 + named.size() || said[5 + named.size()] != ':')) {
         KILN_FAIL("damage_offset", {{"case", d.name}, {"offset", std::to_string(d.offset)}},
                   "the error says: " + got.error().message);
+        return;
+      }
+    }
+  }
+  // u32 is unsigned: values of 2^31 and more are large positive numbers. A layer count, a kind
+  // and an input width at or above 2^31 are refused where they stand, naming the number itself;
+  // and a 65,536 → 65,536 sparse layer may store nnz = 2^31 entries (in·out is 2^32), so a file
+  // that ends after that nnz is refused at its scales, byte 28, which it lacks, not at the nnz.
+  const std::vector<std::uint8_t> sparse_header = {'K', 'C', 'A', 'P', 1, 0, 0, 0, 1, 0, 0, 0, 3, 0,
+                                                   0, 0, 0, 0, 1, 0, 0, 0, 1, 0, 0, 0, 0, 0x80};
+  const std::vector<LargeU32> large = {
+      {"a layer count of 2,147,483,648 (2^31)", patched(good, 8, {0, 0, 0, 0x80}), KILN_JUDGE_ONLY(8),
+       KILN_JUDGE_ONLY(0x80000000u)},
+      {"layer 0 of kind 2,147,483,649 (2^31 + 1)", patched(good, 12, {1, 0, 0, 0x80}), KILN_JUDGE_ONLY(12),
+       KILN_JUDGE_ONLY(0x80000001u)},
+      {"layer 0 taking 2,147,483,648 inputs", patched(good, 16, {0, 0, 0, 0x80}), KILN_JUDGE_ONLY(16),
+       KILN_JUDGE_ONLY(0x80000000u)},
+      {"a 65,536 → 65,536 sparse layer storing 2^31 entries in a 28-byte file, which ends before its scales",
+       sparse_header, KILN_JUDGE_ONLY(28), KILN_JUDGE_ONLY(0x80000000u)},
+  };
+  for (const LargeU32& d : large) {
+    const auto got = observe("load_model(" + d.name + ")", [&] {
+      const capstone::Model m = capstone::load_model(d.bytes);
+      return std::int64_t(m.layers.size());
+    });
+    KILN_JUDGE {
+      const testing::Params params = {{"case", d.name}};
+      if (got.ok()) {
+        KILN_FAIL("damage_accepted", params, fmt::format("load_model returned a model of {} layers", *got));
+        return;
+      }
+      if (!got.error().is("kiln::FormatError")) {
+        KILN_FAIL("damage_accepted", params,
+                  fmt::format("load_model threw {} ({}), not kiln::FormatError", got.error().kind(), got.error().message));
+        return;
+      }
+      const std::string& said = got.error().message;
+      if (const std::string seen = signed_reading_in(said, d.value); !seen.empty()) {
+        KILN_FAIL("u32_read_signed", {{"case", d.name}, {"value", std::to_string(d.value)}, {"seen", seen}},
+                  "the error says: " + said);
+        return;
+      }
+      const std::string named = said.rfind("byte ", 0) == 0 ? said.substr(5, said.find_first_not_of("0123456789", 5) - 5) : "";
+      if (named != std::to_string(d.offset) || said.size() <= 5 + named.size() || said[5 + named.size()] != ':') {
+        KILN_FAIL("damage_offset", {{"case", d.name}, {"offset", std::to_string(d.offset)}}, "the error says: " + said);
         return;
       }
     }

@@ -88,7 +88,8 @@ class Tensor {
   // A view with a new dimension of size 1 inserted at position dim (0 <= dim <= dim()).
   Tensor unsqueeze(std::int64_t dim) const;
   // A broadcast view of this tensor with the given shape: leading dimensions may be added, and
-  // dimensions of size 1 may grow; the stride of every broadcast dimension is 0 (no copy).
+  // dimensions of size 1 may grow; the stride of every broadcast dimension is 0 (no copy). A
+  // dimension that does not grow keeps its stride, a size 1 whose target is 1 included.
   // Throws ShapeError when this tensor cannot be broadcast to the shape.
   Tensor expand(const Shape& shape) const;
   // This tensor if it is contiguous, otherwise a contiguous copy.

@@ -152,8 +152,9 @@ struct Batch {
   std::vector<std::int64_t> labels;  // B labels: labels[k] = data.labels[indices[k]]
 };
 
-// Copies the images and labels at `indices` into a Batch. Throws IndexError when an index is not
-// in [0, data.size()).
+// Copies the images and labels at `indices` into a Batch. No indices give B = 0: images of shape
+// (0, rows, cols) or (0, rows·cols), no labels. Throws IndexError when an index is not in
+// [0, data.size()).
 Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices);
 
 // Given: one epoch's batches, collated only when visited:

@@ -9,7 +9,8 @@
 // The graph:   leaf x ──► MulFunction ──► y ──► SumFunction ──► loss
 //   loss.autograd()->grad_fn is the SumFunction; its inputs[0] is y; y.autograd()->grad_fn is the
 //   MulFunction, whose inputs are the leaves. A leaf (a tensor the user built and marked with
-//   set_requires_grad) has no grad_fn; backward() adds its gradient into the leaf's grad.
+//   set_requires_grad) has no grad_fn; backward() adds its gradient into the leaf's grad, also
+//   when backward() is called on the leaf itself (x.backward(g) gives x.grad() = g).
 //
 // Defining a new differentiable operation (module 09's Conv2dFunction does exactly this):
 //

@@ -240,7 +240,9 @@ std::vector<std::int64_t> predict(Module& model, const Tensor& x);
 // last ended. Views are written by their elements in row-major order (to_vector()). Each name is
 // written as a JSON string: '"' as \" and '\' as \\, a character below 0x20 as \u00XX (two hex
 // digits; JSON's short forms, \n for \u000a and the like, read the same); other bytes as they are
-// (UTF-8 passes through). No "__metadata__". No tensors gives the header "{}" padded to 8 bytes.
+// (UTF-8 passes through). A reader takes the header as JSON, so any escape it reads as the same
+// character is as good (\u0020 for a space). No "__metadata__". No tensors gives the header "{}"
+// padded to 8 bytes.
 // Throws std::invalid_argument for an empty name, a name used twice or "__metadata__", before
 // writing anything (a file already at `path` is left as it was), and std::runtime_error naming
 // `path` when the file cannot be written.

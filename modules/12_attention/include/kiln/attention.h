@@ -61,6 +61,8 @@ Tensor causal_mask(std::int64_t t_q, std::int64_t t_k);
 
 // P = softmax(q·kᵀ/√d + M) along each row, with M = causal_mask(T_q, T_k) when causal, else 0.
 //   q (T_q, d), k (T_k, d)  ->  P (T_q, T_k), every row summing to 1
+// One query is no exception: with T_q = 1 it is query 0, and causal_mask(1, T_k) = [[0, -inf,
+// ...]] gives it the weights [1, 0, ..., 0].
 // Uses module 02's softmax, which takes out each row's maximum: scores of 1e4 stay finite.
 Tensor attention_weights(const Tensor& q, const Tensor& k, bool causal);
 

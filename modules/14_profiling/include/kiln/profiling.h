@@ -201,12 +201,15 @@ std::int64_t saved_activation_bytes(const std::vector<LayerRecord>& records);
 
 // The largest transient of backward: while one layer's backward runs, the gradient with respect
 // to its output and the gradient with respect to its input both exist. The largest, over the
-// layers, of 4·(numel(input) + numel(output)); 0 for no layers.
+// layers, of 4·(numel(input) + numel(output)), both numels of the same layer: Linear(100, 10),
+// ReLU, Linear(10, 50) at batch 1 gives 4·(100 + 10) = 440, not 4·(100 + 50). 0 for no layers.
 std::int64_t largest_transient_bytes(const std::vector<LayerRecord>& records);
 
 struct MemoryEstimate {
   std::int64_t parameter_bytes = 0;   // 4·Σ numel over model.parameters()
   std::int64_t gradient_bytes = 0;    // the same: backward leaves one gradient per parameter
+                                      // (every one: requires_grad() at the time of the estimate,
+                                      // a frozen bias or a NoGradGuard, changes nothing)
   std::int64_t activation_bytes = 0;  // saved_activation_bytes(records)
   std::int64_t transient_bytes = 0;   // largest_transient_bytes(records)
   std::int64_t peak_bytes() const { return parameter_bytes + gradient_bytes + activation_bytes + transient_bytes; }

@@ -63,7 +63,8 @@ std::int8_t quantize_value(float value, float scale);
 //   scales[r] = max_c |weight[r, c]| / 127       (in float; a row of zeros gets scale 1)
 //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
 // A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
-// that nothing ever divides by zero. A weight of no columns, (rows, 0), has rows of no values:
+// that nothing ever divides by zero. No other row is special: there is no lower bound, and a row
+// [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns, (rows, 0), has rows of no values:
 // the largest of nothing is 0, so each gets scale 1, and there are no codes. Throws ShapeError
 // naming the shape when weight is not 2-D.
 QuantizedWeight quantize_per_channel(const Tensor& weight);
@@ -87,8 +88,9 @@ class ActivationObserver {
   // through the strides). An empty batch changes nothing.
   void update(const Tensor& batch);
 
-  // max_abs / 127 (in float): the scale that maps the largest magnitude seen to code 127. 1 while
-  // max_abs is 0 (nothing seen yet, or only zeros).
+  // max_abs / 127 (in float): the scale that maps the largest magnitude seen to code 127, however
+  // small (no floor at float's epsilon: max_abs 1e-6 gives 7.874e-9). 1 while max_abs is 0
+  // (nothing seen yet, or only zeros).
   float scale() const;
 
   // Given: the largest magnitude seen so far, 0 before any batch.

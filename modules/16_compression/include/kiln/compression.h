@@ -50,10 +50,12 @@ Tensor prune_magnitude(Tensor& weight, double sparsity);
 // One optimizer step of a pruned model that keeps it pruned. For every k, weights[k] is a
 // parameter of `optimizer` and masks[k] its mask (same shape):
 //   1. the gradient of weights[k], when it has one (autograd::has_grad), becomes grad ⊙ mask, so
-//      that the optimizer's state (momentum, Adam's moments) gathers nothing for pruned entries;
+//      that the optimizer's state (momentum, Adam's moments) gathers nothing for pruned entries
+//      (before the step: a later plain step or a relaxed mask must find nothing there);
 //   2. optimizer.step();
-//   3. weights[k] ⊙= mask, in place, so that a pruned entry the step moved anyway (momentum left
-//      from before pruning, Adam's moments) is zero again.
+//   3. weights[k] ⊙= mask, in place, for every k, with a gradient or without, so that a pruned
+//      entry the step moved anyway (momentum left from before pruning, Adam's moments), or one
+//      not zeroed yet, is zero again.
 // After it, every pruned weight is exactly 0 and so is its gradient.
 void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks);
 

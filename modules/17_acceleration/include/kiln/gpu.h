@@ -34,8 +34,9 @@ KILN_GLOBAL void matmul_naive_kernel(const float* a, const float* b, float* c, i
 KILN_GLOBAL void matmul_coalesced_kernel(const float* a, const float* b, float* c, int n, int k, int m);
 
 // The coalesced mapping with shared memory: each block walks the inner dimension in kTile steps,
-// the block's threads load a kTile × kTile tile of a and of b into KILN_SHARED arrays (zeros
-// outside the matrices), kiln_syncthreads(), multiply the tiles, kiln_syncthreads() again.
+// ⌈k / kTile⌉ of them (one for k = 16, none past the end), and in each step the block's threads
+// load a kTile × kTile tile of a and of b into KILN_SHARED arrays (zeros outside the matrices),
+// kiln_syncthreads(), multiply the tiles, kiln_syncthreads() again.
 KILN_GLOBAL void matmul_tiled_kernel(const float* a, const float* b, float* c, int n, int k, int m);
 
 // ---- Challenge: register blocking ----------------------------------------------------------------

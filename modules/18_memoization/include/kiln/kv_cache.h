@@ -69,14 +69,15 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 
 // Yours (src/generate_cached.cpp): module 13's generate() with a cache. The model goes into
-// evaluation mode and one KVCache is built for its config; the prompt's tokens go through
-// forward_step one by one; the logits of the last one give the first new token
-// (sample_token(logits, temperature, top_k, generator)); each new token then goes through
-// forward_step to give the next. The last new token is never run. With n_new = 0 the prompt
-// still goes through forward_step, in evaluation mode, and is returned as it is: a prompt token
-// outside [0, V) raises forward_step's kiln::IndexError whatever n_new. The same seed gives the same
-// tokens as module 13's generate(), since that never crops a context of at most max_length, and
-// leaves `generator` where generate() leaves it: every draw comes from the caller's generator.
+// evaluation mode (before the first forward_step: every prompt step runs in evaluation mode) and
+// one KVCache is built for its config; the prompt's tokens go through forward_step one by one;
+// the logits of the last one give the first new token (sample_token(logits, temperature, top_k,
+// generator)); each new token then goes through forward_step to give the next. The last new
+// token is never run. With n_new = 0 the prompt still goes through forward_step, in evaluation
+// mode, and is returned as it is: a prompt token outside [0, V) raises forward_step's
+// kiln::IndexError whatever n_new, the model already in evaluation mode. The same seed gives the
+// same tokens as module 13's generate(), since that never crops a context of at most max_length,
+// and leaves `generator` where generate() leaves it: every draw comes from the caller's generator.
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
 // prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
 // else: a refused call leaves the model as it was, in training mode too.

@@ -12,7 +12,9 @@
 //   sample_stddev    √(Σ (x - mean)² / (n - 1)), Bessel's n - 1
 //   quartiles        linear interpolation between order statistics (numpy's default, "type 7"):
 //                    the p-quantile of the sorted x[0..n-1] sits at position h = (n - 1)·p,
-//                    q = x[⌊h⌋] + (h - ⌊h⌋)·(x[⌊h⌋ + 1] - x[⌊h⌋])
+//                    q = x[⌊h⌋] + (h - ⌊h⌋)·(x[⌊h⌋ + 1] - x[⌊h⌋]), evaluated in double in
+//                    this form (the weighted mean (1 - f)·x[⌊h⌋] + f·x[⌊h⌋ + 1] rounds otherwise,
+//                    and a sample on a fence can change sides)
 //   outliers         Tukey's fences q1 - 1.5·IQR and q3 + 1.5·IQR, IQR = q3 - q1; a sample strictly
 //                    outside a fence is an outlier, one exactly on a fence is not
 //   mean interval    mean ± t·s/√n, t the Student-t quantile at (1 + confidence)/2 for n - 1

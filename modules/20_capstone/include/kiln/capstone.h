@@ -3,7 +3,8 @@
 // same bytes.
 //
 // The model file (KCAP, version 1). Every number is little-endian; u32 is a 4-byte unsigned
-// integer, u16 2 bytes, f32 an IEEE float, i8 a signed byte:
+// integer (2^31 and above are large positive numbers, never negative ones), u16 2 bytes, f32 an
+// IEEE float, i8 a signed byte:
 //
 //   "KCAP"  u32 version (1)  u32 layer_count (1 to 64)
 //   then layer_count layers, one after the other, each starting with u32 kind:
