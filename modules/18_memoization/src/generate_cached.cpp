@@ -11,12 +11,12 @@ Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, d
                         std::int64_t top_k, WichmannHill& generator) {
   // std::invalid_argument for an empty prompt, n_new < 0, or prompt.size() + n_new above
   // model.config.max_length (checked before anything else, model.eval() included). Then
-  // model.eval(), before the first forward_step; one KVCache for the model's config. Every prompt token through forward_step; the
-  // last logits give the first new token by sample_token(logits, temperature, top_k, generator).
-  // Run each new token through forward_step for the next, except the last one. Return prompt + the
-  // n_new tokens. n_new = 0 is no shortcut: the prompt still runs (a token outside [0, V) raises
-  // forward_step's kiln::IndexError, the model already in evaluation mode) and the model is left
-  // in evaluation mode.
+  // model.eval(), before the first forward_step; one KVCache for the model's config. Every prompt
+  // token through forward_step; the last logits give the first new token by sample_token(logits,
+  // temperature, top_k, generator). Run each new token through forward_step for the next, except
+  // the last one. Return prompt + the n_new tokens. n_new = 0 is no shortcut: the prompt still runs
+  // (a token outside [0, V) raises forward_step's kiln::IndexError, the model already in
+  // evaluation mode) and the model is left in evaluation mode.
   throw kiln::NotImplemented();
 }
 

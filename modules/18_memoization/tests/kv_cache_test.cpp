@@ -14,6 +14,7 @@
 #include <stdexcept>
 #include <string>
 #include <tuple>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -441,6 +442,23 @@ TEST(Memoization, GenerateCached) {
     }
     if (out.ok() || !out.error().is(testing::error_kind_name<IndexError>())) return;
   }
+  // A fresh model put in training mode, then generate_cached(model, prompt, n_new, 0, 0, generator):
+  // whether the call threw Error (another error is judged by the cases above), and
+  // model.training() after it. Student code: call it only inside observe().
+  const auto threw_and_training = [&]<class Error>(std::type_identity<Error>, const std::vector<std::int64_t>& prompt,
+                                                   std::int64_t n_new) {
+    nn::GPT model = gpt_with(s, p);
+    model.train();
+    WichmannHill generator(1);
+    bool threw = false;
+    try {
+      nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
+    } catch (const Error&) {
+      threw = true;
+    } catch (const std::exception&) {
+    }
+    return std::tuple<bool, bool>{threw, model.training()};
+  };
   // Only the argument checks come before model.eval(): a prompt token outside [0, V) is refused
   // by forward_step with the model already in evaluation mode, so a model in training mode comes
   // out of that error in evaluation mode, with n_new = 0 and with n_new = 2.
@@ -449,18 +467,7 @@ TEST(Memoization, GenerateCached) {
     const auto mode = observe(fmt::format("model.train(), then generate_cached(model, {}, {}, 0, 0, generator), whose "
                                           "token {} forward_step refuses, then model.training(), with {}",
                                           ids_text(prompt), n_new, s.vocab, sizes_text(s)),
-                              [&] {
-                                nn::GPT model = gpt_with(s, p);
-                                model.train();
-                                WichmannHill generator(1);
-                                bool index_error = false;
-                                try {
-                                  nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
-                                } catch (const IndexError&) {
-                                  index_error = true;
-                                }
-                                return std::tuple<bool, bool>{index_error, model.training()};
-                              });
+                              [&] { return threw_and_training(std::type_identity<IndexError>{}, prompt, n_new); });
     const testing::Params params = {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}};
     if (!KILN_EXPECT_OK(mode, "prompt_run_in_training_mode", params)) return;
     KILN_JUDGE {
@@ -483,17 +490,7 @@ TEST(Memoization, GenerateCached) {
                                           "refuses it, then model.training(), with {}",
                                           ids_text(prompt), n_new, sizes_text(s)),
                               [&] {
-                                nn::GPT model = gpt_with(s, p);
-                                model.train();
-                                WichmannHill generator(1);
-                                bool was_refused = false;
-                                try {
-                                  nn::generate_cached(model, prompt, n_new, 0.0, 0, generator);
-                                } catch (const std::invalid_argument&) {
-                                  was_refused = true;
-                                } catch (const std::exception&) {
-                                }
-                                return std::tuple<bool, bool>{was_refused, model.training()};
+                                return threw_and_training(std::type_identity<std::invalid_argument>{}, prompt, n_new);
                               });
     if (!KILN_EXPECT_OK(mode, "refused_call_changed_mode")) return;
     KILN_JUDGE {

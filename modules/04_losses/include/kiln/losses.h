@@ -15,8 +15,9 @@
 //
 // Errors (checked before anything is computed):
 //   ShapeError  the two tensors of mse or bce differ in shape; logits or log_probs not 2-D (a
-//               scalar of shape () included: it has no rows to count); as many targets as rows. The message names both shapes, a vector of 5 targets as
-//               "(5)", e.g. "cross_entropy: logits (7, 3) and targets (5)".
+//               scalar of shape () included: it has no rows to count); as many targets as rows.
+//               The message names both shapes, a vector of 5 targets as "(5)", e.g.
+//               "cross_entropy: logits (7, 3) and targets (5)".
 //   IndexError  a target id outside [0, C); the message names the id, e.g. "target 7 ...".
 #pragma once
 

@@ -64,9 +64,9 @@ std::int8_t quantize_value(float value, float scale);
 //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
 // A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
 // that nothing ever divides by zero. No other row is special: there is no lower bound, and a row
-// [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns, (rows, 0), has rows of no values:
-// the largest of nothing is 0, so each gets scale 1, and there are no codes. Throws ShapeError
-// naming the shape when weight is not 2-D.
+// [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns,
+// (rows, 0), has rows of no values: the largest of nothing is 0, so each gets scale 1, and there
+// are no codes. Throws ShapeError naming the shape when weight is not 2-D.
 QuantizedWeight quantize_per_channel(const Tensor& weight);
 
 // The float tensor the codes stand for: (rows, cols), element [r, c] = codes[r·cols + c]·scales[r].
