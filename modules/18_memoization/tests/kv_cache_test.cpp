@@ -48,6 +48,9 @@ std::string sizes_text(const GptSizes& s) {
                      s.layers);
 }
 
+// A prompt's length as a message says it: "1 token", "3 tokens".
+std::string tokens_text(std::size_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); }
+
 std::string ids_text(const std::vector<std::int64_t>& ids) {
   return testing::list(std::vector<float>(ids.begin(), ids.end()), 16);
 }
@@ -283,7 +286,7 @@ TEST(Memoization, GenerateCached) {
   for (const Case& c : cases) {
     const std::string arguments = fmt::format("(model, {}, {}, {}, {}, WichmannHill({})) with {}", ids_text(c.prompt),
                                               c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s));
-    const testing::Params params{{"prompt", std::to_string(c.prompt.size())},
+    const testing::Params params{{"prompt", tokens_text(c.prompt.size())},
                                  {"n_new", std::to_string(c.n_new)},
                                  {"temperature", fmt::format("{}", c.temperature)},
                                  {"top_k", std::to_string(c.top_k)}};
@@ -310,7 +313,7 @@ TEST(Memoization, GenerateCached) {
         (cached.error().message.find("max_length") != std::string::npos ||
          cached.error().message.find(std::to_string(s.max_length)) != std::string::npos)) {
       KILN_FAIL("fitting_sequence_refused",
-                {{"prompt", std::to_string(c.prompt.size())},
+                {{"prompt", tokens_text(c.prompt.size())},
                  {"n_new", std::to_string(c.n_new)},
                  {"max_length", std::to_string(s.max_length)}},
                 fmt::format("{} threw std::invalid_argument: {}", cached.call(), cached.error().message));
@@ -364,7 +367,7 @@ TEST(Memoization, GenerateCached) {
           return std::make_tuple(per_step, head->runs, model.training(), head->training_runs);
         });
     if (!KILN_EXPECT_OK(runs, "generate_differs",
-                        {{"prompt", std::to_string(c.prompt.size())},
+                        {{"prompt", tokens_text(c.prompt.size())},
                          {"n_new", std::to_string(c.n_new)},
                          {"temperature", fmt::format("{}", c.temperature)},
                          {"top_k", std::to_string(c.top_k)},
@@ -375,7 +378,7 @@ TEST(Memoization, GenerateCached) {
       const auto& [per_step, generate_runs, training, training_runs] = *runs;
       if (c.n_new == 0 && per_step > 0 && generate_runs == 0) {
         KILN_FAIL("prompt_not_run",
-                  {{"prompt", std::to_string(c.prompt.size())},
+                  {{"prompt", tokens_text(c.prompt.size())},
                    {"n_new", "0"},
                    {"seen", "it returned the prompt without running a single step"}},
                   fmt::format("{}: one forward_step calls the head {} times, generate_cached never called it, and "
@@ -384,13 +387,13 @@ TEST(Memoization, GenerateCached) {
         return;
       }
       if (training) {
-        KILN_FAIL("left_in_training_mode", {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
+        KILN_FAIL("left_in_training_mode", {{"prompt", tokens_text(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
                   runs.call() + ": model.training() is still true");
         return;
       }
       if (training_runs > 0) {
         KILN_FAIL("prompt_run_in_training_mode",
-                  {{"prompt", std::to_string(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
+                  {{"prompt", tokens_text(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
                   fmt::format("{}: the head ran {} of its {} calls with model.training() true (one forward_step "
                               "calls it {} times)",
                               runs.call(), training_runs, generate_runs, per_step));
@@ -402,7 +405,7 @@ TEST(Memoization, GenerateCached) {
       const std::int64_t steps = static_cast<std::int64_t>(c.prompt.size()) + std::max<std::int64_t>(c.n_new, 1) - 1;
       if (generate_runs != per_step * steps) {
         KILN_FAIL("steps_miscounted",
-                  {{"prompt", std::to_string(c.prompt.size())},
+                  {{"prompt", tokens_text(c.prompt.size())},
                    {"n_new", std::to_string(c.n_new)},
                    {"runs", fmt::format("{:.3g}", static_cast<double>(generate_runs) / static_cast<double>(per_step))},
                    {"steps", std::to_string(steps)}},
@@ -419,7 +422,7 @@ TEST(Memoization, GenerateCached) {
     const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_arguments_not_checked", {},
-                                                    {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}});
+                                                    {{"prompt", tokens_text(prompt.size())}, {"n_new", std::to_string(n_new)}});
     }
     if (out.ok() || !out.error().is(testing::error_kind_name<std::invalid_argument>())) return;
   }
@@ -434,7 +437,7 @@ TEST(Memoization, GenerateCached) {
     KILN_JUDGE {
       testing::expect_throws<IndexError>(
           __FILE__, __LINE__, out, "prompt_not_run", {},
-          {{"prompt", std::to_string(prompt.size())},
+          {{"prompt", tokens_text(prompt.size())},
            {"n_new", std::to_string(n_new)},
            {"seen", fmt::format("the prompt {} holds a token outside [0, {}), which forward_step refuses with "
                                 "kiln::IndexError, and the call did not pass that error on",
@@ -468,7 +471,7 @@ TEST(Memoization, GenerateCached) {
                                           "token {} forward_step refuses, then model.training(), with {}",
                                           ids_text(prompt), n_new, s.vocab, sizes_text(s)),
                               [&] { return threw_and_training(std::type_identity<IndexError>{}, prompt, n_new); });
-    const testing::Params params = {{"prompt", std::to_string(prompt.size())}, {"n_new", std::to_string(n_new)}};
+    const testing::Params params = {{"prompt", tokens_text(prompt.size())}, {"n_new", std::to_string(n_new)}};
     if (!KILN_EXPECT_OK(mode, "prompt_run_in_training_mode", params)) return;
     KILN_JUDGE {
       const auto [index_error, training] = *mode;
@@ -775,7 +778,7 @@ TEST(Memoization, PastMaxLength) {
     const auto out = observe_greedy(s, p, prompt, n_new);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, out, "generate_length_not_checked", {"3"},
-                                                    {{"prompt", std::to_string(prompt_length)}, {"n_new", std::to_string(n_new)}});
+                                                    {{"prompt", tokens_text(prompt_length)}, {"n_new", std::to_string(n_new)}});
     }
   }
 }
