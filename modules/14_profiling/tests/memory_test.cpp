@@ -196,7 +196,9 @@ TEST(Profiling, MemoryEstimate) {
     const auto got = observe(fmt::format("estimate_memory(the model {0}, the records of {0})", c.name), [&] {
       WichmannHill generator(14);
       const std::shared_ptr<nn::Sequential> model = c.build(generator);
-      if (c.grad == Grad::last_bias_frozen) model->parameters().back().set_requires_grad(false);  // shared bookkeeping
+      // parameters() hands out handles that share each tensor's autograd bookkeeping, so freezing
+      // the handle freezes the model's own last bias.
+      if (c.grad == Grad::last_bias_frozen) model->parameters().back().set_requires_grad(false);
       std::optional<nn::NoGradGuard> guard;
       if (c.grad == Grad::no_grad_guard) guard.emplace(*model);
       const MemoryEstimate m = estimate_memory(*model, c.records);
