@@ -21,7 +21,8 @@
 namespace kiln {
 
 Tensor relu(const Tensor& x) {
-  // max(x, 0) for every element: relu([-2, -0.5, 0, 0.5, 3]) = [0, 0, 0, 0.5, 3].
+  // max(x, 0) for every element: relu([-2, -0.5, 0, 0.5, 3]) = [0, 0, 0, 0.5, 3], and
+  // relu(-inf) = 0 (x·[x > 0], the same for every finite x, gives -inf·0 = NaN there).
   throw kiln::NotImplemented();
 }
 

@@ -8,6 +8,9 @@
 // x.contiguous().data() (a view is copied first; x itself is returned when it is contiguous, so
 // write the result into a vector of its own) and loop over o, i, then j.
 //
+// A dimension of size 0 (x of shape (3, 0) along dim -1) makes rows of length 0: nothing to
+// normalise and no first element to start a maximum from; return the empty result of x's shape.
+//
 // dim may be negative (-1 is the last dimension). A dim outside [-x.dim(), x.dim()) throws
 // kiln::IndexError whose message names the dim and the shape ("dim 2 ... (3, 7)"). A helper that
 // checks and normalises dim, shared by the three functions, keeps that in one place.

@@ -13,6 +13,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <numbers>
 #include <string>
 #include <utility>
@@ -218,6 +219,11 @@ TEST(Activations, Relu) {
   // relu([-2, -0.5, 0, 0.5, 3]) = [0, 0, 0, 0.5, 3].
   const std::vector<float> hand = {-2.0f, -0.5f, 0.0f, 0.5f, 3.0f};
   if (!CHECK_FORWARD(relu, relu_exact, cases(hand, 100), "relu_wrong")) return;
+  // The infinities: max(-inf, 0) = 0 and max(inf, 0) = inf. x·[x > 0], the same for every finite
+  // x, gives -inf·0 = NaN at -inf.
+  const float inf = std::numeric_limits<float>::infinity();
+  const std::vector<Case> infinite = {{"x = [-inf, -1, 0, 2, inf]", Tensor({5}, {-inf, -1.0f, 0.0f, 2.0f, inf})}};
+  if (!CHECK_FORWARD(relu, relu_exact, infinite, "relu_wrong")) return;
   // A new tensor, also for a contiguous x: x keeps its values, and y has storage of its own.
   if (!FORWARD_IS_NEW(relu, hand, "relu_in_place")) return;
   // Also when nothing is clamped: returning x itself when no value is negative shares its storage.

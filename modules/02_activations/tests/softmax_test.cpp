@@ -6,7 +6,7 @@
 // gradient is judged against central finite differences in double of L = Σ g ⊙ softmax(x) with
 // fixed random g: every x_k of a row moves every y_j of it, so each difference recomputes the
 // whole softmax. Shapes are non-square ((3, 7) along dim 0 and dim 1), 3-D, or have rows of
-// length 1 and 33. Every value taken from the module's functions passes through observe().
+// length 0, 1 and 33. Every value taken from the module's functions passes through observe().
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -50,6 +50,7 @@ std::vector<double> softmax_exact(const std::vector<double>& x, const Shape& sha
   for (std::int64_t o = 0; o < outer; ++o) {
     for (std::int64_t i = 0; i < inner; ++i) {
       const auto at = [&](std::int64_t j) { return static_cast<std::size_t>((o * length + j) * inner + i); };
+      if (length == 0) continue;  // an empty row: nothing to normalise, and no x[at(0)] to read
       double row_max = x[at(0)];
       for (std::int64_t j = 1; j < length; ++j) row_max = std::max(row_max, x[at(j)]);
       double total = 0.0;
@@ -152,6 +153,10 @@ std::vector<Case> cases(std::uint64_t stream) {
       {"a random (1, 7) x", random_tensor({1, 7}, stream + 6, -4.0f, 4.0f), 0},
       {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed(), 1},
       {"x = the (7, 3) transpose of a random (3, 7) matrix", transposed(), 0},
+      // Rows of length 0 (three of them along dim -1, none of length 3 along dim 0): nothing to
+      // normalise, and no first element to take a maximum from; the result is x's empty shape.
+      {"an empty (3, 0) x", Tensor::zeros({3, 0}), -1},
+      {"an empty (3, 0) x", Tensor::zeros({3, 0}), 0},
   };
 }
 

@@ -5,7 +5,8 @@
 //      std::invalid_argument whose message quotes the spec (see the header's list).
 //   2. Sizes: give every letter its size from the operands' shapes; a letter with two different
 //      sizes, or an operand whose dim() differs from its number of letters, is a ShapeError
-//      quoting the spec and naming the shapes.
+//      quoting the spec and naming the shapes. 0 is a size like any other ("ij,jk->ik" on (2, 0)
+//      and (3, 0) is an error): mark a letter not seen yet with -1, not 0.
 //   3. Loops: one loop per distinct letter, the output's letters first, then the summed ones.
 //      For every loop, how far it moves in each operand (that operand's stride for the letter,
 //      0 if it lacks the letter) and in the output. Then at every combination of indices:

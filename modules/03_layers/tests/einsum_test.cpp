@@ -5,6 +5,7 @@
 #include <functional>
 #include <stdexcept>
 #include <string>
+#include <tuple>
 #include <vector>
 
 #include <fmt/format.h>
@@ -255,6 +256,18 @@ TEST(Layers, EinsumErrors) {
   const Tensor row13 = random_tensor({1, 3}, 1330);
   KILN_EXPECT_THROWS(einsum("ij,ij->ij", row13, a), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(1, 3)", "(2, 3)"});
   KILN_EXPECT_THROWS(einsum("ij,ij->ij", a, row13), ShapeError, "einsum_size_mismatch", {"ij,ij->ij", "(2, 3)", "(1, 3)"});
+  // A size of 0 is a size like any other: 0 and 3 disagree, either way round. (Each case has an
+  // empty output, so that code which took the 0 for "not known yet" returns instead of reading
+  // the empty operand.)
+  const std::vector<std::tuple<std::string, Shape, Shape>> empty_pairs = {
+      {"ij,jk->ik", {2, 0}, {3, 0}}, {"ij,ij->ij", {0, 0}, {2, 0}}, {"ij,ij->ij", {2, 0}, {0, 0}}};
+  for (const auto& [spec, first, second] : empty_pairs) {
+    const Tensor x0 = Tensor::zeros(first), y0 = Tensor::zeros(second);
+    const auto refused = observe(fmt::format("einsum(\"{}\", x, y) on {} and {}", spec, to_string(first), to_string(second)),
+                                 [&] { return einsum(spec, x0, y0); });
+    KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, refused, "einsum_size_mismatch",
+                                                  {spec, to_string(first), to_string(second)});
+  }
   // Three letters for a 2-D operand.
   KILN_EXPECT_THROWS(einsum("ijk,kj->ij", a, b), ShapeError, "einsum_rank_mismatch", {"ijk,kj->ij", "(2, 3)"});
   // One letter for a 2-D operand.

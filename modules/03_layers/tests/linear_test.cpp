@@ -137,14 +137,14 @@ LayerState state_of(const Linear& layer) {
 
 using ObservedState = testing::Plain<LayerState>::type;
 
-// Reports linear_init_wrong unless a new layer (`what`, observed) has in features `in`, out
-// features `out`, the given weight and a zero bias (of shape (0) without bias), then
-// linear_grads_not_zeroed unless its gradients are zeros of the same shapes.
+// Reports linear_features_wrong unless a new layer (`what`, observed) has in features `in` and
+// out features `out`, linear_init_wrong unless it has the given weight and a zero bias (of shape
+// (0) without bias), then linear_grads_not_zeroed unless its gradients are zeros of the same shapes.
 bool expect_new_layer(const char* file, int line, const std::string& what, const ObservedState& layer,
                       std::int64_t in, std::int64_t out, bool bias, const TensorData& weight) {
   const auto& [in_features, out_features, w, b, w_grad, b_grad] = layer;
   if (in_features != in || out_features != out) {
-    testing::report_failure(file, line, "linear_init_wrong", {},
+    testing::report_failure(file, line, "linear_features_wrong", {},
                             fmt::format("{} has in_features {} and out_features {}, expected {} and {}", what,
                                         in_features, out_features, in, out));
     return false;

@@ -8,8 +8,9 @@
 //   * the scores are 2-D and targets.size() == N, else kiln::ShapeError naming the scores' shape
 //     and the targets' as "(5)" for 5 targets. Test the dimensions first: a scalar's shape () has
 //     no shape()[0] to compare;
-//   * every id is in [0, C), else kiln::IndexError naming the id: an id of C reads the next
-//     row's first score, and a negative one the previous row's last, without any error.
+//   * every id is in [0, C), else kiln::IndexError naming the id right after the word "target"
+//     ("cross_entropy: target 7 of row 2 is not a class id in [0, 3)"): an id of C reads the
+//     next row's first score, and a negative one the previous row's last, without any error.
 // A loss is a scalar tensor, shape (): Tensor::scalar(value).
 #include <cmath>
 #include <string>

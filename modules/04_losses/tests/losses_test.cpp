@@ -167,9 +167,21 @@ TEST(Losses, Mse) {
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(mse_loss_backward(hand[0].first, hand[0].second)),
                          data_of({3}, {0.0f, 0.0f, -4.0f / 3.0f}), 1e-6, "mse_grad_wrong"))
     return;
-  // An error past half of float's range: its gradient 2·3e38/2 = 3e38 is a float, 2·3e38 is not.
+  // Errors past float's range whose gradients are floats: 2·3e38/2 = 3e38, where 2·3e38 is not a
+  // float; and 2·6e38/4 = 3e38, where the error 3e38 - (-3e38) = 6e38 itself is not.
   if (!KILN_EXPECT_CLOSE_REL(KILN_OBSERVE(mse_loss_backward(Tensor({2}, {3e38f, 0}), Tensor({2}, {0, 0}))),
-                             data_of({2}, {3e38f, 0.0f}), 0.0, 1e-6, "mse_grad_wrong"))
+                             data_of({2}, {3e38f, 0.0f}), 0.0, 1e-6, "mse_grad_overflow"))
+    return;
+  if (!KILN_EXPECT_CLOSE_REL(
+          KILN_OBSERVE(mse_loss_backward(Tensor({4}, {3e38f, 0, 0, 0}), Tensor({4}, {-3e38f, 0, 0, 0}))),
+          data_of({4}, {3e38f, 0.0f, 0.0f, 0.0f}), 0.0, 1e-6, "mse_grad_overflow"))
+    return;
+  // A small error between large values: 100000008 - 100000000 = 8 exactly (both are floats), so
+  // the gradient is 2·8/3 = 5.3333333. Scaling each by 2/3 before subtracting leaves only what
+  // the two roundings left of it: 4.
+  if (!KILN_EXPECT_CLOSE_REL(KILN_OBSERVE(mse_loss_backward(Tensor({3}, {100000008.0f, 0, 0}),
+                                                            Tensor({3}, {100000000.0f, 0, 0}))),
+                             data_of({3}, {16.0f / 3.0f, 0.0f, 0.0f}), 0.0, 1e-6, "mse_grad_cancelled"))
     return;
   check_gradient(__FILE__, __LINE__, "mse_loss_backward", FUNCTION(mse_loss_backward), inputs, KILN_JUDGE_ONLY(mse_exact),
                  "mse_grad_wrong");
@@ -281,7 +293,9 @@ TEST(Losses, Errors) {
       {"nll_loss_backward", [](const Tensor& z, const Targets& t) { return nll_loss_backward(z, t); }},
   };
   // Class ids outside [0, 6) for (3, 6) scores: 6 (one past the end), -1, an id of the run in
-  // [7, 100), and 2^32 + 1 and -2^32 + 1, which are 1 in 32 bits. Each must be named in the error.
+  // [7, 100), and 2^32 + 1 and -2^32 + 1, which are 1 in 32 bits. Each must be named in the error,
+  // right after the word "target" ("target 6 of row 0"): a message that reads "target 0 of row 6"
+  // holds the 6 too, as the row, and names the row's number as the target.
   const Tensor scores = random_tensor({3, 6}, 707);
   const std::int64_t far = 7 + sizes.below(93);
   const std::int64_t wide = (std::int64_t{1} << 32) + 1;
@@ -289,11 +303,21 @@ TEST(Losses, Errors) {
       {{6, 0, 2}, "6"},          {{1, -1, 2}, "-1"}, {{far, 3, 5}, std::to_string(far)}, {{0, 5, -1}, "-1"},
       {{0, wide, 2}, "4294967297"}, {{2, 3, 2 - wide}, "-4294967295"}};
   for (const auto& [targets, id] : bad_ids) {
+    const std::string listed = fmt::format("{{{}, {}, {}}}", targets[0], targets[1], targets[2]);
     for (const auto& [name, function] : classifiers) {
-      const auto got =
-          observe(fmt::format("{} of (3, 6) scores with targets {{{}, {}, {}}}", name, targets[0], targets[1], targets[2]),
-                  [&] { return function(scores, targets); });
-      KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "target_not_reported", {id});
+      const auto got = observe(fmt::format("{} of (3, 6) scores with targets {}", name, listed),
+                               [&] { return function(scores, targets); });
+      KILN_JUDGE {
+        testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "target_not_reported", {id});
+        // Past that check (an IndexError that mentions the id), the id must be the target's number.
+        const bool mentioned = !got.ok() && got.error().is("kiln::IndexError") &&
+                               got.error().message.find(id) != std::string::npos;
+        if (mentioned && got.error().message.find("target " + id) == std::string::npos) {
+          KILN_FAIL("target_id_misplaced", (testing::Params{{"function", name}, {"id", id}, {"targets", listed}}),
+                    got.describe_error());
+          return;
+        }
+      }
     }
   }
   // Scores that are not (N, C) with N targets: 5 or 9 targets for 7 rows, 1-D and 3-D scores, and

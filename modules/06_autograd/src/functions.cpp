@@ -66,8 +66,8 @@ std::vector<Tensor> TransposeFunction::backward(const Tensor& grad_output) {
 }
 
 std::vector<Tensor> ReluFunction::backward(const Tensor& grad_output) {
-  // relu'(x) is 1 where the INPUT x > 0 and 0 elsewhere (take 0 at x = 0): multiply
-  // grad_output by that mask (greater(x, 0) gives 1.0 and 0.0).
+  // relu'(x) is 1 where the INPUT x > 0 and 0 elsewhere (take 0 at x = 0, and at a NaN x, where
+  // relu gave 0): multiply grad_output by that mask (greater(x, 0) gives 1.0 and 0.0).
   throw kiln::NotImplemented();
 }
 

@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -39,6 +40,12 @@ using testing::Observed;
 using testing::random_tensor;
 using testing::report_failure;
 using testing::TensorData;
+
+// "1 gradient", "3 gradients": a count with its noun, which reads right for 1 too.
+std::string counted(std::size_t count, const std::string& noun) {
+  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
+}
+std::string gradients(std::size_t count) { return counted(count, "gradient"); }
 
 // ---------------------------------------------------------------------------------------------
 // Trusted references
@@ -170,8 +177,8 @@ bool check_gradients(const char* file, int line, const std::string& node, const 
   KILN_JUDGE {
     if (grads->size() != inputs.size()) {
       report_failure(file, line, failure_id, {},
-                     grads.call() + " returned " + std::to_string(grads->size()) + " gradients for " +
-                         std::to_string(inputs.size()) + " inputs");
+                     grads.call() + " returned " + gradients(grads->size()) + " for " +
+                         counted(inputs.size(), "input"));
       return false;
     }
     for (std::size_t i = 0; i < inputs.size(); ++i) {
@@ -360,10 +367,27 @@ TEST(Autograd, ReluGradients) {
     TensorData expected = w;
     for (std::size_t i = 0; i < expected.values.size(); ++i) expected.values[i] = x.values[i] > 0.0f ? w.values[i] : 0.0f;
     const bool one = at_zero->size() == 1;
-    KILN_EXPECT(one, "relu_grad_at_zero", {}, fmt::format("{} gradients returned, expected 1", at_zero->size()));
+    KILN_EXPECT(one, "relu_grad_at_zero", {}, fmt::format("{} returned, expected 1", gradients(at_zero->size())));
     if (!one) return;
-    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_zero.call(), (*at_zero)[0]), expected, 0.0,
-                          "relu_grad_at_zero", 0.0);
+    if (!testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_zero.call(), (*at_zero)[0]), expected, 0.0,
+                               "relu_grad_at_zero", 0.0))
+      return;
+  }
+  // A NaN input: relu gives 0 there (NaN > 0 is false), and the mask [x > 0] is 0, so no gradient
+  // passes; a mask "0 where x <= 0, else 1" is 1 for NaN. The infinities: [inf > 0] = 1, [-inf > 0] = 0.
+  const float nan = std::numeric_limits<float>::quiet_NaN(), inf = std::numeric_limits<float>::infinity();
+  const Tensor odd({5}, {nan, -1.0f, 2.0f, -inf, inf});
+  const auto at_nan = observe("ReluFunction::backward(g) for relu of [NaN, -1, 2, -inf, inf], g = [5, 5, 5, 5, 5]", [&] {
+    Tensor leaf = odd.clone().set_requires_grad(true);
+    return ag::relu(leaf).autograd()->grad_fn->backward(Tensor({5}, {5.0f, 5.0f, 5.0f, 5.0f, 5.0f}));
+  });
+  if (!KILN_EXPECT_OK(at_nan, "relu_grad_nan_passed")) return;
+  KILN_JUDGE {
+    const bool one = at_nan->size() == 1;
+    KILN_EXPECT(one, "relu_grad_nan_passed", {}, fmt::format("{} returned, expected 1", gradients(at_nan->size())));
+    if (!one) return;
+    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_nan.call(), (*at_nan)[0]),
+                          data_of({5}, {0.0f, 0.0f, 5.0f, 0.0f, 5.0f}), 0.0, "relu_grad_nan_passed", 0.0);
   }
 }
 
@@ -673,8 +697,8 @@ TEST(Autograd, BackwardShapeErrors) {
   // without the check reads past the list there).
   for (const std::size_t count : {std::size_t(3), std::size_t(1)}) {
     const auto miscounted = observe(
-        fmt::format("y.backward() on y = sum(a·b) whose product node's backward returns {} gradients for 2 inputs",
-                    count),
+        fmt::format("y.backward() on y = sum(a·b) whose product node's backward returns {} for 2 inputs",
+                    gradients(count)),
         [&] {
           Tensor a = x.tensor().set_requires_grad(true), b = x.tensor().set_requires_grad(true);
           auto node = std::make_shared<MiscountedMul>();
@@ -682,7 +706,7 @@ TEST(Autograd, BackwardShapeErrors) {
           trusted_sum(ag::Function::apply(node, {a, b})).backward();
         });
     KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, miscounted, "gradient_count_unchecked",
-                                                        {std::to_string(count), "2"}, {{"count", std::to_string(count)}});
+                                                        {std::to_string(count), "2"}, {{"returned", gradients(count)}});
     if (miscounted.ok()) return;
   }
 }

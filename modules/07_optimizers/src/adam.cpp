@@ -17,7 +17,9 @@ void Adam::update(bool decoupled_weight_decay) {
   //     m[i] = beta1_·m[i] + (1 - beta1_)·g;   v[i] = beta2_·v[i] + (1 - beta2_)·g²
   //     m̂ = m[i] / (1 - beta1_^t);  v̂ = v[i] / (1 - beta2_^t)   (in double: std::pow)
   //     p[i] -= lr·m̂ / (√v̂ + eps_)
-  // On the first step m̂ = g and v̂ = g², so every element moves by about lr·sign(g).
+  // On the first step m̂ = g and v̂ = g², so every element moves by about lr·sign(g). Update every
+  // element, also where g is exactly 0: m and v decay and p still moves (p = [1], lr 0.1,
+  // gradients 1 then 0: 0.9, then 0.8329942).
   throw kiln::NotImplemented();
 }
 

@@ -577,6 +577,30 @@ TEST(Optimizers, Adam) {
   if (!EXPECT_QUADRATIC(square_from_3, adam(0.1f), 2, expected_trajectory({3.0f}, {{2.9f}, {2.8001027f}}),
                         "f(x) = x² from x = 3, lr 0.1", "adam_wrong"))
     return;
+  // A gradient of exactly 0 after a nonzero one is still a gradient: m and v decay, and p moves on
+  // m's memory. p = [1], lr 0.1, g = 1 then 0: step 1 gives 0.9; step 2 has m = 0.09,
+  // v = 0.000999, m̂ = 0.09/0.19, v̂ = 0.000999/0.001999, so p = 0.9 - 0.1·0.4736842/0.7069299 =
+  // 0.8329942. Then random parameters with every other element's gradient 0 from step 2 on.
+  const std::vector<std::pair<std::string, GradientRun>> zero_after = [] {
+    GradientRun by_hand{{data_of({1}, {1.0f})}, {{data_of({1}, {1.0f})}, {data_of({1}, {0.0f})}}};
+    GradientRun random = random_run({{3, 7}, {1}}, 4, 760);
+    for (std::size_t s = 1; s < random.gradients.size(); ++s)
+      for (auto& gradient : random.gradients[s])
+        for (std::size_t i = s % 2; i < gradient->values.size(); i += 2) gradient->values[i] = 0.0f;
+    return std::vector<std::pair<std::string, GradientRun>>{
+        {"p = [1], lr 0.1, gradient 1 then 0", by_hand},
+        {"random (3, 7) and (1,) parameters, lr 0.1, every other gradient element 0 from step 2 on", random}};
+  }();
+  for (const auto& [what, run] : zero_after) {
+    const Settings settings = adam(0.1f);
+    const auto got = observe_run(run, settings);
+    KILN_JUDGE {
+      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, settings), all_of(run), what,
+                               "adam_zero_gradient_skipped"))
+        return;
+    }
+    if (!got.ok()) return;
+  }
   // L2 decay with a zero gradient: g = 0.01·x is all Adam sees, and m̂/√v̂ = 1, so x moves by lr.
   Quadratic decay_only = square_from_3;
   decay_only.zero_gradient = true;

@@ -286,7 +286,8 @@ TEST(Tokenization, BpeIncremental) {
   // Every case is judged against the merges of the plain trainer (tokenization_testing.h). The
   // cases come in the order of the mistakes they expose, so that a mistake is named by the first
   // case it fails: when training stops; a pair merged again after its count fell to zero; ties;
-  // the pairs beside a merge not losing their count; overlapping occurrences; corpora of the run.
+  // the pairs beside a merge not losing their count; overlapping occurrences; a position whose id
+  // changed since it was listed; corpora of the run.
   struct Case {
     std::string what;
     std::string corpus;
@@ -322,6 +323,11 @@ TEST(Tokenization, BpeIncremental) {
       {"\"aaabdaaabac\"", "aaabdaaabac", 259, "incremental_overlap_wrong"},  // where no pair repeats
       {"\"aaabdaaabac\"", "aaabdaaabac", 260, "incremental_overlap_wrong"},  // and past it
       {"\"aaabdaaabac\"", "aaabdaaabac", 1000, "incremental_overlap_wrong"},
+      // A listed position whose own id an earlier merge changed: (b, a) was counted at the second b of
+      // "aabaabaaab...", which merging (b, 256) turned into 257, now followed by the a at 8; that is
+      // no (b, a). The shortest such corpus of two letters, then one of 26 bytes.
+      {"\"aabaabaaabaababa\"", "aabaabaaabaababa", 1000, "incremental_changed_id_merged"},
+      {"\"abbbbabbabaababbbabbbababb\"", "abbbbabbabaababbbabbbababb", 262, "incremental_changed_id_merged"},
   };
   // Ties of the run: four pairs of letters of the run, each written twice.
   std::string tied;

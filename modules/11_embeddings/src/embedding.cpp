@@ -27,7 +27,8 @@ Tensor embedding_lookup(const Tensor& weight, const Indices& indices) {
 }
 
 Tensor embedding_backward(const Tensor& grad_output, const Indices& indices, std::int64_t num_embeddings) {
-  // grad_output (n, dim) with n = indices.size() (ShapeError naming its shape otherwise).
+  // grad_output (n, dim) with n = indices.size() (ShapeError naming its shape otherwise, also for
+  // no ids: then only a (0, dim) grad_output is taken).
   // grad (num_embeddings, dim) starts at zeros; then for every k, row indices[k] of grad gets
   // row k of grad_output ADDED to it. An id can occur more than once ({1, 3, 1}): each occurrence
   // contributes its own row, exactly as one_hot(indices)ᵀ·grad_output would sum them.

@@ -344,6 +344,22 @@ TEST(Embeddings, BackwardScatterAdd) {
   const Tensor cube({2, 1, 2}, {1, 2, 3, 4});
   KILN_EXPECT_THROWS(embedding_backward(cube, {0, 1}, 4), ShapeError, "backward_shape_error");
   if (::testing::Test::HasFailure()) return;
+  // No ids: G must then be (0, dim), which gives the zero gradient; a (3, 4), a 1-D (4) or a 0-D G
+  // for no ids is refused like any other (a shortcut for an empty id list comes after the check).
+  const Tensor no_rows = Tensor::zeros({0, 4});
+  if (!KILN_EXPECT_CLOSE(observe("embedding_backward(G, {}, 5) with G (0, 4)",
+                                 [&] { return embedding_backward(no_rows, {}, 5); }),
+                         data_of({5, 4}, std::vector<float>(20, 0.0f)), 0.0, "scatter_wrong"))
+    return;
+  const Tensor three_rows_no_ids({3, 4}, std::vector<float>(12, 1.0f));
+  KILN_EXPECT_THROWS(embedding_backward(three_rows_no_ids, {}, 5), ShapeError, "backward_shape_error");
+  if (::testing::Test::HasFailure()) return;
+  const Tensor flat({4}, {1, 2, 3, 4});
+  KILN_EXPECT_THROWS(embedding_backward(flat, {}, 5), ShapeError, "backward_shape_error");
+  if (::testing::Test::HasFailure()) return;
+  const Tensor scalar({}, {1});
+  KILN_EXPECT_THROWS(embedding_backward(scalar, {}, 5), ShapeError, "backward_shape_error");
+  if (::testing::Test::HasFailure()) return;
   const Indices few = random_ids(static_cast<std::size_t>(n), rows, 1119);
   const std::int64_t extra = 1 + draw.below(4);
   const Tensor tall = random_tensor({n + extra, dim}, 1120);

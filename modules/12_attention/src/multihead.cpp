@@ -13,7 +13,7 @@ namespace kiln {
 
 Tensor split_heads(const Tensor& x, std::int64_t heads) {
   // x (B, T, H·d_h); ShapeError naming x's shape and heads unless x is 3-D and heads divides
-  // its last size. Three steps:
+  // its last size (every heads >= 1 divides 0: (1, 2, 0) in 2 heads is (2, 2, 0)). Three steps:
   //   reshape to (B, T, H, d_h)      column h·d_h + e becomes (h, e)
   //   transpose dimensions 1 and 2   (B, H, T, d_h): one head's positions together
   //   reshape to (B·H, T, d_h)       sequence b·H + h is head h of item b

@@ -659,9 +659,21 @@ TEST(Attention, SplitMergeHeads) {
                                trusted_split(data_of(c.x), c.heads), 0.0, 0.0, "split_wrong", params))
       return;
   }
-  // merge_heads of (B·H, T, d_h) tensors: (6, 5, 2) into 3 heads, then the run's sizes.
+  // A last size of 0: every heads >= 1 divides it (0 % heads == 0), so an empty (1, 2, 0) x splits
+  // into 2 heads of width 0, the empty (2, 2, 0), and is not refused for having fewer columns
+  // than heads.
+  {
+    const Tensor empty = Tensor::zeros({1, 2, 0});
+    const testing::Params params{{"heads", "2"}, {"shape", to_string(empty.shape())}};
+    if (!KILN_EXPECT_CLOSE_REL(observe("split_heads(x, 2) with x (1, 2, 0)", [&] { return split_heads(empty, 2); }),
+                               data_of({2, 2, 0}, {}), 0.0, 0.0, "zero_width_split_refused", params))
+      return;
+  }
+  // merge_heads of (B·H, T, d_h) tensors: (6, 5, 2) into 3 heads, the empty (2, 2, 0) back into
+  // (1, 2, 0), then the run's sizes.
   for (const Case& c : std::vector<Case>{{random_tensor({6, 5, 2}, 1255), 3},
                                          {random_tensor({4, 3, 3}, 1256), 2},
+                                         {Tensor::zeros({2, 2, 0}), 2},
                                          {random_tensor({batch * heads, length, head_dim}, 1257), heads}}) {
     const testing::Params params{{"heads", std::to_string(c.heads)}, {"shape", to_string(c.x.shape())}};
     if (!KILN_EXPECT_CLOSE_REL(observe(fmt::format("merge_heads(x, {}) with x {}", c.heads, to_string(c.x.shape())),

@@ -13,11 +13,12 @@ std::int64_t sample_token(const std::vector<float>& logits, double temperature, 
                           WichmannHill& generator) {
   // std::invalid_argument for no logits or a negative temperature.
   // temperature 0: the first index of the largest logit, and no draw.
-  // Otherwise:
+  // Otherwise (any temperature above 0, however small, samples and draws):
   //   rank the ids by logit, largest first, equal logits by the lower id (std::stable_sort of
   //   0 .. V-1 does that); the first top_k are the candidates (all V when top_k <= 0 or >= V)
-  //   p[id] = e^((logit - largest)/temperature) for a candidate, 0 for any other id; divide by
-  //   the candidates' sum (all in double)
+  //   p[id] = e^((logit - largest)/temperature) for a candidate (the difference first: logit /
+  //   temperature alone overflows at 1e-308), 0 for any other id; divide by the candidates' sum
+  //   (all in double)
   //   u = generator.next(), once; walk id = 0, 1, ..., V-1 adding p[id], and return the first id
   //   at which the sum exceeds u (none: the largest candidate id).
   throw kiln::NotImplemented();

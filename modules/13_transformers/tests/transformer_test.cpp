@@ -749,7 +749,9 @@ TEST(Transformer, Sampling) {
   // 1 (only the largest); 40 logits, 30 of them equal, with k = 5 (a tie that only a stable ranking
   // keeps in id order: with 6 logits any sort would); logits 800 apart, where e^(z - z_max)
   // is the only form that does not overflow; and a temperature of 1e-50, above 0 but 0 as a float,
-  // which in double puts all the probability on the largest logit.
+  // which in double puts all the probability on the largest logit; and 1e-308, at which even
+  // z/T of logits [0, 2] overflows double, so that only (z - z_max)/T, the difference first,
+  // gives the largest logit e^0 = 1 (z/T - z_max/T is ∞ - ∞ = NaN there).
   struct Case {
     std::vector<float> logits;
     double temperature;
@@ -770,7 +772,8 @@ TEST(Transformer, Sampling) {
                                          {seven, 1.0, 1},
                                          {tied, 1.0, 5},
                                          {{0.5f, 800.0f, -5.0f}, 1.0, 0},
-                                         {seven, 1e-50, 0}}) {
+                                         {seven, 1e-50, 0},
+                                         {{0.0f, 2.0f}, 1e-308, 0}}) {
     const std::uint64_t seed = drawn_seed(draw);
     constexpr std::size_t kDraws = 300;
     const auto out = observe(fmt::format("{} draws of sample_token(logits, {}, {}, generator) with {} logits", kDraws,
@@ -862,6 +865,34 @@ TEST(Transformer, Sampling) {
       }
       if (out->first != expected) {
         KILN_FAIL("sampling_wrong", {}, fmt::format("{}: token {}, expected {}, the only candidate", out.call(), out->first, expected));
+        return;
+      }
+    }
+  }
+
+  // Only temperature 0 is greedy: a temperature of 1e-9 still samples and draws one number. Two
+  // equal logits stay equal at any temperature, p = [0.5, 0.5], so u < 0.5 gives id 0 and any
+  // other u id 1; the generator's next value afterwards must be its second.
+  {
+    const std::vector<float> logits{1.0f, 1.0f};
+    const std::uint64_t seed = drawn_seed(draw);
+    const auto out = observe("sample_token({1, 1}, 1e-9, 0, generator), then generator.next()", [&] {
+      WichmannHill generator(seed);
+      const std::int64_t token = nn::sample_token(logits, 1e-9, 0, generator);
+      return std::pair(token, generator.next());
+    });
+    if (!KILN_EXPECT_OK(out, "sampling_wrong")) return;
+    KILN_JUDGE {
+      TrustedWichmannHill trusted(seed);
+      const double u = trusted.next();
+      const std::int64_t expected = trusted_pick(trusted_probabilities(logits, 1e-9, 0), u);
+      const double second_draw = trusted.next();
+      if (out->second != second_draw || out->first != expected) {
+        const bool drew = out->second == second_draw;
+        KILN_FAIL(drew ? "sampling_wrong" : "tiny_temperature_greedy", {{"temperature", "1e-09"}},
+                  fmt::format("{}: token {}, then {}; expected token {} (u = {}, p = [0.5, 0.5]), then the generator's "
+                              "second value {}",
+                              out.call(), out->first, out->second, expected, u, second_draw));
         return;
       }
     }

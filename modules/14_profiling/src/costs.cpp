@@ -25,7 +25,9 @@ Cost linear_cost(std::int64_t batch, std::int64_t in_features, std::int64_t out_
 Shape conv2d_output_shape(const Shape& input, std::int64_t out_channels, std::int64_t kernel_size,
                           std::int64_t stride, std::int64_t padding) {
   // First the arguments (std::invalid_argument): input 4-D with every size >= 1; out_channels,
-  // kernel_size, stride >= 1; padding >= 0; the kernel no larger than the padded H and W.
+  // kernel_size, stride >= 1; padding >= 0; the kernel no larger than the padded H and W (compare
+  // kernel_size with H + 2·padding: the formula's integer division truncates toward zero, so its
+  // result is 1, not below 1, for a kernel one pixel too large at stride 2).
   // Then (N, out_channels, out_h, out_w), out_h = (H + 2·padding - kernel_size) / stride + 1.
   throw kiln::NotImplemented();
 }

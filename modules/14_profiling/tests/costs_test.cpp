@@ -97,6 +97,7 @@ TEST(Profiling, Conv2dCost) {
       {{64, 1, 28, 28}, 16, 3, 1, 1, true},  // the milestone CNN's first layer
       {{64, 16, 14, 14}, 32, 3, 1, 1, true}, // and its second
       {{1, 2, 3, 5}, 2, 5, 1, 1, false},     // a kernel exactly as tall as the padded image: (1, 2, 1, 3)
+      {{1, 1, 4, 4}, 1, 4, 2, 0, false},     // and exactly as large with stride 2: one output
       {{64, 3, 224, 224}, 64, 7, 2, 3, true}, // a 7×7 stem on 224×224 images: 15 GFLOP, past 2³¹
       {{r[0], r[1], side[0], side[1]}, r[2], k[0], r[3], k[1], r[3] % 2 == 0}};
   for (const Case& c : cases) {
@@ -130,6 +131,12 @@ TEST(Profiling, Conv2dCost) {
   // One row or column more than the padding on both sides gives: padding counts twice, not once or three times.
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 3, 9}, 1, 6, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 9, 3}, 1, 6, 1, 1), std::invalid_argument, "conv_arguments_unchecked");
+  // With stride 2 a kernel one pixel too large gives (-1) / 2 + 1 = 1 in C++'s integer division,
+  // which rounds toward zero: the fit is a comparison before any division.
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 4, 4}, 1, 5, 2, 0), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 9, 4}, 1, 5, 2, 0), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 2, 2}, 1, 5, 3, 1), std::invalid_argument, "conv_arguments_unchecked");
+  KILN_EXPECT_THROWS(conv2d_cost({1, 1, 4, 4}, 1, 5, 2, 0, false), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 3, 8}, 1, 3, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 8, 8}, 1, 3, 0, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 8, 8}, 1, 3, 1, -1), std::invalid_argument, "conv_arguments_unchecked");

@@ -15,7 +15,9 @@ void ActivationObserver::update(const Tensor& batch) {
 }
 
 float ActivationObserver::scale() const {
-  // max_abs_ / max_code, or 1 while max_abs_ is 0. No floor: a tiny max_abs_ gives a tiny scale.
+  // max_abs_ / max_code, or 1 while max_abs_ is 0. No floor: a tiny max_abs_ gives a tiny scale;
+  // only where the quotient rounds to 0 in float (max_abs_ below about 8.9e-44), the smallest
+  // positive float, std::numeric_limits<float>::denorm_min() = 1.4e-45, so that it stays positive.
   throw kiln::NotImplemented();
 }
 

@@ -18,7 +18,9 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   // ShapeError naming the shape unless weight is 2-D. rows, cols from the shape; read the values
   // through the strides (to_vector() does). For each row r:
   //   largest = max |weight[r, c]|;  scales[r] = largest / max_code, or 1 when largest is 0
-  //   (no lower bound otherwise: a tiny row keeps its tiny scale)
+  //   (no lower bound otherwise: a tiny row keeps its tiny scale; only where largest / max_code
+  //   rounds to 0 in float, below about 8.9e-44, the smallest positive float,
+  //   std::numeric_limits<float>::denorm_min() = 1.4e-45, so that every scale is positive)
   //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
   throw kiln::NotImplemented();
 }

@@ -63,8 +63,13 @@ bool expect_readings(const char* file, int line, const testing::Observed<Reading
       // A scale kept above max/127 where that is below float's epsilon: a floor (as PyTorch's
       // observers have) that the header does not have.
       const bool floored = largest > 0.0f && expected < std::numeric_limits<float>::epsilon() && scale > expected;
+      // A scale of 0 after magnitudes above 0: max/127 taken as it comes where it rounds to 0.
+      const bool rounded_to_zero = largest > 0.0f && scale == 0.0f;
       const auto [a, e] = testing::format_pair(scale, expected);
-      testing::report_failure(file, line, floored ? "observer_scale_floored" : "observer_scale_wrong",
+      testing::report_failure(file, line,
+                              rounded_to_zero ? "observer_scale_rounded_to_zero"
+                              : floored       ? "observer_scale_floored"
+                                              : "observer_scale_wrong",
                               {{"batch", after}, {"max_abs", fmt::format("{}", largest)}},
                               fmt::format("{}: scale() is {} {}, expected {}", got.call(), a, after, e));
       return false;
@@ -123,6 +128,21 @@ TEST(Quantization, ActivationObserver) {
                              [&] { return feed(tiny); });
     KILN_JUDGE {
       if (!EXPECT_READINGS(got, tiny)) return;
+    }
+    if (!got.ok()) return;
+  }
+
+  // Magnitudes below about 8.9e-44 (subnormal), where max/127 rounds to 0 in float: the scale is
+  // then the smallest positive float, 1.4e-45, never 0. [[1.4e-45]]; 63 steps of it, the largest
+  // whose quotient rounds to 0; and 64 steps, just past it, which rounds up to the same scale.
+  const float step = std::numeric_limits<float>::denorm_min();
+  const std::vector<Tensor> subnormal = {Tensor({1, 1}, {step}), Tensor({1, 2}, {-63 * step, 2 * step}),
+                                         Tensor({1, 1}, {64 * step})};
+  {
+    const auto got = observe("an ActivationObserver fed [[1.4e-45]], [[-8.8e-44, 2.8e-45]] and [[9e-44]] (subnormal)",
+                             [&] { return feed(subnormal); });
+    KILN_JUDGE {
+      if (!EXPECT_READINGS(got, subnormal)) return;
     }
     if (!got.ok()) return;
   }

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -26,8 +27,13 @@ inline std::int64_t trusted_code(double value_over_scale) {
   return static_cast<std::int64_t>(std::clamp(rounded, -127.0, 127.0));
 }
 
-// The scale of a range whose largest magnitude is `largest`: largest/127 in float, 1 for 0.
-inline float trusted_scale(float largest) { return largest > 0.0f ? largest / 127.0f : 1.0f; }
+// The scale of a range whose largest magnitude is `largest`: largest/127 in float, 1 for 0, and
+// the smallest positive float where the quotient rounds to 0 (largest below about 8.9e-44).
+inline float trusted_scale(float largest) {
+  if (largest == 0.0f) return 1.0f;
+  const float quotient = largest / 127.0f;
+  return quotient > 0.0f ? quotient : std::numeric_limits<float>::denorm_min();
+}
 
 // The largest |v| of values[begin, begin + count·step) taken `step` apart.
 inline float largest_magnitude(const std::vector<float>& values, std::int64_t begin, std::int64_t count, std::int64_t step) {

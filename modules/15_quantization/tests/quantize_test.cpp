@@ -47,8 +47,14 @@ bool expect_quantized(const char* file, int line, const testing::Observed<Observ
     // A scale kept above max/127 where that is below float's epsilon: a floor the header does
     // not have.
     const bool floored = !zero_row && want < std::numeric_limits<float>::epsilon() && have > want;
+    // A scale of 0 for a row that is not zeros: max/127 taken as it comes where it rounds to 0.
+    const bool rounded_to_zero = !zero_row && have == 0.0;
     const auto [a, b] = testing::format_pair(have, want);
-    testing::report_failure(file, line, zero_row ? "zero_row_scale" : floored ? "row_scale_floored" : "scales_wrong",
+    testing::report_failure(file, line,
+                            zero_row          ? "zero_row_scale"
+                            : rounded_to_zero ? "row_scale_rounded_to_zero"
+                            : floored         ? "row_scale_floored"
+                                              : "scales_wrong",
                             {{"shape", shape}, {"row", std::to_string(r)}},
                             fmt::format("{}: scales[{}] is {}, expected {}", got.call(), r, a, b));
     return false;
@@ -142,6 +148,22 @@ TEST(Quantization, QuantizeWeights) {
                              [&] { return parts_of(quant::quantize_per_channel(faint)); });
     KILN_JUDGE {
       if (!EXPECT_QUANTIZED(got, data_of(faint))) return;
+    }
+    if (!got.ok()) return;
+  }
+
+  // Rows whose largest magnitude is below about 8.9e-44 (subnormal), where max/127 rounds to 0 in
+  // float: the scale is then the smallest positive float, 1.4e-45, never 0, and the codes count
+  // steps of it. [1.4e-45, -1.4e-45] gives [1, -1]; 1e-44 is 7 steps; 63 steps is the largest
+  // magnitude whose quotient rounds to 0, and 64 steps, just past it, rounds up to the same scale.
+  {
+    const float step = std::numeric_limits<float>::denorm_min();
+    const Tensor subnormal({4, 2}, {step, -step, 7 * step, -2 * step, -63 * step, 5 * step, 64 * step, 3 * step});
+    const auto got = observe("quantize_per_channel(weight (4, 2)) with rows [1.4e-45, -1.4e-45], [1e-44, -2.8e-45], "
+                             "[-8.8e-44, 7e-45] and [9e-44, 4.2e-45] (subnormal)",
+                             [&] { return parts_of(quant::quantize_per_channel(subnormal)); });
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(subnormal))) return;
     }
     if (!got.ok()) return;
   }

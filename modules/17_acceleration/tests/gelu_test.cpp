@@ -1,5 +1,6 @@
 // Checks fused_gelu against GELU's tanh form evaluated here in double precision.
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <numbers>
 #include <vector>
@@ -69,6 +70,36 @@ TEST(Acceleration, FusedGelu) {
                       testing::format_number(far_values.values[i]) + ", expected " + format_pair(got, want).second);
         return;
       }
+    }
+  }
+
+  // Up to the largest float: 0.5·x·(1 + tanh(u)) halves x before 1 + tanh(u) = 2 doubles it, so
+  // GELU(2e38) is 2e38 and GELU of the largest float is itself. Halved at the end instead,
+  // x·(1 + tanh(u)) has already overflowed to infinity for every x above FLT_MAX/2 ≈ 1.7e38.
+  const Tensor huge({4}, {2e38f, FLT_MAX, -2e38f, -FLT_MAX});
+  const TensorData huge_values = data_of(huge);
+  const auto largest = observe("fused_gelu(x) of [2e38, 3.4028235e38, -2e38, -3.4028235e38] (±FLT_MAX)",
+                               [&] { return fused_gelu(huge); });
+  if (!KILN_EXPECT_OK(largest, "gelu_values")) return;
+  KILN_JUDGE {
+    const TensorData expected = gelu_of(huge_values);
+    if (largest->shape != huge.shape()) {
+      KILN_FAIL("gelu_shape", {{"shape", to_string(largest->shape)}},
+                largest.call() + " returned shape " + to_string(largest->shape) + ", expected (4)");
+      return;
+    }
+    for (std::size_t i = 0; i < expected.values.size() && i < largest->values.size(); ++i) {
+      const float got = largest->values[i], want = expected.values[i];
+      if (got == want) continue;
+      const std::string x_text = testing::format_number(huge_values.values[i]);
+      const std::string detail = largest.call() + " gave " + format_pair(got, want).first + " at x = " + x_text +
+                                 ", expected " + format_pair(got, want).second;
+      if (std::isinf(got)) {
+        KILN_FAIL("gelu_halved_last", {{"x", x_text}, {"got", format_pair(got, want).first}}, detail);
+      } else {
+        KILN_FAIL("gelu_values", {{"difference", testing::format_number(std::fabs(double{got} - want))}}, detail);
+      }
+      return;
     }
   }
 

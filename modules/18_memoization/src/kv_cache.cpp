@@ -23,7 +23,8 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token) 
   // full (checked first); kiln::IndexError when token is not in [0, V). A NoGradGuard for the model.
   // x (1, 1, D) = row `token` of token_embedding.weight + row `position` of
   // position_embedding.weight. For every block:
-  //   a = ln1(x) as (1, D); q, k, v = matmul(a, w_query), matmul(a, w_key), matmul(a, w_value)
+  //   a = ln1(x) as (1, D): the block's own ln1, which keeps its eps (call ln1->forward)
+  //   q, k, v = matmul(a, w_query), matmul(a, w_key), matmul(a, w_value)
   //   write k and v into row `position` of the layer's cache: keys[l][h, position, e] = k[h·d_h + e]
   //   attend with module 12: scaled_dot_product_attention(split_heads(q as (1, 1, D), H),
   //     keys (H, position + 1, d_h), values (H, position + 1, d_h), causal?) where the keys and

@@ -225,6 +225,59 @@ TEST(Memoization, StepLogits) {
       if (s.heads == 1) one_head_right = true;
     }
   }
+
+  // Each LayerNorm with its own eps. Every model above, as GPT builds it, has eps = 1e-5 in every
+  // LayerNorm; this one has its LayerNorms set to other eps (as nn::LayerNorm(D, eps) builds them),
+  // all three kinds apart. The full forward runs each block's ln1 and ln2 and the model's
+  // ln_final with their eps, and so must the step: layer_norm(x, gain, bias) leaves eps at 1e-5.
+  const GptSizes s{11, 9, 6, 2, 2};
+  const Parameters p = random_parameters(gpt_parameter_shapes(s), stream);
+  const std::vector<std::int64_t> ids = random_ints(at(s.max_length), s.vocab, stream + 1);
+  const std::string eps_text = "0.5 (ln1), 0.25 (ln2) and 0.125 (ln_final)";
+  // The test's model with those eps (inside an observation only).
+  const auto gpt_with_eps = [&] {
+    nn::GPT model = gpt_with(s, p);
+    for (const auto& block : model.blocks) {
+      block->ln1->eps = 0.5;
+      block->ln2->eps = 0.25;
+    }
+    model.ln_final->eps = 0.125;
+    return model;
+  };
+  const std::string what = fmt::format("the tokens {}, {} with LayerNorm eps {}", ids_text(ids), sizes_text(s), eps_text);
+  const auto cached = observe("forward_step on " + what + ", one by one", [&] {
+    nn::GPT model = gpt_with_eps();
+    nn::KVCache cache(model.config);
+    Steps steps;
+    for (const std::int64_t token : ids) steps.push_back(nn::forward_step(model, cache, token));
+    return steps;
+  });
+  const auto full = observe("GPT::forward of " + what, [&] { return gpt_with_eps().forward(tokens_of(ids)); });
+  if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
+  if (!full.ok()) {
+    KILN_FAIL("step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
+              "module 13's GPT::forward failed, run grader check 13: " + full.describe_error());
+    return;
+  }
+  KILN_JUDGE {
+    const Steps& steps = *cached;
+    if (steps.size() != ids.size()) {
+      KILN_FAIL("step_logits_wrong", {{"position", std::to_string(steps.size())}, {"difference", "?"}},
+                fmt::format("{} gave {} results for {} tokens", cached.call(), steps.size(), ids.size()));
+      return;
+    }
+    // Every case above passed (the judge stops at the first failure): what differs here is eps.
+    for (std::int64_t t = 0; t < s.max_length; ++t) {
+      const double difference = step_difference(steps[at(t)], *full, t, s.vocab);
+      if (difference <= 1e-5) continue;
+      const std::vector<float> expected(full->values.begin() + t * s.vocab, full->values.begin() + (t + 1) * s.vocab);
+      KILN_FAIL("layer_norm_eps_ignored",
+                {{"eps", eps_text}, {"position", std::to_string(t)}, {"difference", fmt::format("{:.3g}", difference)}},
+                fmt::format("{}: step {} gave {}, the full forward's position {} is {}", cached.call(), t,
+                            testing::list(steps[at(t)]), t, testing::list(expected)));
+      return;
+    }
+  }
 }
 
 TEST(Memoization, GenerateCached) {

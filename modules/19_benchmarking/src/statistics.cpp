@@ -36,7 +36,8 @@ Quartiles quartiles(const std::vector<double>& samples) {
   // Sort a copy x. The p-quantile sits at position h = (n - 1)·p, between x[⌊h⌋] and x[⌊h⌋ + 1]:
   //   q = x[⌊h⌋] + (h - ⌊h⌋)·(x[⌊h⌋ + 1] - x[⌊h⌋])
   // in double, in this form: the weighted mean (1 - f)·x[⌊h⌋] + f·x[⌊h⌋ + 1] rounds differently
-  // (when ⌊h⌋ is the last position, q = x[⌊h⌋]). Return {q at 0.25, q at 0.5, q at 0.75}.
+  // (when ⌊h⌋ is the last position, q = x[⌊h⌋]). Return {q at 0.25, q at 0.5, q at 0.75}: the
+  // middle one in this form too, not median()'s (x[i] + x[i + 1])/2, which can round otherwise.
   throw kiln::NotImplemented();
 }
 

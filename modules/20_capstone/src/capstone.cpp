@@ -16,14 +16,16 @@ Model load_model(std::span<const std::uint8_t> bytes) {
   // little-endian: value = b[0] | b[1] << 8 | b[2] << 16 | b[3] << 24, assembled in an unsigned
   // type (a u32 of 2^31 or more is no negative number); a float's 4 bytes are those of a u32
   // copied into it with std::memcpy.
-  // Check, in file order: "KCAP"; version 1 (not 0); 1 to kMaxLayers layers; for each layer its kind
-  // (1 to 4), in and out (1 to kMaxWidth, in equal to the width the layers before give), the
-  // scales (finite, > 0), for sparse_int8 nnz ≤ in·out, each row start as it is read (0 first,
-  // then from the one before it to nnz, the last equal to nnz) and the columns (< in); at least
-  // one layer with weights; no bytes after the last layer. On the first thing wrong, throw
+  // Check, in file order: "KCAP"; version 1 (not 0); 1 to kMaxLayers layers; for each layer its
+  // kind (1 to 4), in (1 to kMaxWidth, equal to the width the layers before give), out (1 to
+  // kMaxWidth), the scales (finite, > 0), for sparse_int8 nnz ≤ in·out, each row start as it is
+  // read (0 first, then from the one before it to nnz, the last equal to nnz) and the columns
+  // (< in); at least one layer with weights; no bytes after the last layer. On the first thing
+  // wrong (in file order: a layer's in judged before its out is read), throw
   // kiln::FormatError("byte OFFSET: what was found; expected what"), OFFSET that of the wrong
   // value (of an array's start when the array does not fit). Fill input_width and output_width;
-  // a relu's in and out are the width it passes through.
+  // a relu's in and out are the width it passes through (every leading relu's: the first
+  // weighted layer's in).
   throw kiln::NotImplemented();
 }
 

@@ -203,6 +203,8 @@ TEST(Capstone, LoadAndPredict) {
       {"a 13 → 7 sparse_int8 layer", {sparse_int8(13, 7, 2021)}, 5, "sparse_differs"},
       {"dense 9 → 6, relu, dense 6 → 4, relu", {dense(9, 6, 2031), relu(), dense(6, 4, 2041), relu()}, 4, "relu_differs"},
       {"relu, dense 5 → 3 (a relu first)", {relu(), dense(5, 3, 2051)}, 3, "relu_differs"},
+      // Two relus first: both take the first weighted layer's width, not only the one before it.
+      {"relu, relu, dense 5 → 3 (two relus first)", {relu(), relu(), dense(5, 3, 2052)}, 3, "relu_differs"},
       {"dense 29 → 17, relu, dense_int8 17 → 11, relu, sparse_int8 11 → 10",
        {dense(29, 17, 2061), relu(), dense_int8(17, 11, 2071), relu(), sparse_int8(11, 10, 2081)},
        7,
@@ -247,6 +249,9 @@ struct Damage {
   // A u32 of 2^31 or more that the file holds, which the error must never show read as a signed
   // number; 0: none (judge only).
   std::uint32_t large = 0;
+  // Where the file holds two wrong values, the byte of the later one, which the error must not
+  // name in place of the first; -1: one wrong value (judge only).
+  std::int64_t later = -1;
 };
 
 std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, std::size_t at, std::vector<std::uint8_t> with) {
@@ -291,6 +296,21 @@ TEST(Capstone, RejectsDamage) {
       {"layer 0 giving 0 outputs", patched(good, 20, {0}), KILN_JUDGE_ONLY(20)},
       {"layer 2 giving 0 outputs", patched(good, 72, {0}), KILN_JUDGE_ONLY(72)},
       {"layer 2 taking 4 inputs after a layer that gives 3", patched(good, 68, {4}), KILN_JUDGE_ONLY(68)},
+      // Two wrong values in one layer: the first in file order, the in, is named, not the out.
+      {"layer 0 taking 0 inputs and giving 0 outputs", patched(patched(good, 16, {0}), 20, {0}), KILN_JUDGE_ONLY(16),
+       KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(20)},
+      {"layer 0 taking 65,537 inputs and giving 0 outputs", patched(patched(good, 16, {1, 0, 1, 0}), 20, {0}),
+       KILN_JUDGE_ONLY(16), KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(20)},
+      {"layer 2 taking 4 inputs after a layer that gives 3, and giving 0 outputs", patched(patched(good, 68, {4}), 72, {0}),
+       KILN_JUDGE_ONLY(68), KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(72)},
+      // A wrong in and no out at all: the in is judged before the out is read.
+      {"layer 0 taking 0 inputs, the file cut after them (20 bytes)",
+       [&] {
+         std::vector<std::uint8_t> b = patched(good, 16, {0});
+         b.resize(20);
+         return b;
+       }(),
+       KILN_JUDGE_ONLY(16), KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(20)},
       {"layer 0 with a scale of 0", patched(good, 28, {0, 0, 0, 0}), KILN_JUDGE_ONLY(28)},
       {"layer 0 with a negative scale", patched(good, 24, {0, 0, 0x80, 0xbf}), KILN_JUDGE_ONLY(24)},
       {"layer 2 storing 7 entries, more than its 3 × 2", patched(good, 76, {7}), KILN_JUDGE_ONLY(76)},
@@ -392,7 +412,14 @@ TEST(Capstone, RejectsDamage) {
       }
       // The message starts "byte N:", N the offset of the value that is wrong.
       const std::string named = said.rfind("byte ", 0) == 0 ? said.substr(5, said.find_first_not_of("0123456789", 5) - 5) : "";
-      if (d.offset >= 0 && (named != std::to_string(d.offset) || said.size() <= 5 + named.size() || said[5 + named.size()] != ':')) {
+      const bool starts_with_byte = said.size() > 5 + named.size() && said[5 + named.size()] == ':';
+      if (d.later >= 0 && starts_with_byte && named == std::to_string(d.later)) {
+        KILN_FAIL("judged_out_of_file_order",
+                  {{"case", d.name}, {"offset", std::to_string(d.offset)}, {"later", std::to_string(d.later)}},
+                  "the error says: " + said);
+        return;
+      }
+      if (d.offset >= 0 && (named != std::to_string(d.offset) || !starts_with_byte)) {
         KILN_FAIL("damage_offset", {{"case", d.name}, {"offset", std::to_string(d.offset)}},
                   "the error says: " + said);
         return;

@@ -36,6 +36,9 @@ Rows rows_along(const Shape& shape, std::int64_t d) {
 
 // Writes softmax (or log_softmax) of every row of x along dimension d into out.
 void softmax_rows(const std::vector<float>& x, std::vector<float>& out, const Rows& rows, bool take_log) {
+  // Rows of length 0 (a (3, 0) x along dim -1) have nothing to normalise, and no x[first] to
+  // start the maximum from: out is already the empty result.
+  if (rows.length == 0) return;
   for (std::int64_t o = 0; o < rows.outer; ++o) {
     for (std::int64_t i = 0; i < rows.inner; ++i) {
       const std::int64_t first = o * rows.length * rows.inner + i;  // element j at first + j·inner

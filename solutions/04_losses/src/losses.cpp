@@ -34,10 +34,13 @@ Tensor mse_loss(const Tensor& prediction, const Tensor& target) {
 
 Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target) {
   check_same_shape("mse_loss_backward", prediction, target);
-  std::vector<float> grad = prediction.to_vector();
-  const std::vector<float> t = target.to_vector();
-  const float scale = 2.0f / static_cast<float>(grad.size());
-  for (std::size_t i = 0; i < grad.size(); ++i) grad[i] = scale * (grad[i] - t[i]);
+  const std::vector<float> p = prediction.to_vector(), t = target.to_vector();
+  const double n = static_cast<double>(p.size());
+  std::vector<float> grad(p.size());
+  // Each element in double, rounded to float once: in float, p - t overflows for 3e38 against
+  // -3e38 (whose gradient with n = 4, 3e38, is a float), and scaling p and t by 2/n before
+  // subtracting would leave only their roundings of a small error between large values.
+  for (std::size_t i = 0; i < p.size(); ++i) grad[i] = static_cast<float>(2.0 * (static_cast<double>(p[i]) - t[i]) / n);
   return Tensor(prediction.shape(), std::move(grad));
 }
 

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kiln/quantization.h"
@@ -13,8 +14,10 @@ void ActivationObserver::update(const Tensor& batch) {
 }
 
 float ActivationObserver::scale() const {
-  // Nothing but zeros seen: every code is 0 whatever the scale; 1 keeps it positive.
-  return max_abs_ > 0.0f ? max_abs_ / max_code : 1.0f;
+  // Nothing but zeros seen: every code is 0 whatever the scale; 1 keeps it positive. Below about
+  // 8.9e-44 (subnormal), max_abs_/127 rounds to 0 in float: the smallest positive float keeps the
+  // scale positive. Any other quotient is at least that already, so this is no lower bound.
+  return max_abs_ > 0.0f ? std::max(max_abs_ / max_code, std::numeric_limits<float>::denorm_min()) : 1.0f;
 }
 
 QuantizedTensor quantize_activations(const Tensor& x, float scale) {

@@ -2,6 +2,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <limits>
 #include <vector>
 
 #include "kiln/quantization.h"
@@ -27,8 +28,11 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
     const float* row = values.data() + r * q.cols;
     float largest = 0.0f;
     for (std::int64_t c = 0; c < q.cols; ++c) largest = std::max(largest, std::fabs(row[c]));
-    // A row of zeros: any scale gives code 0; 1 keeps every scale positive.
-    const float scale = largest > 0.0f ? largest / max_code : 1.0f;
+    // A row of zeros: any scale gives code 0; 1 keeps every scale positive. Below about 8.9e-44
+    // (subnormal), largest/127 rounds to 0 in float: the smallest positive float keeps the scale
+    // positive and the codes steps of it ([1.4e-45] gets scale 1.4e-45 and code 1). Any other
+    // quotient is at least that already, so this is no lower bound.
+    const float scale = largest > 0.0f ? std::max(largest / max_code, std::numeric_limits<float>::denorm_min()) : 1.0f;
     q.scales[static_cast<std::size_t>(r)] = scale;
     for (std::int64_t c = 0; c < q.cols; ++c) q.codes[static_cast<std::size_t>(r * q.cols + c)] = quantize_value(row[c], scale);
   }

@@ -92,17 +92,20 @@ Model load_model(std::span<const std::uint8_t> bytes) {
       model.layers.push_back(std::move(layer));
       continue;
     }
+    // In file order: everything about in (it chains to the width before it, it is in range)
+    // before out is even read, so that a layer whose in is wrong is named at its in, whether its
+    // out is wrong too or the file ends before it.
     const std::size_t in_at = r.offset();
     const std::uint64_t in = r.uint(4, "the input width of " + name);
-    const std::size_t out_at = r.offset();
-    const std::uint64_t out = r.uint(4, "the output width of " + name);
-    if (in < 1 || in > kMaxWidth)
-      r.fail(in_at, name + " takes " + std::to_string(in) + " inputs; expected 1 to " + std::to_string(kMaxWidth));
-    if (out < 1 || out > kMaxWidth)
-      r.fail(out_at, name + " gives " + std::to_string(out) + " outputs; expected 1 to " + std::to_string(kMaxWidth));
     if (width != 0 && static_cast<std::int64_t>(in) != width)
       r.fail(in_at, name + " takes " + std::to_string(in) + " inputs; expected " + std::to_string(width) +
                         ", what the layer before it gives");
+    if (in < 1 || in > kMaxWidth)
+      r.fail(in_at, name + " takes " + std::to_string(in) + " inputs; expected 1 to " + std::to_string(kMaxWidth));
+    const std::size_t out_at = r.offset();
+    const std::uint64_t out = r.uint(4, "the output width of " + name);
+    if (out < 1 || out > kMaxWidth)
+      r.fail(out_at, name + " gives " + std::to_string(out) + " outputs; expected 1 to " + std::to_string(kMaxWidth));
     layer.in = static_cast<std::int64_t>(in);
     layer.out = static_cast<std::int64_t>(out);
     auto scales = [&] {

@@ -40,7 +40,7 @@ namespace kiln {
 // ---------------------------------------------------------------------------------------------
 // Elementwise activations (yours: src/elementwise.cpp)
 
-// relu(x) = max(x, 0).
+// relu(x) = max(x, 0), the infinities included: relu(-inf) = 0 and relu(inf) = inf.
 Tensor relu(const Tensor& x);
 // dL/dx = grad_output where x > 0, and 0 where x <= 0 (at the kink x = 0 the gradient is 0).
 Tensor relu_backward(const Tensor& x, const Tensor& grad_output);
@@ -70,7 +70,9 @@ Tensor gelu_backward(const Tensor& x, const Tensor& grad_output);
 
 // softmax(x)_j = e^(x_j - m) / Σ_k e^(x_k - m) along dim, m the row's maximum: the same value
 // as without m (it cancels), but no e^t ever overflows: softmax of [1000, 1000] is [0.5, 0.5].
-// Every row sums to 1. The result is a new contiguous tensor of x's shape.
+// Every row sums to 1. The result is a new contiguous tensor of x's shape. A row of length 0
+// (x of shape (3, 0) along dim -1) has nothing to normalise: the result is then empty, of x's
+// shape; the same holds for log_softmax and softmax_backward.
 Tensor softmax(const Tensor& x, std::int64_t dim = -1);
 
 // log softmax(x)_j = (x_j - m) - log Σ_k e^(x_k - m) along dim: finite wherever x is, even

@@ -74,8 +74,8 @@ Tensor matmul_broadcast(const Tensor& a, const Tensor& b);
 // (elementwise product), "i,j->ij" (outer product), "bik,bkj->bij" (batched product),
 // "ik,kj->ikj" (every product, nothing summed), "i,i->" (dot product: a scalar, shape ()).
 // The rules:
-//   * a letter that appears in several places is one index: its sizes must agree, and the
-//     values it meets are multiplied together;
+//   * a letter that appears in several places is one index: its sizes must agree (a size of 0
+//     too: 0 and 3 disagree), and the values it meets are multiplied together;
 //   * a letter that is left out of the output is summed over;
 //   * the output has one dimension per output letter, in that order, of that letter's size.
 // The spec is letters a-z, exactly one "," between two operands (none for one operand), and

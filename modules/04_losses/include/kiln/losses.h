@@ -18,7 +18,8 @@
 //               scalar of shape () included: it has no rows to count); as many targets as rows.
 //               The message names both shapes, a vector of 5 targets as "(5)", e.g.
 //               "cross_entropy: logits (7, 3) and targets (5)".
-//   IndexError  a target id outside [0, C); the message names the id, e.g. "target 7 ...".
+//   IndexError  a target id outside [0, C); the message names the id right after the word
+//               "target" (and may name its row), e.g. "target 7 of row 2 ...".
 #pragma once
 
 #include <cstdint>
@@ -34,8 +35,10 @@ namespace kiln {
 // Mean squared error: (1/n)·Σ_i (prediction_i - target_i)² over all n elements.
 // mse_loss([1, 2, 3], [1, 2, 5]) = 4/3.
 Tensor mse_loss(const Tensor& prediction, const Tensor& target);
-// dL/d(prediction) = 2·(prediction - target)/n, a float wherever that value is (scale the error by
-// 2/n: 2·(prediction - target) overflows for an error above 1.7e38).
+// dL/d(prediction) = 2·(prediction - target)/n, a float wherever that value is: compute each
+// element in double, 2·(p - t)/n, and round it to float once. In float, p - t itself overflows
+// (3e38 against -3e38 with n = 4, whose gradient is 3e38), and scaling p and t by 2/n before
+// subtracting loses a small error between large values (8 between 100000008 and 100000000).
 Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target);
 
 // Binary cross-entropy of logits z against targets t in {0, 1}, mean over all n elements:

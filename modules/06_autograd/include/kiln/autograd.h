@@ -149,6 +149,7 @@ struct TransposeFunction : Function {
   std::vector<Tensor> backward(const Tensor& grad_output) override;
 };
 
+// backward: grad_output ⊙ [x > 0], x the input: 0 at x = 0 and at a NaN x (NaN > 0 is false).
 struct ReluFunction : Function {
   Tensor forward() override;
   std::vector<Tensor> backward(const Tensor& grad_output) override;

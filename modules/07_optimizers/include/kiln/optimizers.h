@@ -13,7 +13,9 @@
 // Writing through data() is not an operation module 06 records, so no graph grows from it.
 //
 // One step, for each parameter p that has a gradient g (parameters without one are skipped, and
-// their state does not change), element by element, with lr the current learning_rate():
+// their state does not change), element by element, with lr the current learning_rate(). Every
+// element of such a parameter is updated, one whose g is exactly 0 too: momentum and Adam's
+// m and v keep moving on what they remember.
 //
 //   SGD (PyTorch's torch.optim.SGD, dampening 0)
 //     g   = g + weight_decay·p                                     (L2 weight decay)

@@ -48,8 +48,8 @@ Tensor embedding_lookup(const Tensor& weight, const Indices& indices);
 // The scatter-add, the lookup's backward pass: a (num_embeddings, dim) gradient, zero except that
 // row indices[k] receives row k of grad_output (n, dim), which may be a view, for every k; an id
 // that occurs several times receives the SUM of its rows. Throws ShapeError when grad_output is
-// not (indices.size(), dim), and IndexError (naming the id and num_embeddings) for an id out of
-// range.
+// not (indices.size(), dim), also with no ids (then only a (0, dim) grad_output is taken, and gives
+// zeros), and IndexError (naming the id and num_embeddings) for an id out of range.
 Tensor embedding_backward(const Tensor& grad_output, const Indices& indices, std::int64_t num_embeddings);
 
 // The lookup as a node of the autograd graph (module 06).

@@ -116,7 +116,8 @@ struct AttentionFunction : autograd::Function {
 // (B, T, H·d_h) -> (B·H, T, d_h): sequence b·H + h holds head h of batch item b, that is,
 // split_heads(x)[b·H + h, t, e] = x[b, t, h·d_h + e].
 // Throws ShapeError naming x's shape and `heads` when x is not 3-D, heads is below 1, or heads
-// does not divide its last size.
+// does not divide its last size. Every heads >= 1 divides a last size of 0: an empty (1, 2, 0) x
+// splits into 2 heads as (2, 2, 0).
 Tensor split_heads(const Tensor& x, std::int64_t heads);
 
 // The inverse of split_heads: (B·H, T, d_h) -> (B, T, H·d_h), head h back in columns

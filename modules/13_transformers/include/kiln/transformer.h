@@ -228,10 +228,12 @@ Indices token_ids(const Tensor& tokens);
 
 // Draws the next token from one position's logits (V values):
 //   temperature == 0: the argmax, the lowest id among equal maxima; draws nothing.
-//   otherwise:        the candidates are the top_k largest logits (top_k <= 0 or >= V: all V),
+//   otherwise (any temperature above 0, however small: it samples and draws):
+//                     the candidates are the top_k largest logits (top_k <= 0 or >= V: all V),
 //                     equal logits ranked by the lower id; each candidate gets
 //                       p_i = e^((z_i - z_max)/temperature) / Σ_candidates e^((z_j - z_max)/temperature)
-//                     (in double) and every other id p_i = 0. Then ONE draw u = generator.next(),
+//                     (in double, the difference taken before dividing: z_i/T overflows double at
+//                     T = 1e-308) and every other id p_i = 0. Then ONE draw u = generator.next(),
 //                     and the result is the first id, walking ids 0, 1, ..., V-1, whose cumulative
 //                     probability p_0 + ... + p_id exceeds u (if rounding leaves none, the largest
 //                     candidate id).

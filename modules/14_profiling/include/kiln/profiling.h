@@ -60,7 +60,8 @@ Cost linear_cost(std::int64_t batch, std::int64_t in_features, std::int64_t out_
 //   out_h = (H + 2·padding - kernel_size) / stride + 1   (integer division), and out_w alike.
 // Throws std::invalid_argument when input is not 4-D or has a size below 1, when out_channels,
 // kernel_size or stride is below 1, padding is negative, or the kernel is larger than the padded
-// image (H + 2·padding < kernel_size, or the same for W).
+// image (H + 2·padding < kernel_size, or the same for W), at every stride: the formula's integer
+// division truncates toward zero, so it gives 1 for a 5×5 kernel on 4×4 images at stride 2.
 Shape conv2d_output_shape(const Shape& input, std::int64_t out_channels, std::int64_t kernel_size,
                           std::int64_t stride, std::int64_t padding);
 

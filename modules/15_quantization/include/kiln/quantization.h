@@ -5,8 +5,10 @@
 //   q = clamp(round(v / s), -127, 127)      round half away from zero: 2.5 -> 3, -2.5 -> -3
 //   v ≈ q·s                                 (dequantization)
 // The codes are symmetric about zero (-128 is never used), so zero is exactly code 0 and the
-// largest magnitude the scale was chosen for, 127·s, is exactly code ±127. Inside that range
-// |v - q·s| ≤ s/2: rounding moves a value by at most half a step.
+// largest magnitude the scale was chosen for, 127·s, is code ±127 (so wherever s is a normal
+// float; where s is subnormal, a largest magnitude below about 1.5e-36, s has few bits and the
+// largest code can fall short: a largest magnitude of 64·1.4e-45 gets s = 1.4e-45 and code 64).
+// Inside that range |v - q·s| ≤ s/2: rounding moves a value by at most half a step.
 //
 // Layouts, all row-major:
 //   QuantizedWeight   codes (rows, cols) int8 and scales (rows) float32: row r holds the weights
@@ -63,7 +65,10 @@ std::int8_t quantize_value(float value, float scale);
 //   scales[r] = max_c |weight[r, c]| / 127       (in float; a row of zeros gets scale 1)
 //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
 // A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
-// that nothing ever divides by zero. No other row is special: there is no lower bound, and a row
+// that nothing ever divides by zero. For the same reason, where max/127 rounds to 0 in float (a
+// largest magnitude below about 8.9e-44, subnormal), the scale is the smallest positive float,
+// std::numeric_limits<float>::denorm_min() = 1.4e-45: a row [1.4e-45] gets scale 1.4e-45 and
+// code 1. That is no lower bound, since every other quotient is at least that already: a row
 // [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns,
 // (rows, 0), has rows of no values: the largest of nothing is 0, so each gets scale 1, and there
 // are no codes. Throws ShapeError naming the shape when weight is not 2-D.
@@ -90,7 +95,9 @@ class ActivationObserver {
 
   // max_abs / 127 (in float): the scale that maps the largest magnitude seen to code 127, however
   // small (no floor at float's epsilon: max_abs 1e-6 gives 7.874e-9). 1 while max_abs is 0
-  // (nothing seen yet, or only zeros).
+  // (nothing seen yet, or only zeros). Where max_abs/127 rounds to 0 in float (max_abs below
+  // about 8.9e-44, subnormal), the smallest positive float, std::numeric_limits<float>::
+  // denorm_min() = 1.4e-45, so that the scale stays positive: [[1.4e-45]] gives 1.4e-45.
   float scale() const;
 
   // Given: the largest magnitude seen so far, 0 before any batch.

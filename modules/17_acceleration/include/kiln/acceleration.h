@@ -30,6 +30,8 @@ Tensor vectorized_matmul(const Tensor& a, const Tensor& b);
 
 // The same product, computed tile by tile so that the three tiles in use stay in the cache.
 // Same result, same ShapeError as vectorized_matmul; throws IndexError when tile_size < 1.
+// Same result for values that are not finite too: 0·inf and 0·NaN are NaN, as in a plain loop,
+// so no product is skipped because a's value is 0.
 Tensor tiled_matmul(const Tensor& a, const Tensor& b, int tile_size = 64);
 
 // Challenge (optional): the same product the way a BLAS library computes it. Panels of B and
@@ -43,7 +45,9 @@ Tensor blocked_matmul(const Tensor& a, const Tensor& b);
 Tensor unfused_gelu(const Tensor& x);
 
 // GELU in tanh form, 0.5·x·(1 + tanh(√(2/π)·(x + 0.044715·x³))), in one pass over x.
-// The result is a new contiguous tensor of x's shape; x is left as it is.
+// The result is a new contiguous tensor of x's shape; x is left as it is. Finite x gives a finite
+// GELU(x) up to the largest float: x there, since the 0.5 halves x before 1 + tanh(u) ≈ 2 doubles
+// it (x·(1 + tanh(u)) first would overflow for x above FLT_MAX/2 ≈ 1.7e38).
 Tensor fused_gelu(const Tensor& x);
 
 // The patch matrix (N·out_h·out_w, C·k·k) of x (N, C, H, W): row (n·out_h + oh)·out_w + ow holds

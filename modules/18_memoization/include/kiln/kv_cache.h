@@ -16,6 +16,9 @@
 //     x     = x + MLP(LayerNorm_2(x))
 //   logits  (V) = LayerNorm_final(x)·W_head + b_head
 //
+// Each LayerNorm is the model's own, with its gain, bias and eps (block.ln1, block.ln2,
+// model.ln_final): a LayerNorm built with another eps than 1e-5 normalises with that eps here too.
+//
 // The new token is the LAST position: every key in the cache is at or before it, so the step
 // attends to all t + 1 of them and needs no causal mask. (Module 12's mask is top-left aligned:
 // with one query it would let that query see key 0 only.)

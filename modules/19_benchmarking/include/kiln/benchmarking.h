@@ -86,7 +86,10 @@ double sample_stddev(const std::vector<double>& samples);
 
 struct Quartiles {
   double q1 = 0;      // the 0.25-quantile
-  double median = 0;  // the 0.5-quantile (equal to median())
+  double median = 0;  // the 0.5-quantile, in the stated form like q1 and q3: for an even count
+                      // x[i] + 0.5·(x[i + 1] - x[i]), which can differ in the last bit from
+                      // median()'s (x[i] + x[i + 1])/2 (0.4 against 0.39999999999999997 for
+                      // [0.9, 0.1, 0.7, 0.05])
   double q3 = 0;      // the 0.75-quantile
   double iqr() const { return q3 - q1; }
 };

@@ -58,7 +58,8 @@ enum class LayerKind : std::uint32_t { dense = 1, dense_int8 = 2, sparse_int8 = 
 //   dense        in, out, weight (out·in, row j = output j), bias (out)
 //   dense_int8   in, out, scale (out), code (out·in), bias (out)
 //   sparse_int8  in, out, scale (out), row_start (out + 1), column (nnz), code (nnz), bias (out)
-//   relu         none (in = out = the width it passes through)
+//   relu         none (in = out = the width it passes through; for every relu before the first
+//                weighted layer, that layer's in)
 struct Layer {
   LayerKind kind = LayerKind::relu;
   std::int64_t in = 0, out = 0;
@@ -91,6 +92,9 @@ constexpr double kLargestLogit = 10000;
 // Parses a KCAP file. A file that is not well formed throws kiln::FormatError whose message
 // starts with the byte offset of the value that is wrong, then says what was found and what was
 // expected there ("byte 12: layer 0 has kind 9; expected 1 to 4"; layers are counted from 0).
+// The rules are judged in file order: where several values are wrong, the first is named (a
+// layer whose in and out are both wrong, at its in; so is a wrong in where the file ends before
+// the out).
 // Nothing is half-loaded: the model is returned whole or not at all.
 Model load_model(std::span<const std::uint8_t> bytes);
 
