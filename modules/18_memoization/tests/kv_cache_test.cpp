@@ -85,6 +85,23 @@ double step_difference(const std::vector<float>& cached, const TensorData& full,
   return largest;
 }
 
+// Reports step_logits_wrong where module 13's GPT::forward, which gives the expected logits,
+// failed (`error`): module 13's own checks judge it. Judging only: called inside KILN_JUDGE.
+void report_forward_failed(const char* file, int line, const std::string& error) {
+  testing::report_failure(file, line, "step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
+                          "module 13's GPT::forward failed, run grader check 13: " + error);
+}
+
+// Reports step_logits_wrong unless forward_step (`call`) gave one result for each of `tokens`
+// tokens. Judging only: called inside KILN_JUDGE.
+bool expect_step_per_token(const char* file, int line, const std::string& call, std::size_t steps,
+                           std::size_t tokens) {
+  if (steps == tokens) return true;
+  testing::report_failure(file, line, "step_logits_wrong", {{"position", std::to_string(steps)}, {"difference", "?"}},
+                          fmt::format("{} gave {} results for {} tokens", call, steps, tokens));
+  return false;
+}
+
 // The model's head, counting its forward calls: how many steps a generation runs through the
 // model, measured against one forward_step's count (inside an observation only).
 // It also counts the calls made while `model` (when set) is in training mode: the head is put in
@@ -174,20 +191,15 @@ TEST(Memoization, StepLogits) {
     if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
     // The full forward is module 13's: its own checks judge it.
     if (!full.ok() || !blind.ok() || !swapped.ok()) {
-      KILN_FAIL("step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
-                "module 13's GPT::forward failed, run grader check 13: " +
-                    (!full.ok()    ? full.describe_error()
-                     : !blind.ok() ? blind.describe_error()
-                                   : swapped.describe_error()));
+      KILN_JUDGE report_forward_failed(__FILE__, __LINE__,
+                                       !full.ok()    ? full.describe_error()
+                                       : !blind.ok() ? blind.describe_error()
+                                                     : swapped.describe_error());
       return;
     }
     KILN_JUDGE {
       const Steps& steps = *cached;
-      if (steps.size() != ids.size()) {
-        KILN_FAIL("step_logits_wrong", {{"position", std::to_string(steps.size())}, {"difference", "?"}},
-                  fmt::format("{} gave {} results for {} tokens", cached.call(), steps.size(), ids.size()));
-        return;
-      }
+      if (!expect_step_per_token(__FILE__, __LINE__, cached.call(), steps.size(), ids.size())) return;
       bool like_blind = true;
       // Like a model whose pair is one tensor (a hostile program may return fewer models than
       // pairs: then like none).
@@ -255,17 +267,12 @@ TEST(Memoization, StepLogits) {
   const auto full = observe("GPT::forward of " + what, [&] { return gpt_with_eps().forward(tokens_of(ids)); });
   if (!KILN_EXPECT_OK(cached, "step_logits_wrong", {{"position", "0"}})) return;
   if (!full.ok()) {
-    KILN_FAIL("step_logits_wrong", {{"position", "?"}, {"difference", "?"}},
-              "module 13's GPT::forward failed, run grader check 13: " + full.describe_error());
+    KILN_JUDGE report_forward_failed(__FILE__, __LINE__, full.describe_error());
     return;
   }
   KILN_JUDGE {
     const Steps& steps = *cached;
-    if (steps.size() != ids.size()) {
-      KILN_FAIL("step_logits_wrong", {{"position", std::to_string(steps.size())}, {"difference", "?"}},
-                fmt::format("{} gave {} results for {} tokens", cached.call(), steps.size(), ids.size()));
-      return;
-    }
+    if (!expect_step_per_token(__FILE__, __LINE__, cached.call(), steps.size(), ids.size())) return;
     // Every case above passed (the judge stops at the first failure): what differs here is eps.
     for (std::int64_t t = 0; t < s.max_length; ++t) {
       const double difference = step_difference(steps[at(t)], *full, t, s.vocab);

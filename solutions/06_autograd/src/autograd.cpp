@@ -77,12 +77,9 @@ void Tensor::backward(const Tensor& grad_output) {
     const std::vector<Tensor>& inputs = meta->grad_fn->inputs;
     const std::vector<Tensor> input_grads = meta->grad_fn->backward(grad);
     if (input_grads.size() != inputs.size()) {
-      // Counts with their nouns, "1 gradient" and "2 inputs", so that 1 reads right too.
-      const auto counted = [](std::size_t count, const char* noun) {
-        return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
-      };
-      throw std::logic_error("a Function's backward returned " + counted(input_grads.size(), "gradient") + " for " +
-                             counted(inputs.size(), "input"));
+      throw std::logic_error("a Function's backward must return one gradient per input (inputs: " +
+                             std::to_string(inputs.size()) + ", gradients returned: " +
+                             std::to_string(input_grads.size()) + ")");
     }
     for (std::size_t i = 0; i < inputs.size(); ++i) {
       AutogradMeta* input_meta = tracked(inputs[i]);
