@@ -50,9 +50,10 @@ std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t
   // from left to right, skipping one an earlier merge of this round used up ("aaa": merging at 0
   // takes the a at 1) and one that no longer holds the pair: its own id, not only its right
   // neighbour's, may have changed since it was listed (a later merge made it a new token whose
-  // neighbour happens to be the pair's second id). At each occurrence (left, first, second, right) the pairs (left, first)
-  // and (second, right) lose one, and (left, new_id) and (new_id, right) gain one. After the
-  // round the pair itself is gone (count 0); push the new counts of the pairs that changed.
+  // neighbour happens to be the pair's second id). At each occurrence (left, first, second,
+  // right) the pairs (left, first) and (second, right) lose one, and (left, new_id) and
+  // (new_id, right) gain one. After the round the pair itself is gone (count 0); push the new
+  // counts of the pairs that changed.
   throw kiln::NotImplemented();
 }
 
