@@ -92,10 +92,10 @@ TEST(Acceleration, FusedGelu) {
       const float got = largest->values[i], want = expected.values[i];
       if (got == want) continue;
       const std::string x_text = testing::format_number(huge_values.values[i]);
-      const std::string detail = largest.call() + " gave " + format_pair(got, want).first + " at x = " + x_text +
-                                 ", expected " + format_pair(got, want).second;
+      const auto [got_text, want_text] = format_pair(got, want);
+      const std::string detail = largest.call() + " gave " + got_text + " at x = " + x_text + ", expected " + want_text;
       if (std::isinf(got)) {
-        KILN_FAIL("gelu_halved_last", {{"x", x_text}, {"got", format_pair(got, want).first}}, detail);
+        KILN_FAIL("gelu_halved_last", {{"x", x_text}, {"got", got_text}}, detail);
       } else {
         KILN_FAIL("gelu_values", {{"difference", testing::format_number(std::fabs(double{got} - want))}}, detail);
       }
