@@ -51,8 +51,9 @@ std::vector<float> Tensor::to_vector() const {
 
 Tensor Tensor::reshape(Shape shape) const {
   // At most one size may be -1: it becomes numel() / (product of the other sizes). Throw
-  // ShapeError naming both shapes when the element counts differ. Copy a non-contiguous tensor
-  // first (contiguous()), then return a view with the new shape and row-major strides.
+  // ShapeError naming both shapes when the element counts differ, and when the other sizes
+  // multiply to 0, where the -1 cannot be inferred ((0, 3) to (0, -1)). Copy a non-contiguous
+  // tensor first (contiguous()), then return a view with the new shape and row-major strides.
   throw kiln::NotImplemented();
 }
 
@@ -70,9 +71,10 @@ Tensor Tensor::unsqueeze(std::int64_t dim) const {
 
 Tensor Tensor::expand(const Shape& shape) const {
   // A broadcast view with the given shape. Align at the last dimension: a size equal to the
-  // target keeps its stride (a 1 whose target is 1 too), a size 1 that grows gets stride 0, added
-  // leading dimensions get stride 0. Anything else: ShapeError naming both shapes. (3) -> (3, 3)
-  // has strides (0, 1); (1, 3) with strides (3, 1) -> (2, 1, 3) has (0, 3, 1).
+  // target keeps its stride (a 1 whose target is 1 too), a size 1 that grows gets stride 0 (to any
+  // size, 0 included: (1, 3) -> (0, 3)), added leading dimensions get stride 0. Anything else:
+  // ShapeError naming both shapes. (3) -> (3, 3) has strides (0, 1); (1, 3) with strides (3, 1)
+  // -> (2, 1, 3) has (0, 3, 1).
   throw kiln::NotImplemented();
 }
 

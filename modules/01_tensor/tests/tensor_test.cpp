@@ -258,6 +258,12 @@ TEST(Tensor, Reshape) {
   const Tensor empty = Tensor::zeros({0, 3});
   EXPECT_SHAPE(observe("reshape({3, 0}) of a (0, 3) tensor", [&] { return empty.reshape({3, 0}); }), Shape({3, 0}),
                "reshape_size_not_checked");
+  // A -1 is inferred for an empty tensor too, beside sizes whose product is not 0: (0, 3) as
+  // (-1, 3) is (0, 3). Beside sizes that multiply to 0 it cannot be: every size fits ((0, -1)
+  // could be (0, 0) or (0, 5)), so, as in PyTorch, it is a ShapeError, not a shape (0, -1).
+  EXPECT_SHAPE(observe("reshape({-1, 3}) of a (0, 3) tensor", [&] { return empty.reshape({-1, 3}); }), Shape({0, 3}),
+               "reshape_not_inferred");
+  KILN_EXPECT_THROWS(empty.reshape({0, -1}), ShapeError, "reshape_minus_one_not_inferable", {"(0, 3)", "(0, -1)"});
 }
 
 TEST(Tensor, Transpose) {
@@ -385,6 +391,19 @@ TEST(Tensor, ExpandIsAView) {
       KILN_FAIL(same->strides == zeroed ? "expand_size_one_kept_zeroed" : "expand_not_a_view", {},
                 same.call() + " has strides " + to_string(same->strides) + ", expected " + to_string(expected));
     }
+  }
+  // A size 1 grows to any size, 0 included (a 1 takes the other size, whatever it is, as
+  // broadcast_shapes((0, 3), (1, 3)) = (0, 3) says): empty views, with stride 0 where they grew.
+  const std::vector<std::tuple<std::string, const Tensor*, Shape, Shape>> to_zero = {
+      {"r.expand({0, 3}) on shape (1, 3), strides (3, 1)", &row, {0, 3}, {0, 1}},
+      {"c[:, None].expand({3, 0}) on shape (3, 1), strides (1, 1)", &column, {3, 0}, {1, 0}}};
+  for (const auto& [call, input, target, expected] : to_zero) {
+    const auto empty_view = observe(call, [&] { return input->expand(target); });
+    if (!KILN_EXPECT_OK(empty_view, "expand_size_one_to_zero_refused")) return;
+    KILN_EXPECT(empty_view->shape == target && empty_view->strides == expected, "expand_not_a_view", {},
+                call + " has shape " + to_string(empty_view->shape) + " and strides " +
+                    to_string(empty_view->strides) + ", expected " + to_string(target) + " and " +
+                    to_string(expected));
   }
   // A view with an offset: x's second row (offset 3) repeated in two rows.
   const Tensor second = make_view(x_matrix(), {3}, {1}, 3);

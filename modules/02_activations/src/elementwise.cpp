@@ -28,6 +28,7 @@ Tensor relu(const Tensor& x) {
 
 Tensor relu_backward(const Tensor& x, const Tensor& grad_output) {
   // grad_output where x > 0, and 0 where x <= 0 (the gradient at the kink x = 0 is taken as 0).
+  // Choose, don't multiply by the 0/1 mask: an inf or NaN gradient times 0 is NaN, not 0.
   throw kiln::NotImplemented();
 }
 

@@ -234,6 +234,15 @@ TEST(Activations, Relu) {
   const Tensor ones({5}, {1, 1, 1, 1, 1});
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(relu_backward(x, ones)), data_of({5}, {0, 0, 0, 1, 1}), 0.0, "relu_grad_wrong"))
     return;
+  // Where x <= 0 the gradient is 0 whatever arrives from above, inf and NaN included; where x > 0
+  // it is g, -inf included. Multiplying g by the 0/1 mask instead gives inf·0 = NaN·0 = NaN.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Tensor kinked({4}, {-1.0f, 0.0f, 2.0f, 5.0f});
+  const Tensor wild({4}, {inf, nan, 3.0f, -inf});
+  if (!KILN_EXPECT_CLOSE(observe("relu_backward([-1, 0, 2, 5], [inf, NaN, 3, -inf])",
+                                 [&] { return relu_backward(kinked, wild); }),
+                         data_of({4}, {0, 0, 3, -inf}), 0.0, "relu_grad_times_mask"))
+    return;
   if (!CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong"))
     return;
   BACKWARD_IS_NEW(relu_backward, relu_exact, false, hand, "relu_in_place");

@@ -31,6 +31,7 @@ Tensor einsum(const std::string& spec, const Tensor& a, const Tensor& b) {
 
 Tensor einsum(const std::string& spec, const Tensor& a) {
   // One operand: "ij->ji" (transpose), "ij->i" (sum each row), "ij->" (sum of all elements).
+  // "ij->ij" moves nothing, but its result is still a new tensor: not a, nor a.contiguous().
   throw kiln::NotImplemented();
 }
 

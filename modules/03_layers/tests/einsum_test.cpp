@@ -221,6 +221,32 @@ TEST(Layers, Einsum) {
   EXPECT_EINSUM("ik,kj->ij", data_of({2, 3}, {0, 0, 0, 0, 0, 0}), 0.0, wide_empty, tall_empty);
   const Tensor b3 = random_tensor({3, 2}, 53);
   EXPECT_EINSUM("ik,kj->ij", data_of(Shape{0, 2}, {}), 0.0, tall_empty, b3);
+
+  // The result is a new tensor also where nothing is multiplied, summed or moved: after a write
+  // into einsum("ij->ij", x)'s first element, x is as it was. Returning the operand (or its
+  // contiguous(), which is the operand itself) would hand the caller a second handle to x.
+  const std::vector<std::tuple<std::string, Shape, std::vector<float>>> identities = {
+      {"ij->ij", {2, 3}, {1, 2, 3, 4, 5, 6}}, {"i->i", {4}, {7, 8, 9, 10}}, {"->", {}, {2.5f}}};
+  for (const auto& [spec, shape, values] : identities) {
+    const auto operand = observe(fmt::format("y = einsum(\"{}\", x) for x = {} of shape {}, then y's first element "
+                                             "set to 42, then x",
+                                             spec, testing::list(values), to_string(shape)),
+                                 [&] {
+                                   const Tensor x(shape, values);
+                                   Tensor y = einsum(spec, x);
+                                   y.storage_data()[y.offset()] = 42.0f;
+                                   return x;
+                                 });
+    if (!KILN_EXPECT_OK(operand, "einsum_wrong", {{"spec", spec}})) return;
+    KILN_JUDGE {
+      if (operand->values != values) {
+        KILN_FAIL("einsum_shares_operand", {{"spec", spec}},
+                  fmt::format("after {}: x holds {}, expected {}", operand.call(), testing::list(operand->values),
+                              testing::list(values)));
+        return;
+      }
+    }
+  }
 }
 
 TEST(Layers, EinsumErrors) {

@@ -24,6 +24,8 @@ namespace kiln {
 Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets) {
   // -(1/N)·Σ_n log_probs[n, targets[n]]: one lookup per row. For
   // log_probs = [[-0.1, -2.3], [-1.2, -0.4]] and targets {0, 1}: (0.1 + 0.4)/2 = 0.25.
+  // Add in a double and divide there: two values of -3e38 total -6e38, past float's range,
+  // although their mean is a float. Round to float once, at the end.
   throw kiln::NotImplemented();
 }
 
@@ -31,7 +33,8 @@ Tensor nll_loss_one_hot(const Tensor& log_probs, const std::vector<std::int64_t>
   // The same loss without indexing into log_probs: build the one-hot matrix Y (N, C), 1 at
   // (n, targets[n]) and 0 elsewhere, multiply it elementwise with log_probs (module 01's *
   // accepts views) and sum all N·C products: -(1/N)·Σ Y ⊙ log_probs. Divide by N, the number
-  // of rows, not by N·C.
+  // of rows, not by N·C. Add the products in a double, as nll_loss does (sum().item() would hand
+  // the total back as a float, -inf for -6e38), and round to float once, at the end.
   throw kiln::NotImplemented();
 }
 

@@ -226,6 +226,15 @@ TEST(Losses, NllLoss) {
   if (!check_loss(__FILE__, __LINE__, "nll_loss_one_hot", FUNCTION(nll_loss_one_hot), inputs,
                   KILN_JUDGE_ONLY(nll_exact), 1e-5, "nll_one_hot_wrong"))
     return;
+  // Two log-probabilities whose total, -6e38, lies past float's range although their mean does not:
+  // [[0, -3e38], [0, -3e38]] with targets {1, 1} (cross_entropy of [[3e38, 0], [3e38, 0]] against
+  // class 1) is a loss of 3e38 by either function. A total rounded to float first is -inf.
+  const Case past_float{"[[0, -3e38], [0, -3e38]]", Tensor({2, 2}, {0.0f, -3e38f, 0.0f, -3e38f}), {1, 1}};
+  for (const auto& [name, function] : {std::pair<std::string, Function>{"nll_loss", FUNCTION(nll_loss)},
+                                       std::pair<std::string, Function>{"nll_loss_one_hot", FUNCTION(nll_loss_one_hot)}}) {
+    const auto loss = observe(call_text(name, past_float), [&] { return function(past_float.scores, past_float.targets); });
+    if (!KILN_EXPECT_CLOSE_REL(loss, scalar(3e38), 0.0, 1e-6, "nll_total_past_float", {{"function", name}})) return;
+  }
   if (!KILN_CHECK_NEW_TENSOR("nll_loss_backward(log_probs, {0, 1}) for log_probs [[-0.1, -2.3], [-1.2, -0.4]]",
                              {{"log_probs", data_of({2, 2}, {-0.1f, -2.3f, -1.2f, -0.4f})}},
                              [](const std::vector<Tensor>& in) { return nll_loss_backward(in[0], {0, 1}); },

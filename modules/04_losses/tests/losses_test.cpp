@@ -331,7 +331,7 @@ TEST(Losses, Errors) {
   };
   for (const auto& [z, targets, mention] : misfits) {
     for (const auto& [name, function] : classifiers) {
-      const auto got = observe(fmt::format("{} of {} scores with {} targets", name, to_string(z.shape()), targets.size()),
+      const auto got = observe(fmt::format("{} of {} scores with {}", name, to_string(z.shape()), testing::counted(targets.size(), "target")),
                                [&] { return function(z, targets); });
       KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "loss_shape_not_reported", mention);
     }

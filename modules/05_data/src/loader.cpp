@@ -31,14 +31,16 @@ Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices) {
   // dimension ((rows, cols) or (784)): copy its pixels in order into a tensor whose first size is
   // indices.size() (0 for no indices: a (0, 28, 28) batch, not a default Batch) and whose other
   // sizes are data.images's. data.images.contiguous().data() gives the pixels row-major; image i
-  // starts i·(pixels per image) floats in. Labels likewise.
+  // starts i·(pixels per image) floats in. Labels likewise. Always a copy, consecutive indices
+  // too: a view of the dataset's images would let a write into the batch change the dataset.
   // IndexError for an index outside [0, data.size()).
   throw kiln::NotImplemented();
 }
 
 std::int64_t DataLoader::num_batches() const {
-  // N = data_.size(): ⌈N / batch_size_⌉ in integers is (N + batch_size_ - 1) / batch_size_;
-  // with drop_last_ it is N / batch_size_.
+  // N = data_.size(): ⌈N / batch_size_⌉ in integers is N / batch_size_ whole batches, plus one
+  // when N % batch_size_ != 0; with drop_last_ it is N / batch_size_. (The classic
+  // (N + batch_size_ - 1) / batch_size_ overflows for a batch size near INT64_MAX.)
   throw kiln::NotImplemented();
 }
 

@@ -22,7 +22,8 @@ std::string image_svg(const Tensor& image, int cell_size) {
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high) {
   // bins counters at 0. Skip every v not inside [low, high), NaN too: ask whether low <= v < high,
   // since every comparison with NaN is false (v < low or v >= high lets NaN through). Add 1 to bin
-  // floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1 or high <= low.
+  // floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1, high <= low, or
+  // high - low is not finite (std::isfinite): an infinite bound, or -1e308 and 1e308.
   throw kiln::NotImplemented();
 }
 

@@ -4,6 +4,7 @@
 // generator and the shuffle written out again in data_testing.h.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <tuple>
 #include <utility>
@@ -78,14 +79,18 @@ TEST(Data, Batching) {
   std::vector<std::int64_t> run_order;
   for (std::int64_t i = 0; i < run_n; ++i) run_order.push_back(i);
   for (std::int64_t i = run_n - 1; i >= 1; --i) std::swap(run_order[i], run_order[draw.below(i + 1)]);
+  // The largest batch size there is, INT64_MAX, holds 3 indices in one batch (none with drop_last).
+  constexpr std::int64_t largest = std::numeric_limits<std::int64_t>::max();
   const std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cases = {
-      {reversed(7), 3}, {reversed(6), 3}, {reversed(5), 1}, {reversed(2), 5}, {reversed(1), 1}, {run_order, run_batch}};
+      {reversed(7), 3}, {reversed(6), 3},        {reversed(5), 1},         {reversed(2), 5},
+      {reversed(1), 1}, {run_order, run_batch}, {reversed(3), largest}};
   for (const auto& [order, batch_size] : cases) {
     for (const bool drop_last : {false, true}) {
       const auto n = static_cast<std::int64_t>(order.size());
       const std::int64_t left = n % batch_size;
-      const testing::Params params = {
-          {"n", std::to_string(n)}, {"batch_size", std::to_string(batch_size)}, {"left", std::to_string(left)}};
+      const testing::Params params = {{"indices", testing::counted(static_cast<std::uint64_t>(n), "index", "indices")},
+                                      {"batch_size", std::to_string(batch_size)},
+                                      {"left", std::to_string(left)}};
       const auto got = observe(fmt::format("batch_indices({}, {}, {})", list_of(order, 8), batch_size, drop_last),
                                [&] { return batch_indices(order, batch_size, drop_last); });
       if (!KILN_EXPECT_OK(got, "batches_wrong", params)) return;
@@ -140,6 +145,33 @@ TEST(Data, Batching) {
     }
   }
 
+  // A batch is a copy: a write into it (normalising it in place, say) leaves the dataset as it
+  // was. Consecutive indices, every batch of a loader that does not shuffle, too: a view of the
+  // dataset's images there would hold the right values and share the dataset's storage.
+  for (const std::vector<std::int64_t>& indices : {std::vector<std::int64_t>{2, 3, 4}, std::vector<std::int64_t>{5, 1}}) {
+    const auto after = observe(fmt::format("b = collate(<7 images (3, 5)>, {}), then b.images's first pixel set to 42, "
+                                           "then the dataset's images",
+                                           list_of(indices)),
+                               [&] {
+                                 const Dataset data = run_dataset(7, 3, 5, false, 576);
+                                 Batch b = collate(data, indices);
+                                 b.images.storage_data()[b.images.offset()] = 42.0f;
+                                 return data.images;
+                               });
+    if (!KILN_EXPECT_OK(after, "collate_wrong")) return;
+    KILN_JUDGE {
+      const TensorData expected = data_of(run_dataset(7, 3, 5, false, 576).images);
+      if (after->values != expected.values) {
+        const auto changed = std::mismatch(after->values.begin(), after->values.end(), expected.values.begin());
+        const auto at = changed.first - after->values.begin();
+        KILN_FAIL("collate_shares_images", {{"indices", list_of(indices)}},
+                  fmt::format("after {}: the dataset's pixel {} (image {}) is {}, was {}", after.call(), at, at / 15,
+                              *changed.first, *changed.second));
+        return;
+      }
+    }
+  }
+
   // collate of no indices: the batch of no images, B = 0, with the dataset's image shape after it,
   // (0, 3, 5) or (0, 15), and no labels; not a default Batch, whose images are a scalar.
   for (const auto& [what, data] : {std::pair{"7 images (3, 5)", &images}, std::pair{"7 flat images (15)", &flat}}) {
@@ -154,30 +186,37 @@ TEST(Data, Batching) {
     KILN_JUDGE {
       if (got->first.shape != expected_shape || !got->second.empty()) {
         KILN_FAIL("empty_batch_wrong", params,
-                  fmt::format("{} gave images of shape {} and {} labels", got.call(), to_string(got->first.shape),
-                              got->second.size()));
+                  fmt::format("{} gave images of shape {} and {}", got.call(), to_string(got->first.shape),
+                              testing::counted(got->second.size(), "label")));
         return;
       }
     }
   }
 
-  // num_batches: 7 in 3s, 6 in 3s, 2 in 5s, 5 in 1s, and the run's sizes, each with and without drop_last.
+  // num_batches: 7 in 3s, 6 in 3s, 2 in 5s, 5 in 1s, the run's sizes, and 7 in batches of INT64_MAX
+  // and INT64_MAX - 1 (one batch, where N + B - 1 is past INT64_MAX), each with and without drop_last.
   const std::vector<std::pair<std::int64_t, std::int64_t>> loaders = {
-      {7, 3}, {6, 3}, {2, 5}, {5, 1}, {run_n, run_batch}};
+      {7, 3}, {6, 3}, {2, 5}, {5, 1}, {run_n, run_batch}, {7, largest}, {7, largest - 1}};
   for (const auto& [n, batch_size] : loaders) {
     for (const bool drop_last : {false, true}) {
       const Dataset data = run_dataset(n, 2, 3, true, 575);
       const auto got =
           observe(fmt::format("DataLoader(<{} examples>, {}, false, 0, {}).num_batches()", n, batch_size, drop_last),
                   [&] { return DataLoader(data, batch_size, false, 0, drop_last).num_batches(); });
-      const testing::Params params = {{"n", std::to_string(n)},
+      const testing::Params params = {{"examples", testing::counted(static_cast<std::uint64_t>(n), "example")},
                                       {"batch_size", std::to_string(batch_size)},
                                       {"drop_last", drop_last ? "true" : "false"}};
       if (!KILN_EXPECT_OK(got, "num_batches_wrong", params)) return;
       KILN_JUDGE {
-        const std::int64_t expected = drop_last ? n / batch_size : (n + batch_size - 1) / batch_size;
+        // Whole batches, plus one for a partial batch unless drop_last: no sum that can overflow.
+        const std::int64_t expected = n / batch_size + (!drop_last && n % batch_size != 0 ? 1 : 0);
         if (*got != expected) {
-          KILN_FAIL("num_batches_wrong", params, fmt::format("{} gave {}, expected {}", got.call(), *got, expected));
+          // Where N + B - 1 is past INT64_MAX, (N + B - 1) / B overflows: named as that mistake.
+          const bool past_int64 = !drop_last && batch_size > largest - (n - 1);
+          testing::Params named = params;
+          named.push_back({"expected", std::to_string(expected)});
+          KILN_FAIL(past_int64 ? "num_batches_overflow" : "num_batches_wrong", named,
+                    fmt::format("{} gave {}, expected {}", got.call(), *got, expected));
           return;
         }
       }
@@ -264,9 +303,9 @@ TEST(Data, Shuffle) {
       if (got->second != next) {
         KILN_FAIL("shuffle_order_wrong", order,
                   fmt::format("{}: the order is right, but the next draw is {}, not draw number {} ({}): the shuffle "
-                              "did not take exactly n - 1 = {} numbers",
+                              "did not take exactly n - 1 = {}",
                               got.call(), got->second, std::max<std::int64_t>(n - 1, 0) + 1, next,
-                              std::max<std::int64_t>(n - 1, 0)));
+                              testing::counted(static_cast<std::uint64_t>(std::max<std::int64_t>(n - 1, 0)), "number")));
         return;
       }
     }

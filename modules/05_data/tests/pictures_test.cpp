@@ -165,7 +165,7 @@ bool expect_svg(const char* file, int line, const testing::Observed<std::string>
         fmt::format("the svg is {} wide and {} high, expected {} and {}", p.width, p.height, cols * cell, rows * cell));
   }
   if (static_cast<std::int64_t>(p.squares.size()) != rows * cols) {
-    return layout(fmt::format("it has {} squares, expected {} (one per pixel)", p.squares.size(), rows * cols));
+    return layout(fmt::format("it has {}, expected {} (one per pixel)", testing::counted(p.squares.size(), "square"), rows * cols));
   }
   std::map<std::pair<double, double>, const Square*> at;
   for (const Square& s : p.squares) at[{s.x, s.y}] = &s;
@@ -294,6 +294,11 @@ TEST(Data, Histogram) {
     in_range.push_back({fmt::format("10,000 draws of WichmannHill({})", seed), draws, 10, 0.0, 1.0});
     if (seed == 457428938475ULL) in_range.back().golden = true;
   }
+  // The widest range there is: high - low is the largest double, DBL_MAX, over [-DBL_MAX/2,
+  // DBL_MAX/2). Its fractions (v - low)/(high - low) are finite, so each value finds its bin.
+  const double widest = std::numeric_limits<double>::max() / 2;
+  in_range.push_back({"-DBL_MAX/2, -1e307, 0, 1e307 and DBL_MAX/4 over [-DBL_MAX/2, DBL_MAX/2)",
+                      {-widest, -1e307, 0.0, 1e307, widest / 2}, 4, -widest, widest});
   // And 33 values of the run in 7 bins over [-2, 1.5).
   std::vector<double> run_values;
   for (const float v : data_of(testing::random_tensor({33}, 602, -2.0f, 1.5f)).values) run_values.push_back(v);
@@ -301,7 +306,7 @@ TEST(Data, Histogram) {
 
   for (const Case& c : in_range) {
     const testing::Params params = {
-        {"bins", std::to_string(c.bins)}, {"low", fmt::format("{}", c.low)}, {"high", fmt::format("{}", c.high)}};
+        {"bins", testing::counted(static_cast<std::uint64_t>(c.bins), "bin")}, {"low", fmt::format("{}", c.low)}, {"high", fmt::format("{}", c.high)}};
     const auto got = observe(fmt::format("histogram(<{}>, {}, {}, {})", c.what, c.bins, c.low, c.high),
                              [&] { return histogram(c.values, c.bins, c.low, c.high); });
     if (!KILN_EXPECT_OK(got, "histogram_wrong", params)) return;
@@ -321,7 +326,7 @@ TEST(Data, Histogram) {
   // Values outside the range are not counted: over [-1, 3) in 4 bins, -1 and -0.5 go in bin 0, 0
   // and 0.999 in bin 1, 1 in bin 2, 2.5 and 2.999 in bin 3; 3 (the top itself), -1.5 and 7 in none.
   const std::vector<double> mixed = {-1.0, -0.5, 0.0, 0.999, 1.0, 2.5, 2.999, 3.0, -1.5, 7.0};
-  const testing::Params params = {{"bins", "4"}, {"low", "-1"}, {"high", "3"}};
+  const testing::Params params = {{"bins", testing::counted(4, "bin")}, {"low", "-1"}, {"high", "3"}};
   const auto got = observe("histogram({-1, -0.5, 0, 0.999, 1, 2.5, 2.999, 3, -1.5, 7}, 4, -1, 3)",
                            [&] { return histogram(mixed, 4, -1.0, 3.0); });
   if (!KILN_EXPECT_OK(got, "histogram_range_wrong", params)) return;
@@ -341,7 +346,7 @@ TEST(Data, Histogram) {
   const std::vector<std::pair<std::vector<double>, std::vector<std::int64_t>>> not_numbers = {
       {{nan}, {0, 0}}, {{0.25, nan, -inf, 0.75, inf, nan}, {1, 1}}};
   for (const auto& [values, expected] : not_numbers) {
-    const testing::Params not_a_number_params = {{"bins", "2"}, {"low", "0"}, {"high", "1"}};
+    const testing::Params not_a_number_params = {{"bins", testing::counted(2, "bin")}, {"low", "0"}, {"high", "1"}};
     const std::string shown = values.size() == 1 ? "{NaN}" : "{0.25, NaN, -inf, 0.75, inf, NaN}";
     const auto counted = observe(fmt::format("histogram({}, 2, 0, 1)", shown),
                                  [&values] { return histogram(values, 2, 0.0, 1.0); });
@@ -366,6 +371,20 @@ TEST(Data, Histogram) {
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, bad, "histogram_arguments_not_checked", {},
                                                     {{"call", call}, {"kind", "std::invalid_argument"}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  // Bounds whose difference is not finite leave the bins no width: -1e308 and 1e308 (high - low
+  // overflows to inf, so every value's fraction is 0), then an infinite bound (inf/inf is NaN).
+  const std::vector<std::tuple<std::string, double, double>> infinite = {
+      {"-1e308, 1e308", -1e308, 1e308}, {"0, inf", 0.0, inf}, {"-inf, 1", -inf, 1.0}};
+  for (const auto& [bounds, low, high] : infinite) {
+    const std::string call = fmt::format("histogram({{-5e307, 0.5, 5e307}}, 4, {})", bounds);
+    const auto bad = observe(call, [&] { return histogram({-5e307, 0.5, 5e307}, 4, low, high); });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, bad, "histogram_width_not_finite", {},
+                                                    {{"call", call}});
       if (::testing::Test::HasFailure()) return;
     }
   }

@@ -12,13 +12,15 @@ namespace kiln {
 void Tensor::backward() {
   // The gradient of a one-element tensor (a loss) with respect to itself is 1: call
   // backward(Tensor::ones(shape())). A tensor with any other number of elements, none included,
-  // has no implied gradient: throw ShapeError naming its shape, e.g. "(2, 3)" or "(2, 0)".
+  // has no implied gradient: throw ShapeError naming its shape, e.g. "(2, 3)" or "(2, 0)", also
+  // when it does not require grad (this check comes before backward(grad_output)'s).
   throw kiln::NotImplemented();
 }
 
 void Tensor::backward(const Tensor& grad_output) {
   // grad_output is dL/d(this) and must have this tensor's shape: otherwise throw ShapeError
-  // naming both shapes. When this tensor does not require grad, throw std::logic_error.
+  // naming both shapes. Then, when this tensor does not require grad, throw std::logic_error
+  // (the shape check comes first: a wrong shape is a ShapeError whether or not it requires grad).
   //
   // 1. Order the graph. Starting from this tensor's AutogradMeta, follow grad_fn->inputs
   //    (only inputs that require grad) depth first, visiting each AutogradMeta once. Reversing
@@ -35,7 +37,9 @@ void Tensor::backward(const Tensor& grad_output) {
   //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
   //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
   //    This tensor too, when it is a leaf: x.backward(g) on a leaf x gives x.grad() = g.
-  // Skip every input that does not require grad: it must not receive a gradient.
+  // Skip every input that does not require grad: it must not receive a gradient. Walk every
+  // tensor that has an entry, also when its gradient is all zeros: zeros are a gradient too, and
+  // a leaf reached with them holds them (has_grad true).
   throw kiln::NotImplemented();
 }
 

@@ -41,10 +41,7 @@ using testing::random_tensor;
 using testing::report_failure;
 using testing::TensorData;
 
-// "1 gradient", "3 gradients": a count with its noun, which reads right for 1 too.
-std::string counted(std::size_t count, const std::string& noun) {
-  return std::to_string(count) + " " + noun + (count == 1 ? "" : "s");
-}
+using testing::counted;  // "1 gradient", "3 gradients"
 std::string gradients(std::size_t count) { return counted(count, "gradient"); }
 
 // ---------------------------------------------------------------------------------------------
@@ -603,6 +600,39 @@ TEST(Autograd, AccumulatesAcrossCalls) {
       if (!KILN_EXPECT_CLOSE(grad, expected[k].second, 1e-5, "root_leaf_not_credited")) return;
     }
   }
+
+  // A gradient of zeros is still a gradient: a leaf that backward() reaches holds it, and a node
+  // whose gradient is zeros still passes it on. y = (x + x)·0 gives x.grad() = 0 through a node
+  // whose gradient is zeros, and x.backward(zeros) gives the leaf zeros; has_grad is true in both.
+  const TensorData zero_leaf = data_of(random_tensor({2, 3}, 88));
+  const TensorData zero_g = data_of(random_tensor({2, 3}, 89, 0.5f, 1.5f));
+  const auto zero_reached = observe(
+      "has_grad(x) and x.grad() after y.backward(g) for a = x + x, y = a·0 (a's gradient is zeros), x of shape "
+      "(2, 3); then has_grad(z) and z.grad() after z.backward(zeros) for a leaf z of shape (2, 3)",
+      [&] {
+        Tensor x = zero_leaf.tensor().set_requires_grad(true);
+        Tensor y = trusted_mul(trusted_add(x, x), Tensor::zeros({2, 3}));
+        y.backward(zero_g.tensor());
+        Tensor z = zero_leaf.tensor().set_requires_grad(true);
+        z.backward(Tensor::zeros({2, 3}));
+        return std::tuple(ag::has_grad(x), x.grad(), ag::has_grad(z), z.grad());
+      });
+  if (!KILN_EXPECT_OK(zero_reached, "zero_gradient_dropped")) return;
+  KILN_JUDGE {
+    const auto& [x_credited, x_grad, z_credited, z_grad] = *zero_reached;
+    const TensorData zeros = data_of({2, 3}, std::vector<float>(6, 0.0f));
+    const std::vector<std::tuple<std::string, bool, TensorData>> expected = {
+        {"x, reached through a = x + x whose gradient is zeros", x_credited, x_grad},
+        {"z after z.backward(zeros)", z_credited, z_grad}};
+    for (const auto& [leaf, credited, grad] : expected) {
+      if (!credited) {
+        KILN_FAIL("zero_gradient_dropped", {}, zero_reached.call() + ": has_grad is false for " + leaf);
+        return;
+      }
+      const Observed<TensorData> value(zero_reached.call() + ": the gradient of " + leaf, grad);
+      if (!KILN_EXPECT_CLOSE(value, zeros, 0.0, "zero_gradient_dropped")) return;
+    }
+  }
 }
 
 TEST(Autograd, BackwardShapeErrors) {
@@ -692,6 +722,18 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, scalar_backward,
                                                       "untracked_backward_allowed");
+
+  // The shape checks come first, then requires_grad (PyTorch's order too): a wrong shape is a
+  // ShapeError on a tensor that does not require grad as well. (Asked only of a walk that has a
+  // shape check: one message for one missing check.)
+  if (!leaf_backward.ok() && !flat_backward.ok()) {
+    const auto untracked_wrong_shape = observe("c.backward(Tensor::ones({3, 2})) on a constant c of shape (2, 3)",
+                                               [&] { x.tensor().backward(Tensor::ones({3, 2})); });
+    KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, untracked_wrong_shape,
+                                                  "requires_grad_checked_first");
+    const auto untracked_matrix = observe("c.backward() on a constant c of shape (2, 3)", [&] { x.tensor().backward(); });
+    KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, untracked_matrix, "requires_grad_checked_first");
+  }
 
   // A node whose backward returns three gradients for its two inputs, then one (last: a walk
   // without the check reads past the list there).

@@ -242,7 +242,8 @@ std::string shapes_of(const GradientRun& run) {
 }
 
 Observed<std::vector<TensorData>> observe_run(const GradientRun& run, const Settings& s) {
-  return observe(fmt::format("{} for {} steps on parameters {}", describe(s), run.gradients.size(), shapes_of(run)),
+  const std::string steps = testing::counted(run.gradients.size(), "step");
+  return observe(fmt::format("{} for {} on parameters {}", describe(s), steps, shapes_of(run)),
                  [&] { return run_optimizer(run, s); });
 }
 
@@ -357,7 +358,7 @@ constexpr double kRtol = 2e-5;
 // empty TensorData there): EXPECT_QUADRATIC hands it on through KILN_JUDGE_ONLY.
 bool expect_quadratic(const char* file, int line, const Quadratic& q, const Settings& s, int steps,
                       const TensorData& expected, const std::string& case_name, std::string_view failure_id) {
-  const auto got = observe(fmt::format("{} for {} steps from x = {}", describe(s), steps, testing::list(q.x0)),
+  const auto got = observe(fmt::format("{} for {} from x = {}", describe(s), testing::counted(steps, "step"), testing::list(q.x0)),
                            [&] { return run_quadratic(q, s, steps); });
   KILN_JUDGE {
     return testing::expect_close(file, line, got, expected, kAtol, failure_id, kRtol, {{"case", case_name}});
@@ -557,20 +558,34 @@ TEST(Optimizers, Adam) {
       return;
   }
   if (!first_run.ok()) return;
+  // One step of random (3, 7) and (1,) parameters whose gradients `rescale` sets, judged against
+  // the replay in double.
+  const auto rescaled_first_step = [&](std::uint64_t stream, const auto& rescale, const std::string& gradients,
+                                       std::string_view failure) {
+    GradientRun run = random_run({{3, 7}, {1}}, 1, stream);
+    for (auto& step : run.gradients)
+      for (auto& gradient : step)
+        for (float& g : gradient->values) g = rescale(g);
+    const auto got = observe_run(run, first_settings);
+    KILN_JUDGE {
+      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, first_settings), all_of(run),
+                               "random (3, 7) and (1,) parameters, " + gradients + ", lr 0.01", failure, 1e-6, 1e-6))
+        return false;
+    }
+    return got.ok();
+  };
   // Gradients as small as eps (1e-8, the default): the step is lr·g/(|g| + eps), between 0 and
   // lr/2 in size, with eps added to √v̂, never subtracted from it.
-  GradientRun tiny = random_run({{3, 7}, {1}}, 1, 750);
-  for (auto& step : tiny.gradients)
-    for (auto& gradient : step)
-      for (float& g : gradient->values) g *= 2e-8f;
-  const auto tiny_run = observe_run(tiny, first_settings);
-  KILN_JUDGE {
-    if (!expect_trajectories(__FILE__, __LINE__, tiny_run, reference_trajectories(tiny, first_settings), all_of(tiny),
-                             "random (3, 7) and (1,) parameters, gradients below 2e-8, eps 1e-8, lr 0.01",
-                             "adam_first_step", 1e-6, 1e-6))
-      return;
-  }
-  if (!tiny_run.ok()) return;
+  if (!rescaled_first_step(750, [](float g) { return g * 2e-8f; }, "gradients below 2e-8, eps 1e-8", "adam_first_step"))
+    return;
+  // Gradients of size 1e20 to 2e20: v = (1 - beta2)·g² is at most 4e37 and fits a float, but
+  // v̂ = v / (1 - beta2^t), about 1e40 on the first step, does not: kept in double (as m̂ is),
+  // √v̂ is about |g| and every element still moves by about lr·sign(g), as PyTorch's Adam moves it.
+  // In float v̂ is inf, √v̂ too, and p does not move.
+  if (!rescaled_first_step(
+          770, [](float g) { return std::copysign(1e20f * (1.0f + std::fabs(g)), g); }, "gradients of size 1e20 to 2e20",
+          "adam_v_hat_overflows"))
+    return;
 
   // Step 2 on x², by hand: g = 5.8, m = 0.54 + 0.58 = 1.12, v = 0.035964 + 0.03364 = 0.069604,
   // m̂ = 1.12/0.19, v̂ = 0.069604/0.001999, x = 2.9 - 0.1·5.8947/5.9008 = 2.8001027.

@@ -31,7 +31,9 @@ EpochResult train_epoch(Module& model, optim::Optimizer& optimizer, DataLoader& 
 
 EpochResult evaluate(Module& model, DataLoader& loader) {
   // model.eval(); a NoGradGuard for the whole pass (const NoGradGuard no_grad(model);); then
-  // every batch as in train_epoch, without zero_grad, backward or step.
+  // every batch of ONE loader.epoch() as in train_epoch (for (const Batch& batch :
+  // loader.epoch())), without zero_grad, backward or step. Every epoch() call starts a new
+  // epoch: a shuffling loader draws a new order each time.
   throw kiln::NotImplemented();
 }
 

@@ -156,7 +156,7 @@ TEST(Training, TrainEpoch) {
                    {"difference", "an unknown amount"},
                    {"where", fmt::format("its list of parameters ({} of them, where the replay has {})", parameters.size(),
                                          replayed.size())}},
-                  fmt::format("{} parameters, expected {}", parameters.size(), replayed.size()));
+                  fmt::format("{}, expected {}", testing::counted(parameters.size(), "parameter"), replayed.size()));
         return;
       }
       for (std::size_t k = 0; k < replayed.size(); ++k) {
@@ -254,6 +254,42 @@ TEST(Training, Evaluate) {
   KILN_JUDGE {
     const auto& [loss, accuracy, examples] = *empty;
     expect_measures(__FILE__, __LINE__, "eval_measures_wrong", none, loss, accuracy, examples, tt::Measures{});
+  }
+
+  // A shuffling loader: evaluate takes ONE epoch from it (every epoch() call draws a new order),
+  // so the pass sees every example once, and the loader's next epoch is its second order.
+  const auto shuffle_seed = static_cast<std::uint64_t>(testing::Generator(885).below(1LL << 40));
+  const std::string shuffled = fmt::format(
+      "Sequential(Linear(3, 4), ReLU, Linear(4, 2)), 7 examples in batches of 3 shuffled with seed {}", shuffle_seed);
+  const auto one_epoch = observe("evaluate of " + shuffled + ": the result, then the loader's next_epoch()", [&] {
+    DataLoader loader(Dataset{x.clone(), labels}, 3, true, shuffle_seed);
+    const nn::EpochResult r = nn::evaluate(*tt::make_mlp({3, 4, 2}, initial), loader);
+    std::vector<std::int64_t> next;
+    for (const auto& batch : loader.next_epoch()) next.insert(next.end(), batch.begin(), batch.end());
+    return std::tuple(r.loss, r.accuracy, r.examples, next);
+  });
+  if (!KILN_EXPECT_OK(one_epoch, "eval_epoch_per_batch", {{"case", shuffled}})) return;
+  KILN_JUDGE {
+    const auto& [loss, accuracy, examples, next] = *one_epoch;
+    tt::TrustedWichmannHill g(shuffle_seed);
+    const std::vector<std::int64_t> first = tt::trusted_shuffle(7, g);
+    const std::vector<std::int64_t> second = tt::trusted_shuffle(7, g);
+    if (next != second) {
+      KILN_FAIL("eval_epoch_per_batch", {{"case", shuffled}},
+                fmt::format("{}: the loader's next epoch is [{}], expected its second order [{}] (its first, the one "
+                            "evaluate walks, is [{}])",
+                            one_epoch.call(), fmt::join(next, ", "), fmt::join(second, ", "), fmt::join(first, ", ")));
+      return;
+    }
+    const tt::Mlp model = tt::mlp_of(initial);
+    const tt::Matrix xs = tt::matrix_of(data_of(x));
+    tt::Measures expected;
+    for (const auto& batch : batches_of(first, 3)) {
+      std::vector<std::int64_t> batch_labels;
+      for (const std::int64_t i : batch) batch_labels.push_back(labels[static_cast<std::size_t>(i)]);
+      expected.add(tt::mlp_forward(model, tt::rows_of(xs, batch)).back(), batch_labels);
+    }
+    expect_measures(__FILE__, __LINE__, "eval_measures_wrong", shuffled, loss, accuracy, examples, expected);
   }
 }
 

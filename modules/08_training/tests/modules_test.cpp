@@ -168,9 +168,9 @@ TEST(Training, NamedParameters) {
     const auto& [count, flags, seen] = *shared;
     const bool leaves = count == 4 && flags == std::vector<std::int64_t>(12, 1) && seen == 0.25f;
     KILN_EXPECT(leaves, "parameters_not_shared", {{"model", model}},
-                fmt::format("{} tensors; requires_grad, then has_grad after backward() of parameters() and of "
+                fmt::format("{}; requires_grad, then has_grad after backward() of parameters() and of "
                             "named_parameters(): {}; first weight after writing 0.25 through parameters()[0]: {}",
-                            count, fmt::join(flags, ", "), seen));
+                            testing::counted(static_cast<std::uint64_t>(count), "tensor"), fmt::join(flags, ", "), seen));
     if (!leaves) return;
   }
 

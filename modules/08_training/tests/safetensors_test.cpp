@@ -103,7 +103,7 @@ struct Verdict {
 Verdict read_independently(const std::vector<std::int64_t>& file, const std::vector<std::pair<std::string, TensorData>>& tensors) {
   Bytes bytes;
   for (const std::int64_t b : file) bytes.push_back(static_cast<std::uint8_t>(b));
-  if (bytes.size() < 8) return {"write_layout_wrong", fmt::format("the file has {} bytes, fewer than the 8 of the header length", bytes.size())};
+  if (bytes.size() < 8) return {"write_layout_wrong", fmt::format("the file has {}, fewer than the 8 of the header length", testing::counted(bytes.size(), "byte"))};
   std::uint64_t n = 0;
   for (int b = 7; b >= 0; --b) n = (n << 8) | bytes[static_cast<std::size_t>(b)];
   if (n > bytes.size() - 8) {
@@ -293,7 +293,7 @@ TEST(Training, SafetensorsWrite) {
       const std::vector<std::int64_t> expected(previous.begin(), previous.end());
       if (!left.ok() || *left != expected) {
         KILN_FAIL("refused_save_wrote", {{"case", r.what}},
-                  fmt::format("{}: {}", left.call(), left.ok() ? fmt::format("{} bytes, not the {} it held", left->size(), expected.size())
+                  fmt::format("{}: {}", left.call(), left.ok() ? fmt::format("{}, not the {} it held", testing::counted(left->size(), "byte"), expected.size())
                                                               : "it can no longer be read"));
         return;
       }

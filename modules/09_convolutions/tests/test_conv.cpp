@@ -200,7 +200,8 @@ bool check_conv_gradients(const char* file, int line, const std::vector<TensorDa
     if (!testing::expect_ok(file, line, grads, first_id)) return false;
     if (grads->size() != in.size()) {
       report_failure(file, line, first_id, {},
-                     fmt::format("{} returned {} gradients for {} inputs", grads.call(), grads->size(), in.size()));
+                     fmt::format("{} returned {} for {}", grads.call(), testing::counted(grads->size(), "gradient"),
+                                 testing::counted(in.size(), "input")));
       return false;
     }
     bool all_close = true;
@@ -418,7 +419,8 @@ TEST(Convolutions, NoBias) {
     if (!KILN_EXPECT_CLOSE(output, reference_conv({x, weight}, 1, 1), 1e-4, "no_bias_wrong")) return;
     if (grads.size() != 2) {
       KILN_FAIL("no_bias_wrong", {},
-                fmt::format("the node's backward returned {} gradients for its 2 inputs (x and weight)", grads.size()));
+                fmt::format("the node's backward returned {} for its 2 inputs (x and weight)",
+                            testing::counted(grads.size(), "gradient")));
       return;
     }
     KILN_EXPECT(grads[0].shape == x.shape && grads[1].shape == weight.shape, "no_bias_wrong", {},

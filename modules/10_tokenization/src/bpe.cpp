@@ -59,7 +59,9 @@ std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t
 
 std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_t vocab_size,
                                           const std::vector<std::string>& specials, TieRule tie) {
-  // vocab_size below 256 + specials.size(): throw std::invalid_argument naming it.
+  // vocab_size below 256 + specials.size(): throw std::invalid_argument naming it. An empty
+  // special: throw std::invalid_argument too, before any work (the empty text occurs at every
+  // position, so cutting the corpus at it would never move on; add_special refuses it as well).
   // The words: cut the corpus at the specials (the longest where several start) and leave them
   // out, gpt2_pretokenize each stretch between them, and count how often each pre-token occurs
   // (a std::map<std::string, std::int64_t>); each distinct pre-token becomes a sequence of byte

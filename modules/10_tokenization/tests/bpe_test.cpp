@@ -424,7 +424,7 @@ TEST(Tokenization, RoundTrip) {
   };
   std::uint64_t stream = 1601;
   for (const std::size_t length : {1, 3, 7, 31, 33, 200}) {
-    cases.push_back({fmt::format("{} random bytes of the run", length), random_bytes(length, stream++)});
+    cases.push_back({fmt::format("{} of the run", testing::counted(length, "random byte")), random_bytes(length, stream++)});
   }
   const Pairs utf8_merges = trusted_train(corpus, 256 + 24);
   for (const Case& c : cases) {

@@ -102,6 +102,23 @@ TEST(Tokenization, BpePretokenized) {
       return;
   }
 
+  // An empty special occurs at every position: refused before any work. First with an empty
+  // corpus, where a trainer without the refusal returns at once (and the check stops there),
+  // then with text, where the refusal must come before the corpus is cut.
+  const auto empty_special_refused = [&](const std::string& call, const std::string& corpus,
+                                         const std::vector<std::string>& with_empty) {
+    const auto got = observe(call, [&] { return pairs_of(train_bpe_pretokenized(corpus, 1000, with_empty)); });
+    KILN_JUDGE {
+      if (!expect_error(__FILE__, __LINE__, got, "std::invalid_argument", {}, {}, "empty_special_accepted", {}))
+        return false;
+    }
+    return !got.ok();
+  };
+  if (!empty_special_refused("train_bpe_pretokenized(\"\", 1000, {\"<|endoftext|>\", \"\"})", "",
+                             {"<|endoftext|>", ""}))
+    return;
+  if (!empty_special_refused("train_bpe_pretokenized(\"ab ab ab\", 1000, {\"\"})", "ab ab ab", {""})) return;
+
   struct Case {
     std::string what;
     std::string corpus;
@@ -159,8 +176,9 @@ TEST(Tokenization, BpePretokenized) {
         std::size_t r = 0;
         while (r < got->size() && r < expected.size() && (*got)[r] == expected[r]) ++r;
         KILN_FAIL(c.failure_id, params,
-                  fmt::format("{} learned {} merges {}, expected {} {}; they first differ at merge {}", got.call(),
-                              got->size(), pairs_shown(*got), expected.size(), pairs_shown(expected), r));
+                  fmt::format("{} learned {} {}, expected {} {}; they first differ at merge {}", got.call(),
+                              testing::counted(got->size(), "merge"), pairs_shown(*got), expected.size(),
+                              pairs_shown(expected), r));
         return;
       }
     }
@@ -262,9 +280,9 @@ TEST(Tokenization, BpeGpt2Ids) {
                                                     : token_shown(as_gpt2[k]);
         const std::string expected_k = k < c.expected.size() ? token_shown(c.expected[k]) : "nothing";
         KILN_FAIL("gpt2_ids_wrong", params,
-                  fmt::format("{} gave {} tokens, GPT-2's encoder {}; in GPT-2's ids they first differ at token {}: "
+                  fmt::format("{} gave {}, GPT-2's encoder {}; in GPT-2's ids they first differ at token {}: "
                               "{}, where GPT-2 has {} (GPT-2's ids: {})",
-                              got.call(), got->size(), c.expected.size(), k, got_k, expected_k, list_of(c.expected)));
+                              got.call(), testing::counted(got->size(), "token"), c.expected.size(), k, got_k, expected_k, list_of(c.expected)));
         return;
       }
     }

@@ -11,7 +11,8 @@ Tensor LearnedPositionalEmbedding::forward(std::int64_t length) const {
   // length must be in [0, max_length]: otherwise throw kiln::IndexError whose message names both
   // length and max_length ("length 9 is not in [0, 8]"). Then the ids are the positions
   // 0, 1, ..., length - 1 (std::iota fills them), looked up through EmbeddingFunction::apply so
-  // that backward() reaches weight. Result (length, embedding_dim).
+  // that backward() reaches weight. Result (length, embedding_dim). Length 0 takes the same path
+  // (no ids, an empty lookup): no shortcut, so that its result is recorded and requires grad.
   throw kiln::NotImplemented();
 }
 

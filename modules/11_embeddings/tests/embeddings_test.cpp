@@ -467,6 +467,30 @@ TEST(Embeddings, LearnedPositional) {
   KILN_JUDGE {
     if (!expect_shape(__FILE__, __LINE__, empty, {0, 3}, "positions_wrong")) return;
   }
+  // Length 0 is a length like any other: its empty result comes from EmbeddingFunction too, so it
+  // requires grad (the table does) and carries the node, as forward(1) does.
+  const auto recorded = observe(
+      "whether LearnedPositionalEmbedding(8, 3).forward(0) and .forward(1) require grad and have a grad_fn", [] {
+        const LearnedPositionalEmbedding positions(8, 3);
+        std::vector<std::int64_t> seen;  // 1 for yes, 0 for no
+        for (const std::int64_t length : {std::int64_t{0}, std::int64_t{1}}) {
+          const Tensor y = positions.forward(length);
+          seen.push_back(y.requires_grad() ? 1 : 0);
+          seen.push_back(y.autograd() != nullptr && y.autograd()->grad_fn != nullptr ? 1 : 0);
+        }
+        return seen;
+      });
+  if (!KILN_EXPECT_OK(recorded, "empty_positions_not_recorded")) return;
+  KILN_JUDGE {
+    const std::vector<std::int64_t> expected(4, 1);
+    if (*recorded != expected) {
+      const auto yes_no = [&](std::size_t k) { return k < recorded->size() && (*recorded)[k] == 1 ? "yes" : "no"; };
+      KILN_FAIL("empty_positions_not_recorded", {},
+                fmt::format("{}: forward(0) requires grad: {}, has a grad_fn: {}; forward(1): {}, {}", recorded.call(),
+                            yes_no(0), yes_no(1), yes_no(2), yes_no(3)));
+      return;
+    }
+  }
 
   // Longer than the table: an IndexError naming the length and max_length.
   const auto too_long = [](std::int64_t max, std::int64_t asked) {

@@ -32,7 +32,8 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, bool causal) {
 
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal) {
   // Check the shapes before anything is computed, each failure a ShapeError naming both shapes:
-  //   q and k: both 2-D or both 3-D; with 3-D, the same batch size; the same last size d
+  //   q and k: both 2-D or both 3-D; with 3-D, the same batch size (1 against 2 too: the batch
+  //   does not broadcast); the same last size d
   //   k and v: v of the same rank; with 3-D, the same batch size; v.size(-2) == k.size(-2) (T_k)
   // Then return AttentionFunction::apply(q, k, v, causal): the node computes the values and, when
   // an input requires grad, records itself.

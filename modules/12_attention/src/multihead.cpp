@@ -4,7 +4,9 @@
 // Use autograd::reshape, autograd::transpose and autograd::matmul throughout, not the Tensor
 // members: x.reshape(...) computes the same values but records nothing, and the gradient then
 // stops there. A small helper that projects (B, T, D_in) by a (D_in, D_out) weight (reshape to
-// (B·T, D_in), matmul, reshape to (B, T, D_out)) is used four times.
+// (B·T, D_in), matmul, reshape to (B, T, D_out)) is used four times. Hand it x itself, not
+// x.contiguous(): an input may be a view (a transposed tensor), and contiguous() of a view is a
+// plain copy outside the graph; autograd::reshape copies a view where it must, and records it.
 #include <string>
 
 #include "kiln/attention.h"

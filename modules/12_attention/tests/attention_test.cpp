@@ -134,7 +134,8 @@ bool judge_forward(const char* file, int line, const testing::Observed<TensorDat
   // is not (T_q, T_k) (the cases without the mask run these sizes first).
   if (causal && s.t_q != s.t_k &&
       ((!out.ok() && out.error().is("kiln::ShapeError")) || (out.ok() && out->shape != Shape{s.t_q, s.d_v}))) {
-    const testing::Params params{{"t_q", std::to_string(s.t_q)}, {"t_k", std::to_string(s.t_k)}};
+    const testing::Params params{{"queries", testing::counted(static_cast<std::uint64_t>(s.t_q), "query", "queries")},
+                                 {"keys", testing::counted(static_cast<std::uint64_t>(s.t_k), "key")}};
     testing::report_failure(file, line, "mask_shape_wrong", params,
                             out.ok() ? fmt::format("{} has shape {}, expected ({}, {})", out.call(),
                                                    to_string(out->shape), s.t_q, s.d_v)
@@ -195,6 +196,16 @@ bool gradient_close(const TensorData& actual, const Shape& shape, const Values& 
   if (c.close) return true;
   *detail = c.shapes_match ? c.describe() : "got shape " + to_string(actual.shape) + ", expected " + to_string(shape);
   return false;
+}
+
+// Values of a (n0, n1, n2) tensor with dimensions 0 and 1 exchanged: (n1, n0, n2), by a plain loop.
+Values swap_first_two(const Values& x, const Shape& shape) {
+  const std::int64_t n0 = shape[0], n1 = shape[1], n2 = shape[2];
+  Values out(x.size());
+  for (std::int64_t i = 0; i < n0; ++i)
+    for (std::int64_t j = 0; j < n1; ++j)
+      for (std::int64_t e = 0; e < n2; ++e) out[(j * n0 + i) * n2 + e] = x[(i * n1 + j) * n2 + e];
+  return out;
 }
 
 // Trusted multi-head attention, in double:
@@ -479,7 +490,7 @@ TEST(Attention, Causal) {
   const Tensor lone_k = random_tensor({lone_t_k, lone_d}, 1324, -2.0f, 2.0f);
   const Tensor lone_v = random_tensor({lone_t_k, lone_d_v}, 1424);
   const auto lone = observe_attention(lone_q, lone_k, lone_v, true, " (one query)");
-  const testing::Params lone_params{{"t_k", std::to_string(lone_t_k)}};
+  const testing::Params lone_params{{"keys", testing::counted(static_cast<std::uint64_t>(lone_t_k), "key")}};
   if (!KILN_EXPECT_OK(lone, "one_query_unmasked", lone_params)) return;
   KILN_JUDGE {
     const std::vector<float> v_values = data_of(lone_v).values;
@@ -857,6 +868,49 @@ TEST(Attention, MultiHeadGradients) {
       }
     }
   }
+
+  // Inputs that are non-contiguous views: query, key and value are autograd::transpose(t, 0, 1)
+  // of (T, B, D_in) leaves t, with the same values as the first case's. The gradient must flow
+  // back through the view to each t: the first case's gradient with dimensions 0 and 1 exchanged.
+  std::vector<Shape> swapped_shapes;
+  std::vector<Tensor> swapped;
+  for (std::size_t n = 0; n < 3; ++n) {
+    swapped_shapes.push_back({shapes[n][1], shapes[n][0], shapes[n][2]});
+    swapped.push_back(floats(swapped_shapes[n], swap_first_two(doubles(inputs[n]), shapes[n])).tensor());
+  }
+  const auto view_grads = observe(
+      "multi_head_attention(query, key, value, W_q, W_k, W_v, W_o, 3) with query = autograd::transpose(t_q, 0, 1) of "
+      "a (3, 2, 4) leaf t_q, key and value likewise of (4, 2, 4) leaves, then backward(G): the gradients of t_q, t_k "
+      "and t_v",
+      [&] {
+        std::vector<Tensor> leaves, views;
+        for (std::size_t n = 0; n < 3; ++n) {
+          leaves.push_back(fresh(swapped[n]).set_requires_grad(true));
+          views.push_back(autograd::transpose(leaves[n], 0, 1));
+        }
+        std::vector<Tensor> weights;
+        for (std::size_t n = 3; n < inputs.size(); ++n) weights.push_back(fresh(inputs[n]).set_requires_grad(true));
+        Tensor out = multi_head_attention(views[0], views[1], views[2], weights[0], weights[1], weights[2], weights[3], 3);
+        out.backward(g);
+        return std::vector<Tensor>{leaves[0].grad(), leaves[1].grad(), leaves[2].grad()};
+      });
+  if (!KILN_EXPECT_OK(view_grads, "multihead_view_input_cut", {{"input", "query"}})) return;
+  KILN_JUDGE {
+    std::vector<Values> values;
+    for (const Tensor& t : inputs) values.push_back(doubles(t));
+    const auto f = [s](const std::vector<Values>& in) { return trusted_multi_head(in, s); };
+    const char* view_names[] = {"query", "key", "value"};
+    for (std::size_t n = 0; n < 3; ++n) {
+      std::string detail;
+      const Values expected = swap_first_two(testing::double_numeric_gradient(f, values, n, doubles(g)), shapes[n]);
+      if (n >= view_grads->size() || !gradient_close((*view_grads)[n], swapped_shapes[n], expected, &detail)) {
+        KILN_FAIL("multihead_view_input_cut", {{"input", view_names[n]}},
+                  view_grads.call() + ", the gradient of the " + view_names[n] + "'s leaf: " +
+                      (n >= view_grads->size() ? std::string("missing") : detail));
+        return;
+      }
+    }
+  }
 }
 
 TEST(Attention, ShapeErrors) {
@@ -888,6 +942,17 @@ TEST(Attention, ShapeErrors) {
   const Tensor v4 = random_tensor({1, 2, 5, 7}, 1320);
   KILN_EXPECT_THROWS(scaled_dot_product_attention(q4, k4, v4), ShapeError, "shape_not_reported",
                      {"(1, 2, 4, 3)", "(1, 2, 5, 3)"});
+  // A batch of 1 against a larger one, either way round: the batch does not broadcast (B must be
+  // the same for q, k and v), so q (2, 3, 4) against k (1, 3, 4) and v (1, 3, 5), and q (1, 3, 4)
+  // against k and v of batch 2, are ShapeErrors naming q's and k's shapes.
+  const Tensor q234 = random_tensor({2, 3, 4}, 1325), k134 = random_tensor({1, 3, 4}, 1326);
+  const Tensor v135 = random_tensor({1, 3, 5}, 1327);
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q234, k134, v135), ShapeError, "batch_broadcast",
+                     {"(2, 3, 4)", "(1, 3, 4)"});
+  const Tensor q134 = random_tensor({1, 3, 4}, 1328), k234 = random_tensor({2, 3, 4}, 1329);
+  const Tensor v235 = random_tensor({2, 3, 5}, 1330);
+  KILN_EXPECT_THROWS(scaled_dot_product_attention(q134, k234, v235), ShapeError, "batch_broadcast",
+                     {"(1, 3, 4)", "(2, 3, 4)"});
 
   testing::Generator draw(1311);
   const std::int64_t t_q = 2 + draw.below(4), t_k = 6 + draw.below(4), d = 1 + draw.below(4), d_v = 1 + draw.below(5);

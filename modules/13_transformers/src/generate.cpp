@@ -18,7 +18,7 @@ std::int64_t sample_token(const std::vector<float>& logits, double temperature, 
   //   0 .. V-1 does that); the first top_k are the candidates (all V when top_k <= 0 or >= V)
   //   p[id] = e^((logit - largest)/temperature) for a candidate (the difference first: logit /
   //   temperature alone overflows at 1e-308), 0 for any other id; divide by the candidates' sum
-  //   (all in double)
+  //   (all in double, the difference too: logits ±3e38 are 6e38 apart, past FLT_MAX)
   //   u = generator.next(), once; walk id = 0, 1, ..., V-1 adding p[id], and return the first id
   //   at which the sum exceeds u (none: the largest candidate id).
   throw kiln::NotImplemented();

@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -182,6 +183,34 @@ TEST(Transformer, LayerNorm) {
   if (!judge(far_row, Tensor({4}, {1, 2, 0.5f, -1}), Tensor({4}, {0, 0.5f, -1, 2}),
              " (x = [[10000000, 10000001, 10000002, 10000003]]: statistics in double)"))
     return;
+  // A gain and a bias that nearly cancel: the row [0, 1] has x̂ = ±0.99998000060, and with gain 3e4
+  // and bias −29999.4 (−29999.400390625 as a float) y_1 = 3e4·0.99998000060 − 29999.400390625 =
+  // −3.726e-4, rounded once. The x̂ kept for backward is rounded to float (0.99997997); y formed
+  // from it carries that rounding times 3e4: −1.21e-3, or −1.95e-3 with the product rounded to
+  // float as well (half a float step at 3e4 is 9.8e-4).
+  {
+    const Tensor cancel_x({1, 2}, {0, 1}), cancel_gain({2}, {3e4f, 3e4f}), cancel_bias({2}, {-29999.4f, -29999.4f});
+    const auto y = observe("layer_norm(x, gain, bias) with x = [[0, 1]], gain [3e4, 3e4] and bias [-29999.4, -29999.4]",
+                           [&] { return nn::layer_norm(cancel_x, cancel_gain, cancel_bias); });
+    if (!KILN_EXPECT_OK(y, "layer_norm_wrong")) return;
+    KILN_JUDGE {
+      const auto expected_for = [&](NormVariant variant) {
+        return floats({1, 2}, trusted_layer_norm(doubles(cancel_x), 2, doubles(cancel_gain), doubles(cancel_bias), variant));
+      };
+      const TensorData expected = expected_for(NormVariant::right);
+      if (!close(*y, expected, 1e-5)) {
+        // Both values, since the comparison's largest difference is y_0's rounding at 6e4.
+        const std::string detail = fmt::format("{}: got {}, expected {}", y.call(), testing::list(y->values, 2),
+                                               testing::list(expected.values, 2));
+        if (close(*y, expected_for(NormVariant::float_x_hat), 1.1e-3)) {
+          KILN_FAIL("y_from_float_x_hat", {}, detail);
+          return;
+        }
+        testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5);
+        return;
+      }
+    }
+  }
   // Empty tensors have no rows to normalise and give empty results of their own shape: rows of
   // width 0 (gain and bias (0)), and no rows of width 4.
   for (const Shape& shape : std::vector<Shape>{{2, 0}, {0, 4}}) {
@@ -576,9 +605,9 @@ TEST(Transformer, Loss) {
   // Then (2, 3, 5), (3, 1, 4) and sizes of the run, against the trusted mean over B·T positions;
   // and the gradient that reaches the logits, (softmax - one_hot)/(B·T).
   const auto observe_loss = [](const Tensor& logits, const std::vector<std::int64_t>& targets) {
-    return observe(fmt::format("lm_loss(logits, targets) with logits {} and {} targets, then backward(): the loss and "
+    return observe(fmt::format("lm_loss(logits, targets) with logits {} and {}, then backward(): the loss and "
                                "logits.grad()",
-                               shape_text(logits.shape()), targets.size()),
+                               shape_text(logits.shape()), testing::counted(targets.size(), "target")),
                    [&] {
                      Tensor leaf = fresh(logits);
                      leaf.set_requires_grad(true);
@@ -751,7 +780,9 @@ TEST(Transformer, Sampling) {
   // is the only form that does not overflow; and a temperature of 1e-50, above 0 but 0 as a float,
   // which in double puts all the probability on the largest logit; and 1e-308, at which even
   // z/T of logits [0, 2] overflows double, so that only (z - z_max)/T, the difference first,
-  // gives the largest logit e^0 = 1 (z/T - z_max/T is ∞ - ∞ = NaN there).
+  // gives the largest logit e^0 = 1 (z/T - z_max/T is ∞ - ∞ = NaN there); last, logits 3e38 and
+  // −3e38 at temperature 1e39, p = [1/(1 + e^−0.6), e^−0.6/(1 + e^−0.6)] = [0.6457, 0.3543], whose
+  // difference −6e38 is finite in double but −∞ in float, where the smaller one would never be drawn.
   struct Case {
     std::vector<float> logits;
     double temperature;
@@ -773,7 +804,8 @@ TEST(Transformer, Sampling) {
                                          {tied, 1.0, 5},
                                          {{0.5f, 800.0f, -5.0f}, 1.0, 0},
                                          {seven, 1e-50, 0},
-                                         {{0.0f, 2.0f}, 1e-308, 0}}) {
+                                         {{0.0f, 2.0f}, 1e-308, 0},
+                                         {{3e38f, -3e38f}, 1e39, 0}}) {
     const std::uint64_t seed = drawn_seed(draw);
     constexpr std::size_t kDraws = 300;
     const auto out = observe(fmt::format("{} draws of sample_token(logits, {}, {}, generator) with {} logits", kDraws,
@@ -811,7 +843,11 @@ TEST(Transformer, Sampling) {
                                 testing::list(std::vector<float>(p.begin(), p.end()), 40)));
           return;
         }
-        KILN_FAIL("top_k_leaks", {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)}},
+        // The candidates the header counts: top_k, or all V where top_k <= 0 or top_k >= V.
+        const std::int64_t candidates = c.top_k <= 0 || c.top_k >= vocab ? vocab : c.top_k;
+        KILN_FAIL("top_k_leaks",
+                  {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)},
+                   {"largest_logits", testing::counted(static_cast<std::uint64_t>(candidates), "largest logit")}},
                   fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
                               testing::list(std::vector<float>(p.begin(), p.end()), 40)));
         return;
@@ -825,6 +861,19 @@ TEST(Transformer, Sampling) {
       if (c.top_k < 0) {
         // The same logits and temperature with top_k = 0 came out right above.
         KILN_FAIL("negative_top_k_wrong", {{"k", std::to_string(c.top_k)}}, detail);
+        return;
+      }
+      // Logits further apart than FLT_MAX: z_i − z_max taken in float is −∞ for the smaller one,
+      // which is then never drawn (its p is 0.35 in double).
+      const auto [lowest, highest] = std::minmax_element(c.logits.begin(), c.logits.end());
+      const double spread = static_cast<double>(*highest) - static_cast<double>(*lowest);
+      const auto lowest_id = lowest - c.logits.begin();
+      if (spread > std::numeric_limits<float>::max() && std::ranges::find(*out, lowest_id) == out->end()) {
+        KILN_FAIL("logit_difference_in_float",
+                  {{"spread", fmt::format("{:g}", spread)}, {"temperature", fmt::format("{:g}", c.temperature)},
+                   {"token", std::to_string(lowest_id)}},
+                  fmt::format("{}: the logits are {}, p = {}", detail, testing::list(c.logits, 40),
+                              testing::list(std::vector<float>(p.begin(), p.end()), 40)));
         return;
       }
       const bool temperature_flipped = *out == trusted_samples(c.logits, 1.0 / c.temperature, c.top_k, seed, kDraws);
@@ -843,8 +892,8 @@ TEST(Transformer, Sampling) {
   for (const auto& [logits, top_k] : std::vector<std::pair<std::vector<float>, std::int64_t>>{
            {{0.5f, 2, -1, 1.5f}, 1}, {{0.25f}, 0}}) {
     const std::uint64_t seed = drawn_seed(draw);
-    const auto out = observe(fmt::format("sample_token(logits, 1, {}, generator) with {} logits, then generator.next()",
-                                         top_k, logits.size()),
+    const auto out = observe(fmt::format("sample_token(logits, 1, {}, generator) with {}, then generator.next()",
+                                         top_k, testing::counted(logits.size(), "logit")),
                              [&] {
                                WichmannHill generator(seed);
                                const std::int64_t token = nn::sample_token(logits, 1.0, top_k, generator);
@@ -857,7 +906,7 @@ TEST(Transformer, Sampling) {
       trusted.next();
       const double second_draw = trusted.next();
       if (out->first == expected && out->second != second_draw) {
-        KILN_FAIL("sure_draw_skipped", {{"top_k", std::to_string(top_k)}, {"count", std::to_string(logits.size())}},
+        KILN_FAIL("sure_draw_skipped", {{"top_k", std::to_string(top_k)}, {"logits", testing::counted(logits.size(), "logit")}},
                   fmt::format("{}: token {}, then {}, which is the generator's {} value, not its second ({})", out.call(),
                               out->first, out->second, out->second == TrustedWichmannHill(seed).next() ? "first" : "some other",
                               second_draw));
@@ -949,8 +998,9 @@ TEST(Transformer, Generate) {
                                          {long_prompt, 3, 1.0, 0, drawn_seed(draw)},
                                          {{4}, 0, 0.0, 0, seed}}) {
     const auto out = observe(fmt::format("generate(model, prompt, {}, {}, {}, WichmannHill({})) with {} and a prompt of "
-                                         "{} tokens",
-                                         c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s), c.prompt.size()),
+                                         "{}",
+                                         c.n_new, c.temperature, c.top_k, c.seed, sizes_text(s),
+                                         testing::counted(c.prompt.size(), "token")),
                              [&] {
                                nn::GPT model = gpt_with(s, p);
                                WichmannHill generator(c.seed);
@@ -970,8 +1020,8 @@ TEST(Transformer, Generate) {
       if (sequence.size() != c.prompt.size() + static_cast<std::size_t>(c.n_new) ||
           !std::equal(c.prompt.begin(), c.prompt.end(), sequence.begin())) {
         KILN_FAIL("generate_wrong", {{"step", "0"}},
-                  fmt::format("{} returned {} tokens; expected the {} of the prompt followed by {} new ones", out.call(),
-                              sequence.size(), c.prompt.size(), c.n_new));
+                  fmt::format("{} returned {}; expected the {} of the prompt followed by {} new ones", out.call(),
+                              testing::counted(sequence.size(), "token"), c.prompt.size(), c.n_new));
         return;
       }
       if (c.temperature != 0 && c.seed == seed) {
@@ -1049,10 +1099,11 @@ TEST(Transformer, Generate) {
           }
           if (from_last) {
             KILN_FAIL("context_cropped_short",
-                      {{"kept", std::to_string(kept)}, {"max_length", std::to_string(max_length)}},
-                      fmt::format("{}: new token {} is {}, which follows from the last {} tokens {}; expected {}, from "
+                      {{"kept", testing::counted(kept, "token")}, {"max_length", std::to_string(max_length)}},
+                      fmt::format("{}: new token {} is {}, which follows from the last {} {}; expected {}, from "
                                   "the last {}, {}",
-                                  out.call(), step, sequence[end], kept, text(end - kept, end), expected, end - begin,
+                                  out.call(), step, sequence[end], testing::counted(kept, "token"), text(end - kept, end),
+                                  expected, end - begin,
                                   text(begin, end)));
             return;
           }

@@ -39,8 +39,9 @@ inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 // ---------------------------------------------------------------------------------------------
 // LayerNorm
 
-// How a LayerNorm may be computed: right, or one of the usual mistakes.
-enum class NormVariant { right, unbiased, eps_outside };
+// How a LayerNorm may be computed: right, or one of the usual mistakes (float_x_hat: y formed
+// from x̂ rounded to float, as the x̂ kept for backward is, instead of from the double x̂).
+enum class NormVariant { right, unbiased, eps_outside, float_x_hat };
 
 // rows of x (rows, width), each normalised: (x - μ)/√(σ² + eps)·gain + bias.
 inline Values trusted_layer_norm(const Values& x, std::int64_t width, const Values& gain, const Values& bias,
@@ -56,7 +57,9 @@ inline Values trusted_layer_norm(const Values& x, std::int64_t width, const Valu
     const double denominator =
         variant == NormVariant::eps_outside ? std::sqrt(variance) + eps : std::sqrt(variance + eps);
     for (std::int64_t j = 0; j < width; ++j) {
-      y[at(r * width + j)] = (x[at(r * width + j)] - mean) / denominator * gain[at(j)] + bias[at(j)];
+      double x_hat = (x[at(r * width + j)] - mean) / denominator;
+      if (variant == NormVariant::float_x_hat) x_hat = static_cast<float>(x_hat);
+      y[at(r * width + j)] = x_hat * gain[at(j)] + bias[at(j)];
     }
   }
   return y;

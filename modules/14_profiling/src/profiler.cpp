@@ -19,7 +19,8 @@ Cost layer_cost(const nn::Module& layer, const Shape& input_shape) {
 
 std::vector<LayerRecord> profile_forward(nn::Sequential& model, const Tensor& x, const ProfileOptions& options,
                                          const Clock& clock) {
-  // std::invalid_argument when options.warmup < 0 or options.repetitions < 1, before anything runs.
+  // std::invalid_argument when options.warmup < 0 or options.repetitions < 1, before anything runs
+  // (an empty Sequential too: the check comes before its empty result).
   // One record per child of model.children() (pairs of name and module), with its name and
   // layer_kind. Then:
   //   warmup passes: h = x, then h = (*layer)(h) for each child in order; no clock, no records.

@@ -226,8 +226,9 @@ TEST(Profiling, ProfileOrder) {
   const Tensor x = random_tensor({3, 5}, 1412);
   for (const auto& plan : plans) {
     const std::vector<double> times = scripted_times(4 * static_cast<std::size_t>((plan.warmup + plan.repetitions) * plan.layers) + 8, 1413);
-    const auto log = observe(fmt::format("profile_forward(Sequential of {} probes, x, {{.warmup = {}, .repetitions = {}}}, scripted_clock)",
-                                         plan.layers, plan.warmup, plan.repetitions),
+    const auto log = observe(fmt::format("profile_forward(Sequential of {}, x, {{.warmup = {}, .repetitions = {}}}, scripted_clock)",
+                                         testing::counted(static_cast<std::uint64_t>(plan.layers), "probe"), plan.warmup,
+                                         plan.repetitions),
                              [&] {
                                std::string events;
                                std::vector<std::shared_ptr<nn::Module>> probes;
@@ -238,7 +239,8 @@ TEST(Profiling, ProfileOrder) {
                                                scripted_clock(times, next, events));
                                return events;
                              });
-    const testing::Params params = {{"layers", std::to_string(plan.layers)}, {"warmup", std::to_string(plan.warmup)},
+    const testing::Params params = {{"layers", testing::counted(static_cast<std::uint64_t>(plan.layers), "layer")},
+                                    {"warmup", std::to_string(plan.warmup)},
                                     {"repetitions", std::to_string(plan.repetitions)}};
     if (!KILN_EXPECT_OK(log, "profile_order_wrong", params)) return;
     KILN_JUDGE {
@@ -262,7 +264,24 @@ TEST(Profiling, ProfileOrder) {
   };
   for (const auto& [w, reps] : {std::pair{1, 0}, std::pair{-1, 3}, std::pair{0, -2}}) {
     const auto refusal = refused(w, reps);
-    KILN_JUDGE { testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refusal, "profile_options_unchecked"); }
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refusal, "profile_options_unchecked");
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  // An empty Sequential gives no records, but only for options that make sense: the refusal comes
+  // first, so repetitions 0 or warmup -1 are refused there too.
+  for (const auto& [w, reps] : {std::pair{0, 0}, std::pair{-1, 1}}) {
+    const auto refusal =
+        observe(fmt::format("profile_forward(an empty Sequential, x, {{.warmup = {}, .repetitions = {}}})", w, reps), [&] {
+          nn::Sequential model(std::vector<std::shared_ptr<nn::Module>>{});
+          (void)profile_forward(model, x, ProfileOptions{w, reps});
+        });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, refusal, "empty_model_options_unchecked",
+                                                    {}, {{"warmup", std::to_string(w)}, {"repetitions", std::to_string(reps)}});
+      if (::testing::Test::HasFailure()) return;
+    }
   }
   // ... before any layer runs: warmup 2 with repetitions 0 calls nothing.
   const auto calls_before = observe("profile_forward(Sequential of 1 probe, x, {.warmup = 2, .repetitions = 0}, scripted_clock)", [&] {
@@ -305,7 +324,7 @@ TEST(Profiling, ProfileRecords) {
     if (!KILN_EXPECT_OK(got, "record_layout_wrong", params)) return;
     KILN_JUDGE {
       if (got->size() != layers) {
-        KILN_FAIL("record_layout_wrong", params, fmt::format("got {} records, expected {}", got->size(), layers));
+        KILN_FAIL("record_layout_wrong", params, fmt::format("got {}, expected {}", testing::counted(got->size(), "record"), layers));
         return;
       }
       Shape input = spec.input;
@@ -315,9 +334,9 @@ TEST(Profiling, ProfileRecords) {
         const auto layout = std::make_tuple(std::to_string(i), want.kind, input, want.output, std::int64_t{options.repetitions});
         if (std::tie(name, kind, in, out, calls) != layout) {
           KILN_FAIL("record_layout_wrong", params,
-                    fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {} calls; expected name \"{}\", "
+                    fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {}; expected name \"{}\", "
                                 "kind \"{}\", shapes {} -> {}, {} calls",
-                                i, name, kind, shape_text(in), shape_text(out), calls, i, want.kind, shape_text(input),
+                                i, name, kind, shape_text(in), shape_text(out), counted_signed(calls, "call"), i, want.kind, shape_text(input),
                                 shape_text(want.output), options.repetitions));
           return;
         }

@@ -12,6 +12,7 @@ std::vector<std::int32_t> int8_accumulate(const QuantizedTensor& x, const Quanti
   // w.cols}), when x.cols != w.cols. Then acc (M, N), row-major:
   //   acc[m·N + n] = Σ_k x.codes[m·K + k] · w.codes[n·K + k]
   // Widen each code to std::int32_t BEFORE multiplying, and keep the sum in std::int32_t.
+  // Always M·N sums: K = 0 gives M·N zeros (empty sums), M = 0 or N = 0 none.
   throw kiln::NotImplemented();
 }
 

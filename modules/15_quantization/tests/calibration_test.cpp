@@ -42,7 +42,8 @@ bool expect_readings(const char* file, int line, const testing::Observed<Reading
   if (!testing::expect_ok(file, line, got, "observer_max_wrong", {{"batch", "after the batches it was fed"}})) return false;
   if (got->size() != batches.size() + 1) {
     testing::report_failure(file, line, "observer_max_wrong", {{"batch", "after the batches it was fed"}},
-                            fmt::format("{} gave {} readings, expected {}", got.call(), got->size(), batches.size() + 1));
+                            fmt::format("{} gave {}, expected {}", got.call(), testing::counted(got->size(), "reading"),
+                                        batches.size() + 1));
     return false;
   }
   float largest = 0.0f;
@@ -229,8 +230,8 @@ TEST(Quantization, QuantizeActivations) {
       const auto& [codes, scale, got_rows, got_cols] = *got;
       if (got_rows != rows || got_cols != cols || scale != c.scale || static_cast<std::int64_t>(codes.size()) != rows * cols) {
         KILN_FAIL("activation_codes_wrong", params,
-                  fmt::format("{} gave rows {}, cols {}, scale {} and {} codes", c.what, got_rows, got_cols, scale,
-                              codes.size()));
+                  fmt::format("{} gave rows {}, cols {}, scale {} and {}", c.what, got_rows, got_cols, scale,
+                              testing::counted(codes.size(), "code")));
         return;
       }
       for (std::int64_t i = 0; i < rows * cols; ++i) {

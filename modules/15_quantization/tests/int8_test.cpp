@@ -70,7 +70,8 @@ bool expect_sums(const char* file, int line, const testing::Observed<std::vector
   const std::vector<std::int64_t> expected = trusted_accumulate(p.x, p.w);
   if (got->size() != expected.size()) {
     testing::report_failure(file, line, failure_id, params,
-                            fmt::format("{} gave {} sums, expected M·N = {}", got.call(), got->size(), expected.size()));
+                            fmt::format("{} gave {}, expected M·N = {}", got.call(), testing::counted(got->size(), "sum"),
+                                        expected.size()));
     return false;
   }
   for (std::size_t i = 0; i < expected.size(); ++i) {
@@ -117,6 +118,19 @@ TEST(Quantization, Int8Accumulate) {
     if (!got.ok()) return;
   }
 
+  // Empty operands: no rows of x (M = 0) or of w (N = 0) give M·N = 0 sums, but an inner size K = 0
+  // with M and N of 2 and 3 gives M·N = 6 sums, each the empty sum Σ_k = 0.
+  for (const auto& [m, k, n] : std::vector<std::tuple<std::int64_t, std::int64_t, std::int64_t>>{{0, 3, 2}, {2, 3, 0}, {2, 0, 3}}) {
+    Product p{"", tensor_of(m, k, random_codes(m * k, 1572), 0.5f),
+              weight_of(n, k, random_codes(n * k, 1573), std::vector<float>(at(n), 0.25f))};
+    p.what = fmt::format("empty codes, {}", shapes_of(p));
+    const auto got = observe("int8_accumulate of " + p.what, [&] { return quant::int8_accumulate(p.x, p.w); });
+    KILN_JUDGE {
+      if (!expect_sums(__FILE__, __LINE__, got, p, k == 0 ? "empty_inner_not_zeros" : "accumulate_wrong")) return;
+    }
+    if (!got.ok()) return;
+  }
+
   // Inner sizes that differ: x (2, 3) and w (4, 5).
   const quant::QuantizedTensor x = tensor_of(2, 3, random_codes(6, 1570), 0.5f);
   const quant::QuantizedWeight w = weight_of(4, 5, random_codes(20, 1571), {1, 1, 1, 1});
@@ -135,6 +149,12 @@ TEST(Quantization, Int8Matmul) {
   if (!KILN_EXPECT_CLOSE(observe("int8_matmul of the hand-worked x (2, 3) and w (4, 3)",
                                  [&] { return quant::int8_matmul(hand.x, hand.w); }),
                          data_of({2, 4}, {6.25f, 24, 0, 8.125f, -5.25f, -167, 0, 71.0625f}), 1e-6, "rescale_wrong"))
+    return;
+
+  // An inner size K = 0: x (2, 0) and w (3, 0) give y (2, 3) of zeros, the empty sums rescaled.
+  const Product no_inner{"", tensor_of(2, 0, {}, 0.5f), weight_of(3, 0, {}, {0.25f, 2.0f, 1.0f})};
+  if (!KILN_EXPECT_CLOSE(observe("int8_matmul of x (2, 0) and w (3, 0)", [&] { return quant::int8_matmul(no_inner.x, no_inner.w); }),
+                         data_of({2, 3}, std::vector<float>(6, 0.0f)), 0.0, "rescale_wrong"))
     return;
 
   // Codes and scales of the run: y = sx·sw[n]·acc, computed here in double.

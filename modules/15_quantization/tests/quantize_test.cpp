@@ -34,8 +34,9 @@ bool expect_quantized(const char* file, int line, const testing::Observed<Observ
   if (rows != weight.shape[0] || cols != weight.shape[1] || static_cast<std::int64_t>(scales.size()) != rows ||
       static_cast<std::int64_t>(codes.size()) != rows * cols) {
     testing::report_failure(file, line, "scales_wrong", {{"shape", shape}, {"row", "any (the result has the wrong size)"}},
-                            fmt::format("{} gave rows {}, cols {}, {} scales and {} codes, expected {} rows of {}",
-                                        got.call(), rows, cols, scales.size(), codes.size(), weight.shape[0],
+                            fmt::format("{} gave rows {}, cols {}, {} and {}, expected {} of {}", got.call(), rows, cols,
+                                        testing::counted(scales.size(), "scale"), testing::counted(codes.size(), "code"),
+                                        testing::counted(static_cast<std::uint64_t>(weight.shape[0]), "row"),
                                         weight.shape[1]));
     return false;
   }

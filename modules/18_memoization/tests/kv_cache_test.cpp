@@ -98,7 +98,8 @@ bool expect_step_per_token(const char* file, int line, const std::string& call, 
                            std::size_t tokens) {
   if (steps == tokens) return true;
   testing::report_failure(file, line, "step_logits_wrong", {{"position", std::to_string(steps)}, {"difference", "?"}},
-                          fmt::format("{} gave {} results for {} tokens", call, steps, tokens));
+                          fmt::format("{} gave {} for {}", call, testing::counted(steps, "result"),
+                                      testing::counted(tokens, "token")));
   return false;
 }
 
@@ -441,9 +442,9 @@ TEST(Memoization, GenerateCached) {
                   {{"prompt", tokens_text(c.prompt.size())},
                    {"n_new", "0"},
                    {"seen", "it returned the prompt without running a single step"}},
-                  fmt::format("{}: one forward_step calls the head {} times, generate_cached never called it, and "
+                  fmt::format("{}: one forward_step calls the head {}, generate_cached never called it, and "
                               "model.training() is {}",
-                              runs.call(), per_step, training));
+                              runs.call(), testing::counted(static_cast<std::uint64_t>(per_step), "time"), training));
         return;
       }
       if (training) {
@@ -454,9 +455,10 @@ TEST(Memoization, GenerateCached) {
       if (training_runs > 0) {
         KILN_FAIL("prompt_run_in_training_mode",
                   {{"prompt", tokens_text(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
-                  fmt::format("{}: the head ran {} of its {} calls with model.training() true (one forward_step "
-                              "calls it {} times)",
-                              runs.call(), training_runs, generate_runs, per_step));
+                  fmt::format("{}: the head ran {} of its {} with model.training() true (one forward_step "
+                              "calls it {})",
+                              runs.call(), training_runs, testing::counted(static_cast<std::uint64_t>(generate_runs), "call"),
+                              testing::counted(static_cast<std::uint64_t>(per_step), "time")));
         return;
       }
       // A step that never calls the head cannot be counted this way.
@@ -467,10 +469,13 @@ TEST(Memoization, GenerateCached) {
         KILN_FAIL("steps_miscounted",
                   {{"prompt", tokens_text(c.prompt.size())},
                    {"n_new", std::to_string(c.n_new)},
-                   {"runs", fmt::format("{:.3g}", static_cast<double>(generate_runs) / static_cast<double>(per_step))},
+                   {"runs", generate_runs % per_step == 0
+                                ? testing::counted(static_cast<std::uint64_t>(generate_runs / per_step), "step")
+                                : fmt::format("{:.3g} steps", static_cast<double>(generate_runs) / static_cast<double>(per_step))},
                    {"steps", std::to_string(steps)}},
-                  fmt::format("{}: one forward_step calls the head {} times, generate_cached called it {} times",
-                              runs.call(), per_step, generate_runs));
+                  fmt::format("{}: one forward_step calls the head {}, generate_cached called it {}", runs.call(),
+                              testing::counted(static_cast<std::uint64_t>(per_step), "time"),
+                              testing::counted(static_cast<std::uint64_t>(generate_runs), "time")));
         return;
       }
     }
@@ -611,7 +616,8 @@ TEST(Memoization, CacheMemory) {
       const Shape expected_shape{s.heads, s.max_length, s.width / s.heads};
       const std::int64_t expected_bytes = 2 * s.layers * s.max_length * s.width * 4;
       const testing::Params params{{"config", sizes_text(s)},
-                                   {"layers", std::to_string(s.layers)},
+                                   {"keys", testing::counted(static_cast<std::uint64_t>(s.layers), "keys tensor")},
+                                   {"values", testing::counted(static_cast<std::uint64_t>(s.layers), "values tensor")},
                                    {"shape", to_string(expected_shape)},
                                    {"bytes", std::to_string(expected_bytes)}};
       if (!KILN_EXPECT_OK(layout, "cache_layout_wrong", params)) return;
@@ -625,8 +631,9 @@ TEST(Memoization, CacheMemory) {
         std::string seen;
         for (const Shape& shape : shapes) seen += (seen.empty() ? "" : ", ") + to_string(shape);
         KILN_FAIL("cache_layout_wrong", params,
-                  fmt::format("{} holds {} keys tensors and {} in all: [{}] ({} bytes), length {}{}", layout.call(),
-                              key_count, shapes.size(), seen, held, length, zeros ? "" : ", not all zeros"));
+                  fmt::format("{} holds {} and {} in all: [{}] ({} bytes), length {}{}", layout.call(),
+                              testing::counted(static_cast<std::uint64_t>(key_count), "keys tensor"), shapes.size(), seen,
+                              held, length, zeros ? "" : ", not all zeros"));
         return;
       }
       // Element n of tensor i was given its own number, before the elements after it: one
@@ -701,7 +708,7 @@ TEST(Memoization, CacheMemory) {
                                    }
                                    return std::pair(out, error);
                                  });
-    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"step", "1"}, {"length", "unknown (the step threw)"}})) return;
+    if (!KILN_EXPECT_OK(lengths, "length_not_counted", {{"calls", testing::counted(1, "forward_step call")}, {"length", "unknown (the step threw)"}})) return;
     KILN_JUDGE {
       const auto& [got_lengths, error] = *lengths;
       const std::string seen = lengths.call() + " gave " +
@@ -712,7 +719,7 @@ TEST(Memoization, CacheMemory) {
         const bool reached = n < got_lengths.size();
         if (reached && got_lengths[n] == static_cast<std::int64_t>(n) + 1) continue;
         KILN_FAIL("length_not_counted",
-                  {{"step", std::to_string(n + 1)},
+                  {{"calls", testing::counted(n + 1, "forward_step call")},
                    {"length", reached ? std::to_string(got_lengths[n]) : "unknown (the step threw)"}},
                   seen);
         return;

@@ -80,19 +80,27 @@ testing::Params plan_params(const Plan& plan) {
   return {{"warmup", std::to_string(plan.warmup)}, {"repetitions", std::to_string(plan.repetitions)}};
 }
 
+// The plan's options as numbers, and its calls counted with their nouns ("1 time", "7 calls").
+testing::Params order_params(const Plan& plan) {
+  testing::Params params = plan_params(plan);
+  params.emplace_back("warmup_times", testing::counted(static_cast<std::uint64_t>(plan.warmup), "time"));
+  params.emplace_back("timed_calls", testing::counted(static_cast<std::uint64_t>(plan.repetitions), "call"));
+  return params;
+}
+
 }  // namespace
 
 TEST(Benchmarking, MeasureOrder) {
   for (const Plan& plan : plans(1901)) {
     const Samples times = scripted_times(4 * static_cast<std::size_t>(plan.warmup + plan.repetitions) + 8, 1902);
     const auto got = observe_scripted(plan, times);
-    if (!KILN_EXPECT_OK(got, "measure_order_wrong", plan_params(plan))) return;
+    if (!KILN_EXPECT_OK(got, "measure_order_wrong", order_params(plan))) return;
     KILN_JUDGE {
       std::string expected(static_cast<std::size_t>(plan.warmup), 'W');
       for (int r = 0; r < plan.repetitions; ++r) expected += "CWC";
       const std::string& log = std::get<1>(*got);
       if (log != expected) {
-        KILN_FAIL("measure_order_wrong", plan_params(plan),
+        KILN_FAIL("measure_order_wrong", order_params(plan),
                   "clock readings (C) and workload calls (W), in order:\n  got      " + log + "\n  expected " + expected);
         return;
       }
@@ -144,7 +152,7 @@ TEST(Benchmarking, MeasureSamples) {
       const Samples& samples = std::get<0>(*got);
       if (samples.size() != expected.size()) {
         KILN_FAIL("samples_wrong", plan_params(plan),
-                  fmt::format("got {} samples, expected {}", samples.size(), expected.size()));
+                  fmt::format("got {}, expected {}", testing::counted(samples.size(), "sample"), expected.size()));
         return;
       }
       for (std::size_t r = 0; r < expected.size(); ++r) {
@@ -246,7 +254,7 @@ TEST(Benchmarking, RealClock) {
   if (!KILN_EXPECT_OK(got, "real_clock_wrong", {})) return;
   KILN_JUDGE {
     if (got->size() != 3) {
-      KILN_FAIL("real_clock_wrong", {}, fmt::format("got {} samples, expected 3", got->size()));
+      KILN_FAIL("real_clock_wrong", {}, fmt::format("got {}, expected 3", testing::counted(got->size(), "sample")));
       return;
     }
     const double at_least = ms / 1000.0 - 1e-4;

@@ -68,6 +68,25 @@ TEST(Benchmarking, Median) {
     }
     if (!got.ok()) return;
   }
+  // Bit for bit in the stated form (x[i] + x[i + 1])/2, decimal timings whose midpoint written
+  // x[i] + (x[i + 1] - x[i])/2 (the quartiles' form) rounds the other way: [0.9, 0.1, 0.7, 0.05]
+  // gives (0.1 + 0.7)/2 = 0.39999999999999997 (0.4 that way), and [1.2, 0.1, 0.05, 1.5]
+  // (0.1 + 1.2)/2 = 0.65 (0.6499999999999999 that way).
+  for (const auto& [c, want] : {std::pair{hand({0.9, 0.1, 0.7, 0.05}), 0.39999999999999997},
+                                std::pair{hand({1.2, 0.1, 0.05, 1.5}), 0.65}}) {
+    const auto got = observe("median(" + c.what + ")", [&] { return median(c.x); });
+    KILN_JUDGE {
+      if (!expect_number(__FILE__, __LINE__, got, want, c, "median_wrong")) return;
+      if (*got != want) {
+        // Every digit (the shortest form that reads back as the same double): they differ in the last.
+        const std::string g = fmt::format("{}", *got), w = fmt::format("{}", want);
+        KILN_FAIL("median_not_stated_form", {{"case", c.what}, {"got", g}, {"expected", w}},
+                  fmt::format("{}: got {}, expected {}", got.call(), g, w));
+        return;
+      }
+    }
+    if (!got.ok()) return;
+  }
 }
 
 TEST(Benchmarking, MeanStddev) {

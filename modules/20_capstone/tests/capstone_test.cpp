@@ -42,7 +42,9 @@ Verdict judge_rules(const std::vector<std::uint8_t>& bytes, const capstone_testi
   }
   if (v.model->input_width != capstone::kImageWidth || v.model->output_width != capstone::kClasses) {
     v.failure = "model_shape";
-    v.params = {{"inputs", std::to_string(v.model->input_width)}, {"outputs", std::to_string(v.model->output_width)}};
+    // Each count with its noun, so that a model of 1 output reads "1 logit".
+    v.params = {{"inputs", capstone_testing::counted(static_cast<std::uint64_t>(v.model->input_width), "pixel")},
+                {"outputs", capstone_testing::counted(static_cast<std::uint64_t>(v.model->output_width), "logit")}};
     return v;
   }
   if (static_cast<std::int64_t>(bytes.size()) > capstone::kMostBytes) {
@@ -121,7 +123,7 @@ std::string judge_predict(const std::vector<Tensor>& inputs, const TensorData& y
   const Verdict v = judge_rules(*bytes, *set);
   if (v.failure == "model_unreadable") return "the model is not a well-formed KCAP file: " + v.params[0].second;
   if (v.failure == "model_shape")
-    return fmt::format("the model takes {} pixels and gives {} logits, not 784 and 10", v.params[0].second,
+    return fmt::format("the model takes {} and gives {}, not 784 pixels and 10 logits", v.params[0].second,
                        v.params[1].second);
   if (v.failure == "model_too_large") return "the model is " + v.params[0].second + " bytes, more than the rules allow";
   if (v.failure == "model_logits_range") return "the model's logits reach " + v.params[0].second + ", beyond the rules' ±10,000";
@@ -129,7 +131,7 @@ std::string judge_predict(const std::vector<Tensor>& inputs, const TensorData& y
   const TensorData x = data_of(inputs.front());
   const std::int64_t count = x.shape[0];
   const std::vector<double> want = capstone_testing::logits(*v.model, std::vector<double>(x.values.begin(), x.values.end()), count);
-  return capstone_testing::compare_logits(want, y, count, capstone::kClasses, fmt::format("for {} images", count));
+  return capstone_testing::compare_logits(want, y, count, capstone::kClasses, "for " + capstone_testing::counted(static_cast<std::uint64_t>(count), "image"));
 }
 
 TEST(CapstoneSpeed, Predict) {

@@ -33,6 +33,9 @@ struct TLayer {
   std::vector<std::uint32_t> column;
 };
 
+// "1 layer", "3 layers", "1 entry", "2 entries".
+using testing::counted;
+
 // ---- Writing -------------------------------------------------------------------------------------
 
 inline void put_u(std::vector<std::uint8_t>& out, std::uint64_t value, int bytes) {
@@ -90,7 +93,7 @@ inline std::optional<TModel> read(const std::vector<std::uint8_t>& bytes, std::s
   auto u = [&](int width) -> std::uint64_t {
     if (!ok) return 0;
     if (bytes.size() - at < static_cast<std::size_t>(width)) {
-      fail(fmt::format("the file ends after {} bytes", bytes.size()));
+      fail("the file ends after " + counted(bytes.size(), "byte"));
       return 0;
     }
     std::uint64_t v = 0;
@@ -105,14 +108,14 @@ inline std::optional<TModel> read(const std::vector<std::uint8_t>& bytes, std::s
     return v;
   };
   auto room = [&](std::uint64_t count, std::uint64_t size) {
-    if (ok && count > (bytes.size() - at) / size) fail(fmt::format("the file ends after {} bytes", bytes.size()));
+    if (ok && count > (bytes.size() - at) / size) fail("the file ends after " + counted(bytes.size(), "byte"));
     return ok;
   };
   if (bytes.size() < 4 || std::memcmp(bytes.data(), "KCAP", 4) != 0) fail("not KCAP");
   at = 4;
   if (u(4) != 1 && ok) fail("not version 1");
   const std::uint64_t count = u(4);
-  if (ok && (count < 1 || count > 64)) fail(fmt::format("{} layers", count));
+  if (ok && (count < 1 || count > 64)) fail(counted(count, "layer"));
   TModel m;
   std::uint64_t width = 0;
   for (std::uint64_t l = 0; ok && l < count; ++l) {
@@ -147,7 +150,7 @@ inline std::optional<TModel> read(const std::vector<std::uint8_t>& bytes, std::s
     }
     if (ok && layer.kind == 3) {
       const std::uint64_t nnz = u(4);
-      if (ok && nnz > in * out) fail(fmt::format("layer {} stores {} entries", l, nnz));
+      if (ok && nnz > in * out) fail(fmt::format("layer {} stores {}", l, counted(nnz, "entry", "entries")));
       scales();
       if (room(out + 1, 4))
         for (std::uint64_t j = 0; j <= out; ++j) layer.row_start.push_back(static_cast<std::uint32_t>(u(4)));
@@ -173,7 +176,7 @@ inline std::optional<TModel> read(const std::vector<std::uint8_t>& bytes, std::s
     m.layers.push_back(layer);
   }
   if (ok && width == 0) fail("every layer is relu");
-  if (ok && at != bytes.size()) fail(fmt::format("{} bytes after the last layer", bytes.size() - at));
+  if (ok && at != bytes.size()) fail(counted(bytes.size() - at, "byte") + " after the last layer");
   if (!ok) return std::nullopt;
   return m;
 }

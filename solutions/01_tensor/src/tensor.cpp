@@ -108,7 +108,15 @@ Tensor Tensor::reshape(Shape shape) const {
       known *= shape[d];
     }
   }
-  if (inferred < shape.size() && known != 0) shape[inferred] = numel() / known;
+  if (inferred < shape.size()) {
+    // The -1 is the size that times the others gives numel(). When the others multiply to 0 there
+    // is no such size to find: any size fits an empty tensor and none fits one with elements.
+    if (known == 0) {
+      throw ShapeError("cannot reshape " + to_string(shape_) + " to " + to_string(shape) +
+                       ": the -1 cannot be inferred when the other sizes multiply to 0");
+    }
+    shape[inferred] = numel() / known;
+  }
   if (kiln::numel(shape) != numel()) {
     throw ShapeError("cannot reshape " + to_string(shape_) + " (" + std::to_string(numel()) +
                      " elements) to " + to_string(shape));

@@ -49,9 +49,14 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& target
 Tensor nll_loss_one_hot(const Tensor& log_probs, const std::vector<std::int64_t>& targets) {
   check_targets("nll_loss_one_hot", log_probs, targets);
   const std::int64_t rows = log_probs.shape()[0], classes = log_probs.shape()[1];
-  // Y ⊙ log_probs is zero except at the N targets; summing its N·C products finds them.
+  // Y ⊙ log_probs is zero except at the N targets; summing its N·C products finds them. The
+  // products are exact (1·v is v, 0·v is 0 for every finite v); they are added in double and the
+  // mean taken there, as nll_loss does, so that N values whose total leaves float's range (-3e38
+  // twice) still give their mean: picked.sum() would round the total to float first.
   const Tensor picked = one_hot_rows(targets, classes) * log_probs;
-  return Tensor::scalar(-picked.sum().item() / static_cast<float>(rows));
+  double sum = 0.0;
+  for (const float product : picked.to_vector()) sum += product;
+  return Tensor::scalar(static_cast<float>(-sum / static_cast<double>(rows)));
 }
 
 Tensor nll_loss_backward(const Tensor& log_probs, const std::vector<std::int64_t>& targets) {

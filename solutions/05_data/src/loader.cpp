@@ -57,7 +57,10 @@ Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices) {
 
 std::int64_t DataLoader::num_batches() const {
   const std::int64_t n = data_.size();
-  return drop_last_ ? n / batch_size_ : (n + batch_size_ - 1) / batch_size_;
+  // ⌈N / B⌉ as the whole batches plus one for a partial one: (N + B - 1) / B would overflow
+  // int64 for a batch size near INT64_MAX, which the constructor accepts.
+  const std::int64_t whole = n / batch_size_;
+  return drop_last_ || n % batch_size_ == 0 ? whole : whole + 1;
 }
 
 std::vector<std::vector<std::int64_t>> DataLoader::next_epoch() {

@@ -32,6 +32,9 @@ std::string image_svg(const Tensor& image, int cell_size) {
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high) {
   if (bins < 1) throw std::invalid_argument("histogram: bins must be at least 1");
   if (!(high > low)) throw std::invalid_argument("histogram: high must be greater than low");
+  // An infinite bound, or bounds so far apart that high - low overflows (-1e308 and 1e308), leave
+  // no finite width: (v - low)/(high - low) would be inf/inf = NaN, or 0 for every value.
+  if (!std::isfinite(high - low)) throw std::invalid_argument("histogram: high - low must be finite");
   std::vector<std::int64_t> counts(static_cast<std::size_t>(bins), 0);
   for (const double v : values) {
     // Asked this way round, NaN (for which every comparison is false) is left out with the rest.

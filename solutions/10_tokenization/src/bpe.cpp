@@ -196,6 +196,13 @@ std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_
     throw std::invalid_argument("train_bpe_pretokenized: vocab_size " + std::to_string(vocab_size) +
                                 " is below the 256 byte tokens and the " + std::to_string(special_count) + " specials");
   }
+  for (std::size_t s = 0; s < specials.size(); ++s) {
+    // The empty text occurs at every position: cutting the corpus at it would never move on.
+    if (specials[s].empty()) {
+      throw std::invalid_argument("train_bpe_pretokenized: special token " + std::to_string(s) +
+                                  " is empty (as add_special, it needs at least one byte)");
+    }
+  }
   // Every distinct pre-token once, with how often it occurs: the pairs of a pre-token that occurs
   // n times count n times. Specials cut the corpus and are left out.
   std::map<std::string, std::int64_t> frequency;

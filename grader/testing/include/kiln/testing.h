@@ -89,6 +89,10 @@ std::pair<std::string, std::string> format_pair(double a, double b);
 // A list of numbers, "[1, 2.5, 3]", at most `limit` of them.
 std::string list(const std::vector<float>& values, std::size_t limit = 12);
 
+// A count with its noun, read right for 1: counted(1, "step") is "1 step", counted(3, "step")
+// "3 steps"; `nouns` is the plural where it is not the noun + "s" (counted(2, "entry", "entries")).
+std::string counted(std::uint64_t count, const std::string& noun, const std::string& nouns = "");
+
 // ---------------------------------------------------------------------------------------------
 // Trusted references
 

@@ -81,14 +81,16 @@ class Tensor {
 
   // A view with a new shape and the same elements in row-major order. One size may be -1: it is
   // inferred. A non-contiguous tensor is copied first. Throws ShapeError when the element counts
-  // differ.
+  // differ, and when a -1 cannot be inferred because the other sizes multiply to 0 (a (0, 3)
+  // tensor reshaped to (0, -1): every size would fit).
   Tensor reshape(Shape shape) const;
   // A view with dimensions dim0 and dim1 swapped (their sizes and their strides).
   Tensor transpose(std::int64_t dim0, std::int64_t dim1) const;
   // A view with a new dimension of size 1 inserted at position dim (0 <= dim <= dim()).
   Tensor unsqueeze(std::int64_t dim) const;
   // A broadcast view of this tensor with the given shape: leading dimensions may be added, and
-  // dimensions of size 1 may grow; the stride of every broadcast dimension is 0 (no copy). A
+  // dimensions of size 1 may grow to any size, 0 included ((1, 3) expands to (0, 3)); the stride
+  // of every broadcast dimension is 0 (no copy). A
   // dimension that does not grow keeps its stride, a size 1 whose target is 1 included.
   // Throws ShapeError when this tensor cannot be broadcast to the shape.
   Tensor expand(const Shape& shape) const;

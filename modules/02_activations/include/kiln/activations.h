@@ -42,7 +42,8 @@ namespace kiln {
 
 // relu(x) = max(x, 0), the infinities included: relu(-inf) = 0 and relu(inf) = inf.
 Tensor relu(const Tensor& x);
-// dL/dx = grad_output where x > 0, and 0 where x <= 0 (at the kink x = 0 the gradient is 0).
+// dL/dx = grad_output where x > 0, and 0 where x <= 0 (at the kink x = 0 the gradient is 0),
+// whatever grad_output holds there: an infinite or NaN gradient where x <= 0 still gives 0.
 Tensor relu_backward(const Tensor& x, const Tensor& grad_output);
 
 // σ(x) = 1 / (1 + e^(-x)), in (0, 1). Stable for any x: it never computes e^t for a large

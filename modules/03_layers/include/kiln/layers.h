@@ -88,7 +88,8 @@ Tensor matmul_broadcast(const Tensor& a, const Tensor& b);
 //                          letter that no operand has
 //   ShapeError             an operand with a different number of dimensions than its letters,
 //                          or a letter whose sizes disagree; the message also names the shapes
-// (ShapeError derives from std::invalid_argument.) The result is a new contiguous tensor.
+// (ShapeError derives from std::invalid_argument.) The result is a new contiguous tensor, also
+// for a spec that moves nothing ("ij->ij", "->"): a copy, never the operand itself.
 Tensor einsum(const std::string& spec, const Tensor& a, const Tensor& b);
 Tensor einsum(const std::string& spec, const Tensor& a);
 

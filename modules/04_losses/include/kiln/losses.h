@@ -62,11 +62,15 @@ Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64
 
 // Negative log-likelihood of log-probabilities (N, C), by indexing:
 //   loss = -(1/N)·Σ_n log_probs[n, targets[n]]   (NumPy: -logp[range(N), targets].mean())
-// It reads N values and adds them.
+// It reads N values and adds them, in double: the loss is right wherever that mean is a float,
+// also where the total is not ([[0, -3e38], [0, -3e38]] with targets {1, 1} gives 3e38).
 Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
 // The same loss through a one-hot matrix Y (N, C), Y[n, c] = 1 where c = targets[n], else 0:
 //   loss = -(1/N)·Σ_n Σ_c Y[n, c]·log_probs[n, c]
-// N·C multiplications and additions to find the same N values: the chapter counts the cost.
+// N·C multiplications and additions to find the same N values: the chapter counts the cost. The
+// products are added in double, as nll_loss adds, so the two give the same loss wherever every
+// product is a number. They differ only where a class that is not a target has log-probability
+// -inf, inf or NaN: its product with 0 is NaN, and so is this loss, where nll_loss never reads it.
 Tensor nll_loss_one_hot(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
 // dL/d(log_probs) = -Y/N: -1/N at (n, targets[n]), 0 elsewhere.
 Tensor nll_loss_backward(const Tensor& log_probs, const std::vector<std::int64_t>& targets);

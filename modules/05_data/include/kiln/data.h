@@ -152,7 +152,8 @@ struct Batch {
   std::vector<std::int64_t> labels;  // B labels: labels[k] = data.labels[indices[k]]
 };
 
-// Copies the images and labels at `indices` into a Batch. No indices give B = 0: images of shape
+// Copies the images and labels at `indices` into a Batch: its images share nothing with
+// data.images, consecutive indices included. No indices give B = 0: images of shape
 // (0, rows, cols) or (0, rows·cols), no labels. Throws IndexError when an index is not in
 // [0, data.size()).
 Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices);
@@ -198,7 +199,9 @@ class DataLoader {
   DataLoader(Dataset data, std::int64_t batch_size, bool shuffle = false, std::uint64_t seed = 0,
              bool drop_last = false);
 
-  // How many batches an epoch has: ⌈N / batch_size⌉, or ⌊N / batch_size⌋ with drop_last.
+  // How many batches an epoch has: ⌈N / batch_size⌉, or ⌊N / batch_size⌋ with drop_last, for
+  // every batch_size the constructor accepts, INT64_MAX included (where N + batch_size - 1
+  // overflows).
   std::int64_t num_batches() const;
 
   // The index batches of the next epoch: the order 0, 1, …, N-1, or, when shuffling,
@@ -239,7 +242,8 @@ std::string image_svg(const Tensor& image, int cell_size);
 // How many of `values` fall into each of `bins` equal bins over [low, high): v goes into bin
 // floor((v - low)/(high - low)·bins); values outside [low, high) are not counted, and neither is
 // NaN, which lies in no range.
-// Throws std::invalid_argument when bins < 1 or high <= low.
+// Throws std::invalid_argument when bins < 1, when high <= low, and when high - low is not finite
+// (an infinite bound, or bounds too far apart: -1e308 and 1e308), which leaves the bins no width.
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high);
 
 // Given: a grid of images (each image_svg(images[i], cell_size), 2-D or 784 = 28·28 flat),

@@ -47,7 +47,8 @@ struct AutogradMeta {
   // Whether gradients flow into this tensor.
   bool requires_grad = false;
   // The gradient accumulated by backward() since the last zero_grad(), with this tensor's shape.
-  // Empty until backward() reaches the tensor. Only leaves accumulate a gradient.
+  // Empty until backward() reaches the tensor; a gradient of zeros reaches it too (then grad
+  // holds zeros). Only leaves accumulate a gradient.
   std::optional<Tensor> grad;
   // The node that computed this tensor; null for a leaf.
   std::shared_ptr<autograd::Function> grad_fn;
@@ -170,4 +171,6 @@ struct ReluFunction : Function {
 //                            (ShapeError naming both shapes otherwise); throws std::logic_error
 //                            when this tensor does not require grad, and when a node's
 //                            backward() returns more or fewer gradients than it has inputs.
+//                            The shape checks of backward() and backward(g) come first, then
+//                            requires_grad: a wrong shape is a ShapeError on a constant too.
 //                            grad_output is only read: the caller's tensor is left as it was.

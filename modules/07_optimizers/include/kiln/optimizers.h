@@ -27,7 +27,9 @@
 //     g   = g + weight_decay·p                                     (L2 weight decay)
 //     m   = beta1·m + (1 - beta1)·g                                (m and v start at zero)
 //     v   = beta2·v + (1 - beta2)·g²
-//     m̂   = m / (1 - beta1^t),  v̂ = v / (1 - beta2^t)              (bias correction)
+//     m̂   = m / (1 - beta1^t),  v̂ = v / (1 - beta2^t)              (bias correction, in double:
+//                                                                  v̂ may pass float's range,
+//                                                                  1e40 for g = 1e20 at t = 1)
 //     p   = p - lr·m̂ / (√v̂ + eps)
 //
 //   AdamW (torch.optim.AdamW): decoupled weight decay

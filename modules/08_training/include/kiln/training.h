@@ -210,9 +210,11 @@ std::vector<std::int64_t> argmax_rows(const Tensor& logits);
 // have been built from model.parameters().
 EpochResult train_epoch(Module& model, optim::Optimizer& optimizer, DataLoader& loader);
 
-// One pass without learning: model.eval(), then every batch under a NoGradGuard (no graph is
-// recorded), no backward(): the parameters and their gradients are exactly as before.
-// Measures what train_epoch measures. The model stays in evaluation mode.
+// One pass without learning: model.eval(), then every batch of one loader.epoch() under a
+// NoGradGuard (no graph is recorded), no backward(): the parameters and their gradients are
+// exactly as before. Measures what train_epoch measures. The model stays in evaluation mode.
+// Like train_epoch it takes one epoch (one epoch() call) from the loader: a shuffling loader
+// draws a new order at every call.
 EpochResult evaluate(Module& model, DataLoader& loader);
 
 // The predicted class of every row of x: model.eval(), model(x) under a NoGradGuard, then

@@ -156,7 +156,8 @@ enum class TieRule {
 // the 256 bytes, the merges and the specials, so at most vocab_size - 256 - specials.size()
 // merges are learned; as in train_bpe, training stops early when no pair occurs twice, and a
 // merge replaces occurrences left to right. Throws std::invalid_argument naming vocab_size when
-// it is below 256 + specials.size().
+// it is below 256 + specials.size(), and std::invalid_argument, before any work, when a special is
+// empty (the empty text occurs everywhere; add_special refuses it too).
 std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_t vocab_size,
                                           const std::vector<std::string>& specials = {},
                                           TieRule tie = TieRule::smallest_ids);

@@ -117,7 +117,8 @@ class LearnedPositionalEmbedding {
   LearnedPositionalEmbedding(std::int64_t max_length, std::int64_t embedding_dim, WichmannHill& generator);
 
   // Yours (src/positional.cpp): rows 0 .. length - 1 of weight, (length, embedding_dim), through
-  // EmbeddingFunction so that backward() reaches weight. Throws IndexError naming length and
+  // EmbeddingFunction so that backward() reaches weight; for length 0 too (an empty lookup, whose
+  // (0, embedding_dim) result requires grad like any other). Throws IndexError naming length and
   // max_length when length is not in [0, max_length]: the table has no vector for a position
   // beyond it.
   Tensor forward(std::int64_t length) const;

@@ -68,8 +68,9 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, bool causal);
 
 // softmax(q·kᵀ/√d + M)·v for one sequence (2-D inputs) or a batch of them (3-D inputs), through
 // AttentionFunction so that gradients reach q, k and v when they require grad. Checks the shapes
-// first: q, k, v all 2-D or all 3-D, the same batch size B, k's width d equal to q's, and v's
-// number of rows T_k equal to k's; otherwise ShapeError naming the two shapes that disagree.
+// first: q, k, v all 2-D or all 3-D, the same batch size B (a batch of 1 does not broadcast, as
+// it does in PyTorch), k's width d equal to q's, and v's number of rows T_k equal to k's;
+// otherwise ShapeError naming the two shapes that disagree.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false);
 
 // The gradients of a loss L with respect to q, k and v of one sequence, given P (the forward
@@ -130,7 +131,8 @@ Tensor merge_heads(const Tensor& x, std::int64_t heads);
 //   output = merge_heads(scaled_dot_product_attention(Q, K, V, causal))·W_o
 // query (B, T_q, D_in), key and value (B, T_k, D_in); W_q, W_k, W_v (D_in, H·d_h);
 // W_o (H·d_h, D_out)  ->  output (B, T_q, D_out). Each head attends with its own d_h columns
-// and the scale 1/√d_h.
+// and the scale 1/√d_h. Every step is recorded, so that a gradient flows back through the heads
+// to the inputs (also inputs that are views, such as a transposed tensor) and to all four weights.
 Tensor multi_head_attention(const Tensor& query, const Tensor& key, const Tensor& value, const Tensor& w_query,
                             const Tensor& w_key, const Tensor& w_value, const Tensor& w_out, std::int64_t heads,
                             bool causal = false);

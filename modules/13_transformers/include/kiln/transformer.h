@@ -61,7 +61,9 @@ namespace kiln::nn {
 //   μ = (1/D)·Σ_j x_j                 σ² = (1/D)·Σ_j (x_j - μ)²   (the biased variance: 1/D)
 //   x̂_j = (x_j - μ) / √(σ² + eps)     y_j = gain_j·x̂_j + bias_j
 // with eps = 1e-5 inside the square root, so that a constant row (σ² = 0) gives x̂ = 0, not NaN.
-// The statistics are computed in double, the results stored as float.
+// The statistics are computed in double, the results stored as float: y = gain·x̂ + bias is formed
+// from the double x̂ and rounded once (not from x̂ already rounded to float, whose error the gain
+// multiplies where gain·x̂ and bias nearly cancel).
 
 // The node. inputs: {x (..., D), gain (D), bias (D)}; output: x's shape. Every dimension before
 // the last is a row: x (B, T, D) has B·T rows.
@@ -71,7 +73,8 @@ struct LayerNormFunction : autograd::Function {
   Tensor normalized;  // x̂, (rows, D)
   Tensor inv_std;     // 1/√(σ² + eps) of every row, (rows)
 
-  // Yours: y = gain·x̂ + bias, row by row; keeps normalized and inv_std.
+  // Yours: y = gain·x̂ + bias, row by row, from the double x̂ (rounded once); keeps normalized and
+  // inv_std.
   Tensor forward() override;
   // Yours: {dx, dgain, dbias}. With g = grad_output, per row, ĝ = g ⊙ gain and r = inv_std:
   //   dx     = r·(ĝ - mean(ĝ) - x̂·mean(ĝ ⊙ x̂))     the means over the row's D values
@@ -232,7 +235,8 @@ Indices token_ids(const Tensor& tokens);
 //                     the candidates are the top_k largest logits (top_k <= 0 or >= V: all V),
 //                     equal logits ranked by the lower id; each candidate gets
 //                       p_i = e^((z_i - z_max)/temperature) / Σ_candidates e^((z_j - z_max)/temperature)
-//                     (in double, the difference taken before dividing: z_i/T overflows double at
+//                     (in double, the difference z_i - z_max too, as logits ±3e38 are 6e38 apart,
+//                     past FLT_MAX; and taken before dividing: z_i/T overflows double at
 //                     T = 1e-308) and every other id p_i = 0. Then ONE draw u = generator.next(),
 //                     and the result is the first id, walking ids 0, 1, ..., V-1, whose cumulative
 //                     probability p_0 + ... + p_id exceeds u (if rounding leaves none, the largest

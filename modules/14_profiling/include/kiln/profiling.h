@@ -181,7 +181,8 @@ struct LayerRecord {
 //      per pass, none shared.
 // Returns one record per child, in order, with its name, kind, input and output shapes (every pass
 // sees the same ones), calls, seconds and cost. An empty Sequential gives no records.
-// Throws std::invalid_argument, before calling anything, when warmup < 0 or repetitions < 1.
+// Throws std::invalid_argument, before calling anything, when warmup < 0 or repetitions < 1 (an
+// empty Sequential too: the options are checked first).
 std::vector<LayerRecord> profile_forward(nn::Sequential& model, const Tensor& x, const ProfileOptions& options = {},
                                          const Clock& clock = steady_clock_seconds);
 

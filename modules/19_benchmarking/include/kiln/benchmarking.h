@@ -79,6 +79,8 @@ std::vector<double> measure(const std::function<void()>& workload, const Measure
 double mean(const std::vector<double>& samples);
 
 // The middle of the sorted samples: median([3, 1, 2]) = 2, median([4, 1, 3, 2]) = (2 + 3)/2 = 2.5.
+// For an even count (x[n/2 - 1] + x[n/2])/2 in that form, bit for bit: median([0.9, 0.1, 0.7,
+// 0.05]) = (0.1 + 0.7)/2 = 0.39999999999999997 (the midpoint x[i] + (x[i + 1] - x[i])/2 gives 0.4).
 double median(const std::vector<double>& samples);
 
 // √(Σ (x - mean)² / (n - 1)): sample_stddev([2, 4, 4, 4, 5, 5, 7, 9]) = √(32/7) = 2.13809.
