@@ -90,9 +90,9 @@ class Tensor {
   Tensor unsqueeze(std::int64_t dim) const;
   // A broadcast view of this tensor with the given shape: leading dimensions may be added, and
   // dimensions of size 1 may grow to any size, 0 included ((1, 3) expands to (0, 3)); the stride
-  // of every broadcast dimension is 0 (no copy). A
-  // dimension that does not grow keeps its stride, a size 1 whose target is 1 included.
-  // Throws ShapeError when this tensor cannot be broadcast to the shape.
+  // of every broadcast dimension is 0 (no copy). A dimension that does not grow keeps its stride,
+  // a size 1 whose target is 1 included. Throws ShapeError when this tensor cannot be broadcast
+  // to the shape.
   Tensor expand(const Shape& shape) const;
   // This tensor if it is contiguous, otherwise a contiguous copy.
   Tensor contiguous() const;

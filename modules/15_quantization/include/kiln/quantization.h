@@ -117,7 +117,8 @@ QuantizedTensor quantize_activations(const Tensor& x, float scale);
 
 // The int32 sums of x (M, K) and w (N, K): acc[m·N + n] = Σ_k x.codes[m·K + k]·w.codes[n·K + k],
 // each product and each sum in std::int32_t. Exact: |acc| ≤ 127²·K, which int32 holds for K up to
-// 133,144. Always M·N sums: K = 0 gives M·N zeros (empty sums), M = 0 or N = 0 none. Throws ShapeError naming both shapes, "(M, K)" and "(N, K')", when K ≠ K'.
+// 133,144. Always M·N sums: K = 0 gives M·N zeros (empty sums), M = 0 or N = 0 none. Throws
+// ShapeError naming both shapes, "(M, K)" and "(N, K')", when K ≠ K'.
 std::vector<std::int32_t> int8_accumulate(const QuantizedTensor& x, const QuantizedWeight& w);
 
 // y (M, N) float32: y[m, n] = x.scale · w.scales[n] · acc[m·N + n], the sums of int8_accumulate
