@@ -36,8 +36,9 @@ std::string list(const std::vector<float>& values, std::size_t limit) {
   return out + "]";
 }
 
-std::string counted(std::uint64_t count, const std::string& noun, const std::string& nouns) {
-  return fmt::format("{} {}", count, count == 1 ? noun : nouns.empty() ? noun + "s" : nouns);
+std::string counted_text(const std::string& number, bool one, const std::string& noun,
+                         const std::string& nouns) {
+  return fmt::format("{} {}", number, one ? noun : nouns.empty() ? noun + "s" : nouns);
 }
 
 }  // namespace kiln::testing

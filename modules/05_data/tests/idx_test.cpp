@@ -249,7 +249,7 @@ TEST(Data, IdxErrors) {
     Bytes bytes = hand;
     const Bytes more = random_bytes(static_cast<std::size_t>(extra), 524);
     bytes.insert(bytes.end(), more.begin(), more.end());
-    const auto got = observe(fmt::format("parse_idx(<the hand-made file and {}>, \"long.idx\")", testing::counted(static_cast<std::uint64_t>(extra), "more byte")),
+    const auto got = observe(fmt::format("parse_idx(<the hand-made file and {}>, \"long.idx\")", testing::counted(extra, "more byte")),
                              [&] { return plain(parse_idx(bytes, "long.idx")); });
     KILN_JUDGE {
       if (!expect_format_error(__FILE__, __LINE__, got, "long.idx", 34, "idx_extra_bytes", {{"offset", "34"}})) return;
@@ -386,7 +386,7 @@ TEST(Data, FashionMnist) {
       KILN_FAIL("fashion_mnist_wrong", images_file,
                 fmt::format("{} gave dims {}, {}, sum {}, weighted sum {}, pixels {} at {}; expected (10000, 28, "
                             "28), 7840000, {}, {}, {}",
-                            images.call(), to_string(dims), testing::counted(static_cast<std::uint64_t>(size), "byte"), sum, weighted, list_of(samples), list_of(places),
+                            images.call(), to_string(dims), testing::counted(size, "byte"), sum, weighted, list_of(samples), list_of(places),
                             kPixelSum, kWeightedSum, list_of(expected_samples)));
       return;
     }

@@ -88,7 +88,7 @@ TEST(Data, Batching) {
     for (const bool drop_last : {false, true}) {
       const auto n = static_cast<std::int64_t>(order.size());
       const std::int64_t left = n % batch_size;
-      const testing::Params params = {{"indices", testing::counted(static_cast<std::uint64_t>(n), "index", "indices")},
+      const testing::Params params = {{"indices", testing::counted(n, "index", "indices")},
                                       {"batch_size", std::to_string(batch_size)},
                                       {"left", std::to_string(left)}};
       const auto got = observe(fmt::format("batch_indices({}, {}, {})", list_of(order, 8), batch_size, drop_last),
@@ -203,7 +203,7 @@ TEST(Data, Batching) {
       const auto got =
           observe(fmt::format("DataLoader(<{} examples>, {}, false, 0, {}).num_batches()", n, batch_size, drop_last),
                   [&] { return DataLoader(data, batch_size, false, 0, drop_last).num_batches(); });
-      const testing::Params params = {{"examples", testing::counted(static_cast<std::uint64_t>(n), "example")},
+      const testing::Params params = {{"examples", testing::counted(n, "example")},
                                       {"batch_size", std::to_string(batch_size)},
                                       {"drop_last", drop_last ? "true" : "false"}};
       if (!KILN_EXPECT_OK(got, "num_batches_wrong", params)) return;
@@ -305,7 +305,7 @@ TEST(Data, Shuffle) {
                   fmt::format("{}: the order is right, but the next draw is {}, not draw number {} ({}): the shuffle "
                               "did not take exactly n - 1 = {}",
                               got.call(), got->second, std::max<std::int64_t>(n - 1, 0) + 1, next,
-                              testing::counted(static_cast<std::uint64_t>(std::max<std::int64_t>(n - 1, 0)), "number")));
+                              testing::counted(std::max<std::int64_t>(n - 1, 0), "number")));
         return;
       }
     }

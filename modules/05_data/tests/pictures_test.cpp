@@ -306,7 +306,7 @@ TEST(Data, Histogram) {
 
   for (const Case& c : in_range) {
     const testing::Params params = {
-        {"bins", testing::counted(static_cast<std::uint64_t>(c.bins), "bin")}, {"low", fmt::format("{}", c.low)}, {"high", fmt::format("{}", c.high)}};
+        {"bins", testing::counted(c.bins, "bin")}, {"low", fmt::format("{}", c.low)}, {"high", fmt::format("{}", c.high)}};
     const auto got = observe(fmt::format("histogram(<{}>, {}, {}, {})", c.what, c.bins, c.low, c.high),
                              [&] { return histogram(c.values, c.bins, c.low, c.high); });
     if (!KILN_EXPECT_OK(got, "histogram_wrong", params)) return;

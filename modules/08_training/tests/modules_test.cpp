@@ -170,7 +170,7 @@ TEST(Training, NamedParameters) {
     KILN_EXPECT(leaves, "parameters_not_shared", {{"model", model}},
                 fmt::format("{}; requires_grad, then has_grad after backward() of parameters() and of "
                             "named_parameters(): {}; first weight after writing 0.25 through parameters()[0]: {}",
-                            testing::counted(static_cast<std::uint64_t>(count), "tensor"), fmt::join(flags, ", "), seen));
+                            testing::counted(count, "tensor"), fmt::join(flags, ", "), seen));
     if (!leaves) return;
   }
 

@@ -134,8 +134,8 @@ bool judge_forward(const char* file, int line, const testing::Observed<TensorDat
   // is not (T_q, T_k) (the cases without the mask run these sizes first).
   if (causal && s.t_q != s.t_k &&
       ((!out.ok() && out.error().is("kiln::ShapeError")) || (out.ok() && out->shape != Shape{s.t_q, s.d_v}))) {
-    const testing::Params params{{"queries", testing::counted(static_cast<std::uint64_t>(s.t_q), "query", "queries")},
-                                 {"keys", testing::counted(static_cast<std::uint64_t>(s.t_k), "key")}};
+    const testing::Params params{{"queries", testing::counted(s.t_q, "query", "queries")},
+                                 {"keys", testing::counted(s.t_k, "key")}};
     testing::report_failure(file, line, "mask_shape_wrong", params,
                             out.ok() ? fmt::format("{} has shape {}, expected ({}, {})", out.call(),
                                                    to_string(out->shape), s.t_q, s.d_v)
@@ -490,7 +490,7 @@ TEST(Attention, Causal) {
   const Tensor lone_k = random_tensor({lone_t_k, lone_d}, 1324, -2.0f, 2.0f);
   const Tensor lone_v = random_tensor({lone_t_k, lone_d_v}, 1424);
   const auto lone = observe_attention(lone_q, lone_k, lone_v, true, " (one query)");
-  const testing::Params lone_params{{"keys", testing::counted(static_cast<std::uint64_t>(lone_t_k), "key")}};
+  const testing::Params lone_params{{"keys", testing::counted(lone_t_k, "key")}};
   if (!KILN_EXPECT_OK(lone, "one_query_unmasked", lone_params)) return;
   KILN_JUDGE {
     const std::vector<float> v_values = data_of(lone_v).values;

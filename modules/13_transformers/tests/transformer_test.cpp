@@ -847,7 +847,7 @@ TEST(Transformer, Sampling) {
         const std::int64_t candidates = c.top_k <= 0 || c.top_k >= vocab ? vocab : c.top_k;
         KILN_FAIL("top_k_leaks",
                   {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)},
-                   {"largest_logits", testing::counted(static_cast<std::uint64_t>(candidates), "largest logit")}},
+                   {"largest_logits", testing::counted(candidates, "largest logit")}},
                   fmt::format("{}: the top {} are the ids with p > 0 in {}", out.call(), c.top_k,
                               testing::list(std::vector<float>(p.begin(), p.end()), 40)));
         return;

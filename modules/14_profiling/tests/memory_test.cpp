@@ -138,7 +138,7 @@ TEST(Profiling, SavedActivations) {
     KILN_JUDGE {
       const std::int64_t want = trusted_activations(c.records);
       if (*got != want) {
-        KILN_FAIL("activations_wrong", params, fmt::format("got {}, expected {}", counted_signed(*got, "byte"), want));
+        KILN_FAIL("activations_wrong", params, fmt::format("got {}, expected {}", testing::counted(*got, "byte"), want));
         return;
       }
     }
@@ -163,7 +163,7 @@ TEST(Profiling, Transient) {
         // The largest input of one layer added to the largest output of another.
         const bool maxima_mixed = !flatten_skipped && *got == mixed_maxima_bytes(c.records);
         KILN_FAIL(flatten_skipped ? "transient_flatten_skipped" : maxima_mixed ? "transient_maxima_mixed" : "transient_wrong",
-                  params, fmt::format("got {}, expected {}", counted_signed(*got, "byte"), want));
+                  params, fmt::format("got {}, expected {}", testing::counted(*got, "byte"), want));
         return;
       }
     }

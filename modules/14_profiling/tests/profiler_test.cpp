@@ -227,7 +227,7 @@ TEST(Profiling, ProfileOrder) {
   for (const auto& plan : plans) {
     const std::vector<double> times = scripted_times(4 * static_cast<std::size_t>((plan.warmup + plan.repetitions) * plan.layers) + 8, 1413);
     const auto log = observe(fmt::format("profile_forward(Sequential of {}, x, {{.warmup = {}, .repetitions = {}}}, scripted_clock)",
-                                         testing::counted(static_cast<std::uint64_t>(plan.layers), "probe"), plan.warmup,
+                                         testing::counted(plan.layers, "probe"), plan.warmup,
                                          plan.repetitions),
                              [&] {
                                std::string events;
@@ -239,7 +239,7 @@ TEST(Profiling, ProfileOrder) {
                                                scripted_clock(times, next, events));
                                return events;
                              });
-    const testing::Params params = {{"layers", testing::counted(static_cast<std::uint64_t>(plan.layers), "layer")},
+    const testing::Params params = {{"layers", testing::counted(plan.layers, "layer")},
                                     {"warmup", std::to_string(plan.warmup)},
                                     {"repetitions", std::to_string(plan.repetitions)}};
     if (!KILN_EXPECT_OK(log, "profile_order_wrong", params)) return;
@@ -336,7 +336,7 @@ TEST(Profiling, ProfileRecords) {
           KILN_FAIL("record_layout_wrong", params,
                     fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {}; expected name \"{}\", "
                                 "kind \"{}\", shapes {} -> {}, {} calls",
-                                i, name, kind, shape_text(in), shape_text(out), counted_signed(calls, "call"), i, want.kind, shape_text(input),
+                                i, name, kind, shape_text(in), shape_text(out), testing::counted(calls, "call"), i, want.kind, shape_text(input),
                                 shape_text(want.output), options.repetitions));
           return;
         }

@@ -31,12 +31,6 @@ inline std::string shape_text(const Shape& shape) {
   return out + (shape.size() == 1 ? ",)" : ")");
 }
 
-// A count the module's code returned, with its noun: "1 byte", "3 bytes" as testing::counted
-// writes them, and a negative count as it came ("-8 bytes"), not wrapped round to a huge unsigned.
-inline std::string counted_signed(std::int64_t count, const std::string& noun) {
-  return count >= 0 ? testing::counted(static_cast<std::uint64_t>(count), noun) : fmt::format("{} {}s", count, noun);
-}
-
 inline std::string cost_text(const PlainCost& cost) {
   return fmt::format("{{flops {}, bytes {}}}", std::get<0>(cost), std::get<1>(cost));
 }

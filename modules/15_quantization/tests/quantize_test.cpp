@@ -36,7 +36,7 @@ bool expect_quantized(const char* file, int line, const testing::Observed<Observ
     testing::report_failure(file, line, "scales_wrong", {{"shape", shape}, {"row", "any (the result has the wrong size)"}},
                             fmt::format("{} gave rows {}, cols {}, {} and {}, expected {} of {}", got.call(), rows, cols,
                                         testing::counted(scales.size(), "scale"), testing::counted(codes.size(), "code"),
-                                        testing::counted(static_cast<std::uint64_t>(weight.shape[0]), "row"),
+                                        testing::counted(weight.shape[0], "row"),
                                         weight.shape[1]));
     return false;
   }

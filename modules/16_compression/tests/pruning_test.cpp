@@ -57,7 +57,7 @@ bool expect_mask(const char* file, int line, const std::string& name, const Shap
                  const std::vector<float>& w, double sparsity, const testing::Observed<TensorData>& mask) {
   const std::int64_t count = std::llround(sparsity * static_cast<double>(w.size()));
   const testing::Params params = {{"case", name}, {"sparsity", fmt::format("{}", sparsity)},
-                                  {"entries", testing::counted(static_cast<std::uint64_t>(count), "entry", "entries")}};
+                                  {"entries", testing::counted(count, "entry", "entries")}};
   if (!testing::expect_ok(file, line, mask, "prune_count_wrong", params)) return false;
   if (mask->shape != shape) {
     testing::report_failure(file, line, "prune_count_wrong", params,

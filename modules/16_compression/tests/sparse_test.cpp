@@ -211,11 +211,11 @@ TEST(Compression, CsrBytes) {
   for (const CsrMatrix& a : cases) {
     const std::string shape = to_string({a.rows, a.cols});
     const auto nnz = static_cast<std::int64_t>(a.values.size());
-    const auto got = observe(fmt::format("csr_bytes of a {} CSR matrix with {}", shape, testing::counted(static_cast<std::uint64_t>(nnz), "non-zero")),
+    const auto got = observe(fmt::format("csr_bytes of a {} CSR matrix with {}", shape, testing::counted(nnz, "non-zero")),
                              [&] { return csr_bytes(a); });
     KILN_JUDGE {
       if (!expect_bytes(__FILE__, __LINE__, got, 4 * (a.rows + 1) + 8 * nnz, "csr_bytes_wrong",
-                        {{"shape", shape}, {"non_zeros", testing::counted(static_cast<std::uint64_t>(nnz), "non-zero")}}))
+                        {{"shape", shape}, {"non_zeros", testing::counted(nnz, "non-zero")}}))
         return;
     }
     if (!got.ok()) return;
@@ -237,9 +237,9 @@ TEST(Compression, CsrBytes) {
       {"a default CsrMatrix{}", CsrMatrix{}},
       {"a CsrMatrix with rows 4, 2 row offsets, 3 column indices and 5 values", of_arrays(4, 2, 3, 5)},
       {fmt::format("a CsrMatrix with rows 7, {}, {} and {}",
-                   testing::counted(static_cast<std::uint64_t>(drawn[0]), "row offset"),
-                   testing::counted(static_cast<std::uint64_t>(drawn[1]), "column index", "column indices"),
-                   testing::counted(static_cast<std::uint64_t>(drawn[2]), "value")),
+                   testing::counted(drawn[0], "row offset"),
+                   testing::counted(drawn[1], "column index", "column indices"),
+                   testing::counted(drawn[2], "value")),
        of_arrays(7, drawn[0], drawn[1], drawn[2])},
   };
   for (const auto& [name, a] : loose) {

@@ -143,7 +143,7 @@ TEST(Gpu, Embedding) {
                  {"stores", std::to_string(stores)}},
                 fmt::format("{}: {} and {} kiln_atomic_add into grad_w, expected 0 and {} (one atomic "
                             "addition per element of g)",
-                            counts.call(), testing::counted(static_cast<std::uint64_t>(stores), "plain store"), atomics,
+                            counts.call(), testing::counted(stores, "plain store"), atomics,
                             additions));
   }
 }

@@ -444,7 +444,7 @@ TEST(Memoization, GenerateCached) {
                    {"seen", "it returned the prompt without running a single step"}},
                   fmt::format("{}: one forward_step calls the head {}, generate_cached never called it, and "
                               "model.training() is {}",
-                              runs.call(), testing::counted(static_cast<std::uint64_t>(per_step), "time"), training));
+                              runs.call(), testing::counted(per_step, "time"), training));
         return;
       }
       if (training) {
@@ -457,8 +457,8 @@ TEST(Memoization, GenerateCached) {
                   {{"prompt", tokens_text(c.prompt.size())}, {"n_new", std::to_string(c.n_new)}},
                   fmt::format("{}: the head ran {} of its {} with model.training() true (one forward_step "
                               "calls it {})",
-                              runs.call(), training_runs, testing::counted(static_cast<std::uint64_t>(generate_runs), "call"),
-                              testing::counted(static_cast<std::uint64_t>(per_step), "time")));
+                              runs.call(), training_runs, testing::counted(generate_runs, "call"),
+                              testing::counted(per_step, "time")));
         return;
       }
       // A step that never calls the head cannot be counted this way.
@@ -470,12 +470,12 @@ TEST(Memoization, GenerateCached) {
                   {{"prompt", tokens_text(c.prompt.size())},
                    {"n_new", std::to_string(c.n_new)},
                    {"runs", generate_runs % per_step == 0
-                                ? testing::counted(static_cast<std::uint64_t>(generate_runs / per_step), "step")
+                                ? testing::counted(generate_runs / per_step, "step")
                                 : fmt::format("{:.3g} steps", static_cast<double>(generate_runs) / static_cast<double>(per_step))},
                    {"steps", std::to_string(steps)}},
                   fmt::format("{}: one forward_step calls the head {}, generate_cached called it {}", runs.call(),
-                              testing::counted(static_cast<std::uint64_t>(per_step), "time"),
-                              testing::counted(static_cast<std::uint64_t>(generate_runs), "time")));
+                              testing::counted(per_step, "time"),
+                              testing::counted(generate_runs, "time")));
         return;
       }
     }
@@ -616,8 +616,8 @@ TEST(Memoization, CacheMemory) {
       const Shape expected_shape{s.heads, s.max_length, s.width / s.heads};
       const std::int64_t expected_bytes = 2 * s.layers * s.max_length * s.width * 4;
       const testing::Params params{{"config", sizes_text(s)},
-                                   {"keys", testing::counted(static_cast<std::uint64_t>(s.layers), "keys tensor")},
-                                   {"values", testing::counted(static_cast<std::uint64_t>(s.layers), "values tensor")},
+                                   {"keys", testing::counted(s.layers, "tensor of keys", "tensors of keys")},
+                                   {"values", testing::counted(s.layers, "tensor of values", "tensors of values")},
                                    {"shape", to_string(expected_shape)},
                                    {"bytes", std::to_string(expected_bytes)}};
       if (!KILN_EXPECT_OK(layout, "cache_layout_wrong", params)) return;
@@ -632,7 +632,7 @@ TEST(Memoization, CacheMemory) {
         for (const Shape& shape : shapes) seen += (seen.empty() ? "" : ", ") + to_string(shape);
         KILN_FAIL("cache_layout_wrong", params,
                   fmt::format("{} holds {} and {} in all: [{}] ({} bytes), length {}{}", layout.call(),
-                              testing::counted(static_cast<std::uint64_t>(key_count), "keys tensor"), shapes.size(), seen,
+                              testing::counted(key_count, "tensor of keys", "tensors of keys"), shapes.size(), seen,
                               held, length, zeros ? "" : ", not all zeros"));
         return;
       }

@@ -83,8 +83,8 @@ testing::Params plan_params(const Plan& plan) {
 // The plan's options as numbers, and its calls counted with their nouns ("1 time", "7 calls").
 testing::Params order_params(const Plan& plan) {
   testing::Params params = plan_params(plan);
-  params.emplace_back("warmup_times", testing::counted(static_cast<std::uint64_t>(plan.warmup), "time"));
-  params.emplace_back("timed_calls", testing::counted(static_cast<std::uint64_t>(plan.repetitions), "call"));
+  params.emplace_back("warmup_times", testing::counted(plan.warmup, "time"));
+  params.emplace_back("timed_calls", testing::counted(plan.repetitions, "call"));
   return params;
 }
 

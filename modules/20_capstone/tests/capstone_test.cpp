@@ -43,8 +43,8 @@ Verdict judge_rules(const std::vector<std::uint8_t>& bytes, const capstone_testi
   if (v.model->input_width != capstone::kImageWidth || v.model->output_width != capstone::kClasses) {
     v.failure = "model_shape";
     // Each count with its noun, so that a model of 1 output reads "1 logit".
-    v.params = {{"inputs", capstone_testing::counted(static_cast<std::uint64_t>(v.model->input_width), "pixel")},
-                {"outputs", capstone_testing::counted(static_cast<std::uint64_t>(v.model->output_width), "logit")}};
+    v.params = {{"inputs", capstone_testing::counted(v.model->input_width, "pixel")},
+                {"outputs", capstone_testing::counted(v.model->output_width, "logit")}};
     return v;
   }
   if (static_cast<std::int64_t>(bytes.size()) > capstone::kMostBytes) {
@@ -131,7 +131,7 @@ std::string judge_predict(const std::vector<Tensor>& inputs, const TensorData& y
   const TensorData x = data_of(inputs.front());
   const std::int64_t count = x.shape[0];
   const std::vector<double> want = capstone_testing::logits(*v.model, std::vector<double>(x.values.begin(), x.values.end()), count);
-  return capstone_testing::compare_logits(want, y, count, capstone::kClasses, "for " + capstone_testing::counted(static_cast<std::uint64_t>(count), "image"));
+  return capstone_testing::compare_logits(want, y, count, capstone::kClasses, "for " + capstone_testing::counted(count, "image"));
 }
 
 TEST(CapstoneSpeed, Predict) {

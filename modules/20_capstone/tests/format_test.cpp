@@ -384,7 +384,7 @@ TEST(Capstone, RejectsDamage) {
       const auto& [layers, inputs, outputs] = *whole;
       KILN_FAIL("valid_refused", {},
                 fmt::format("load_model gave {}, input_width {} and output_width {}; expected 3 layers, 4 and 2",
-                            capstone_testing::counted(static_cast<std::uint64_t>(layers), "layer"), inputs, outputs));
+                            capstone_testing::counted(layers, "layer"), inputs, outputs));
       return;
     }
   }
@@ -396,7 +396,7 @@ TEST(Capstone, RejectsDamage) {
     KILN_JUDGE {
       const testing::Params params = {{"case", d.name}};
       if (got.ok()) {
-        KILN_FAIL("damage_accepted", params, "load_model returned a model of " + capstone_testing::counted(static_cast<std::uint64_t>(*got), "layer"));
+        KILN_FAIL("damage_accepted", params, "load_model returned a model of " + capstone_testing::counted(*got, "layer"));
         return;
       }
       if (!got.error().is("kiln::FormatError")) {

@@ -26,6 +26,7 @@
 
 #include <gtest/gtest.h>
 
+#include <concepts>
 #include <cstdint>
 #include <functional>
 #include <string>
@@ -91,7 +92,15 @@ std::string list(const std::vector<float>& values, std::size_t limit = 12);
 
 // A count with its noun, read right for 1: counted(1, "step") is "1 step", counted(3, "step")
 // "3 steps"; `nouns` is the plural where it is not the noun + "s" (counted(2, "entry", "entries")).
-std::string counted(std::uint64_t count, const std::string& noun, const std::string& nouns = "");
+// Any integer type; a negative count (one a student's code returned) is written as it is,
+// "-8 bytes", never wrapped round to a huge unsigned number.
+std::string counted_text(const std::string& number, bool one, const std::string& noun,
+                         const std::string& nouns);
+template <std::integral Count>
+  requires(!std::same_as<Count, bool>)
+std::string counted(Count count, const std::string& noun, const std::string& nouns = "") {
+  return counted_text(std::to_string(count), count == 1, noun, nouns);
+}
 
 // ---------------------------------------------------------------------------------------------
 // Trusted references
