@@ -20,6 +20,7 @@ namespace kiln {
 Shape contiguous_strides(const Shape& shape) {
   // Row-major: the last dimension has stride 1, and each dimension's stride is the next one's
   // stride times the next one's size. (2, 3, 4) -> (12, 4, 1); the scalar shape () -> ().
+  // Keep the running product in std::int64_t: (2, 65536, 65536) -> (4294967296, 65536, 1).
   throw kiln::NotImplemented();
 }
 

@@ -39,7 +39,8 @@ Tensor log_softmax(const Tensor& x, std::int64_t dim) {
 }
 
 Tensor softmax_backward(const Tensor& y, const Tensor& grad_output, std::int64_t dim) {
-  // y = softmax(x, dim), g = grad_output, of the same shape (else ShapeError naming both shapes).
+  // y = softmax(x, dim), g = grad_output, of the same shape (else ShapeError naming both shapes),
+  // compared before dim is checked: with both wrong, the ShapeError is the one thrown.
   // Every y_j depends on every x_k of its row, so a row's gradient needs the whole row:
   //   dL/dx_j = y_j·(g_j - Σ_k g_k·y_k).
   // One pass for the sum s = Σ_k g_k·y_k, one pass for y_j·(g_j - s).

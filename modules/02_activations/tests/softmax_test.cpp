@@ -327,6 +327,12 @@ TEST(Activations, Errors) {
   KILN_EXPECT_THROWS(softmax(scalar, 0), IndexError, "dim_not_reported", {"0", "()"});
   KILN_EXPECT_THROWS(log_softmax(scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
   KILN_EXPECT_THROWS(softmax_backward(scalar, scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
+  // Both wrong: softmax_backward compares the shapes first, so the ShapeError naming both comes
+  // before any verdict on dim. A 0-D y has no dim at all, and dim 2 is out of range for (2, 3).
+  const Tensor one = Tensor::ones({1});
+  KILN_EXPECT_THROWS(softmax_backward(scalar, one, -1), ShapeError, "grad_shape_after_dim", {"()", "(1)"});
+  const Tensor y = random_tensor({2, 3}, 909), g = random_tensor({3, 2}, 910);
+  KILN_EXPECT_THROWS(softmax_backward(y, g, 2), ShapeError, "grad_shape_after_dim", {"(2, 3)", "(3, 2)"});
 }
 
 }  // namespace kiln

@@ -47,6 +47,8 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targ
   // (1/N)·Σ_n [log Σ_c e^(z[n, c]) - z[n, targets[n]]]. Module 02's log_softmax(logits, 1)
   // computes z - log Σ e^z along each row with the row maximum taken out, so that e^(1e4)
   // never appears; nll_loss of it is this loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147.
+  // Not nll_loss_one_hot: a masked logit of -inf, or [[3e38, -3e38]], has log-probability -inf
+  // in a class that is not the target, and 0·(-inf) is NaN; the lookup never reads it.
   throw kiln::NotImplemented();
 }
 

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <functional>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -166,8 +167,19 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 }  // namespace
 
 TEST(Losses, CrossEntropy) {
-  check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), logit_cases(100),
-             KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_wrong");
+  if (!check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), logit_cases(100),
+                  KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_wrong"))
+    return;
+  // A class that is not the target with log-probability -inf: a masked logit of -inf, and logits
+  // further apart than FLT_MAX (3e38 - (-3e38) is -inf in float). The lookup never reads it, so
+  // the loss is finite: log(1 + e^-2) and ln 2, averaged; and 0. Times a one-hot 0 it is NaN.
+  constexpr float inf = std::numeric_limits<float>::infinity();
+  const std::vector<Case> minus_infinity = {
+      {"[[2, -inf, 0], [1, 1, -inf]] (a masked class in each row)", Tensor({2, 3}, {2, -inf, 0, 1, 1, -inf}), {0, 1}},
+      {"[[3e38, -3e38]] (logits more than FLT_MAX apart)", Tensor({1, 2}, {3e38f, -3e38f}), {0}},
+  };
+  check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), minus_infinity,
+             KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_nan_at_minus_infinity");
 }
 
 TEST(Losses, CrossEntropyGradient) {

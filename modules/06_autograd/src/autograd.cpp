@@ -23,7 +23,9 @@ void Tensor::backward(const Tensor& grad_output) {
   // (the shape check comes first: a wrong shape is a ShapeError whether or not it requires grad).
   //
   // 1. Order the graph. Starting from this tensor's AutogradMeta, follow grad_fn->inputs
-  //    (only inputs that require grad) depth first, visiting each AutogradMeta once. Reversing
+  //    (only inputs that require grad) depth first, visiting each AutogradMeta once: mark it
+  //    visited when you first reach it, so that a tensor reached along many paths is searched
+  //    once (y = x, then 64 times y = y + y, has 2^64 paths from y to x and 65 tensors). Reversing
   //    the order in which the searches finish lists every tensor before all the tensors it was
   //    computed from.
   // 2. Walk that order with a map from AutogradMeta* to the gradient received so far, starting

@@ -483,6 +483,27 @@ TEST(Autograd, AccumulatesAcrossUses) {
       }
     }
   }
+
+  // Last, since a walk that searches a tensor again along every path never finishes it: y = x,
+  // then 64 times y = y + y. 65 tensors, each reached along two edges, and 2^64 paths from y to
+  // x: a visited set marked on entry walks the 65 at once. dy/dx = 2^64, so x.grad() = 2^64·g,
+  // exactly (every addition doubles a power-of-two multiple of g).
+  const TensorData doubling_x = data_of(random_tensor({3}, 79));
+  const TensorData doubling_g = data_of(random_tensor({3}, 80, 0.5f, 1.5f));
+  const auto doubled = observe("x.grad() after y.backward(g) for y = x, then 64 times y = y + y (65 tensors, 2^64 "
+                               "paths from y to x), x and g random (3) tensors",
+                               [&] {
+                                 Tensor x = doubling_x.tensor().set_requires_grad(true);
+                                 Tensor y = x;
+                                 for (int k = 0; k < 64; ++k) y = trusted_add(y, y);
+                                 y.backward(doubling_g.tensor());
+                                 return x.grad();
+                               });
+  KILN_JUDGE {
+    std::vector<float> expected = doubling_g.values;
+    for (float& v : expected) v = std::ldexp(v, 64);
+    KILN_EXPECT_CLOSE_REL(doubled, data_of({3}, expected), 0.0, 1e-6, "node_processed_early");
+  }
 }
 
 TEST(Autograd, AccumulatesAcrossCalls) {

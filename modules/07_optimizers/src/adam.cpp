@@ -17,7 +17,7 @@ void Adam::update(bool decoupled_weight_decay) {
   //     m[i] = beta1_·m[i] + (1 - beta1_)·g;   v[i] = beta2_·v[i] + (1 - beta2_)·g²
   //     m̂ = m[i] / (1 - beta1_^t);  v̂ = v[i] / (1 - beta2_^t)   (in double, the corrections from
   //       std::pow: v[i] fits a float where v̂ may not, 1e37 and 1e40 for g = 1e20 on step 1)
-  //     p[i] -= lr·m̂ / (√v̂ + eps_)
+  //     p[i] -= lr·m̂ / (√v̂ + eps_)   (eps_, the constructor's eps, not the default 1e-8)
   // On the first step m̂ = g and v̂ = g², so every element moves by about lr·sign(g). Update every
   // element, also where g is exactly 0: m and v decay and p still moves (p = [1], lr 0.1,
   // gradients 1 then 0: 0.9, then 0.8329942).

@@ -67,6 +67,7 @@ Settings sgd(float lr, float momentum = 0.0f, bool nesterov = false, float weigh
 Settings adam(float lr, float weight_decay = 0.0f) {
   return {.kind = Settings::Kind::adam, .lr = lr, .weight_decay = weight_decay};
 }
+Settings adam_with_eps(float lr, float eps) { return {.kind = Settings::Kind::adam, .lr = lr, .eps = eps}; }
 Settings adamw(float lr, float weight_decay) {
   return {.kind = Settings::Kind::adamw, .lr = lr, .weight_decay = weight_decay};
 }
@@ -87,6 +88,7 @@ std::string describe_optimizer(const Settings& s) {
       return fmt::format("SGD(lr {}, momentum {}, nesterov {}, weight_decay {})", s.lr, s.momentum, s.nesterov,
                          s.weight_decay);
     case Settings::Kind::adam:
+      if (s.eps != 1e-8f) return fmt::format("Adam(lr {}, eps {}, weight_decay {})", s.lr, s.eps, s.weight_decay);
       return fmt::format("Adam(lr {}, weight_decay {})", s.lr, s.weight_decay);
     case Settings::Kind::adamw:
       return fmt::format("AdamW(lr {}, weight_decay {})", s.lr, s.weight_decay);
@@ -629,7 +631,29 @@ TEST(Optimizers, Adam) {
                         "PyTorch's Adam with weight_decay 0.1 on Σ c·(x - 1)²", "adam_wrong"))
     return;
   if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}}, 6, 800), adam(0.01f), "adam_wrong")) return;
-  EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 900), adam(0.05f, 0.1f), "adam_wrong");
+  if (!EXPECT_RANDOM_RUN(random_run({{1}, {3, 7}}, 6, 900), adam(0.05f, 0.1f), "adam_wrong")) return;
+
+  // The eps the optimizer was built with, not the default 1e-8: with eps = 1 and gradients of
+  // about 1e-3, √v̂ + eps is about 1. p = [0], g = [1e-3], lr 0.1: m̂ = g and √v̂ = |g|, so
+  // p = -0.1·1e-3/(1e-3 + 1) = -9.99001e-5, where eps 1e-8 moves it by about lr, to -0.1. Then
+  // random parameters with gradients below 1e-3 for 3 steps. Both judged by the double replay.
+  const Settings large_eps = adam_with_eps(0.1f, 1.0f);
+  GradientRun small_gradients = random_run({{3, 7}, {1}}, 3, 950);
+  for (auto& step : small_gradients.gradients)
+    for (auto& gradient : step)
+      for (float& g : gradient->values) g *= 1e-3f;
+  const std::vector<std::pair<std::string, GradientRun>> with_eps = {
+      {"p = [0], g = [1e-3], lr 0.1, eps 1", GradientRun{{data_of({1}, {0.0f})}, {{data_of({1}, {1e-3f})}}}},
+      {"random (3, 7) and (1,) parameters, gradients below 1e-3, lr 0.1, eps 1", small_gradients}};
+  for (const auto& [what, run] : with_eps) {
+    const auto got = observe_run(run, large_eps);
+    KILN_JUDGE {
+      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, large_eps), all_of(run), what,
+                               "adam_eps_ignored"))
+        return;
+    }
+    if (!got.ok()) return;
+  }
 }
 
 TEST(Optimizers, AdamW) {

@@ -17,7 +17,8 @@ namespace kiln {
 std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, int padding) {
   // How many window positions fit along one axis of the padded input (size + 2·padding), one
   // every `stride`: (size + 2·padding - kernel_size) / stride + 1, in integer division.
-  // Example: size 7, kernel 3, stride 2, padding 1 gives 4.
+  // Example: size 7, kernel 3, stride 2, padding 1 gives 4. Keep it in std::int64_t, as size is:
+  // an int padded size wraps past 2^31 (4294967303, kernel 3 must give 4294967301).
   throw kiln::NotImplemented();
 }
 

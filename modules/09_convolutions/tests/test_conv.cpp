@@ -261,6 +261,24 @@ TEST(Convolutions, OutputShape) {
         return;
       KILN_EXPECT(*got == expected, "conv_output_shape_wrong",
                   {{"got", std::to_string(*got)}, {"expected", std::to_string(expected)}}, got.call());
+      if (*got != expected) return;  // the first wrong count is the report
+    }
+  }
+  // size is an std::int64_t, and so is the padded size: 2^32 + 7, 3e9, and 2^31 - 1 with padding 1
+  // (padded, 2^31 + 1) are past an int, where a padded size kept in an int wraps (to 7, to a
+  // negative number). Only the count is asked for: no tensor is made.
+  const std::vector<Size> large = {{4294967303, 3, 1, 0}, {3000000000, 3, 1, 0}, {2147483647, 3, 2, 1}};
+  for (const Size& s : large) {
+    const auto got = observe(fmt::format("conv_output_size({}, kernel {}, stride {}, padding {})", s.size, s.kernel,
+                                         s.stride, s.padding),
+                             [&] { return conv_output_size(s.size, s.kernel, s.stride, s.padding); });
+    KILN_JUDGE {
+      const std::int64_t expected = (s.size + 2 * static_cast<std::int64_t>(s.padding) - s.kernel) / s.stride + 1;
+      const testing::Params params = {{"size", std::to_string(s.size)}, {"expected", std::to_string(expected)}};
+      if (!KILN_EXPECT_OK(got, "conv_output_size_overflow", params)) return;
+      KILN_EXPECT(*got == expected, "conv_output_size_overflow", params,
+                  got.call() + " gave " + std::to_string(*got) + ", expected " + std::to_string(expected));
+      if (*got != expected) return;
     }
   }
 

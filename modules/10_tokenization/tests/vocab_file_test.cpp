@@ -237,6 +237,10 @@ TEST(Tokenization, VocabFileErrors) {
       {"count-glued.bpe", replace_line(2, "mergesx3"), 2, "the merge count \"mergesx3\"", "bad_merge_not_reported"},
       {"count-bare.bpe", replace_line(2, "merges"), 2, "the line \"merges\" without its count",
        "bad_merge_not_reported"},
+      // A number is 1 to 18 digits: the label and its space with nothing after them has no count
+      // (read as 0, it makes line 3, a merge, the misplaced "specials" line).
+      {"count-empty.bpe", replace_line(2, "merges "), 2, "the line \"merges \" (its space, then no count)",
+       "bad_merge_not_reported"},
       {"undefined-256.bpe", replace_line(3, "97 256"), 3, "merge 0 naming id 256, not yet defined",
        "bad_merge_not_reported"},
       {"undefined-300.bpe", replace_line(4, "97 300"), 4, "merge 1 naming id 300", "bad_merge_not_reported"},
@@ -246,6 +250,11 @@ TEST(Tokenization, VocabFileErrors) {
       {"not-a-number.bpe", replace_line(3, "9x 97"), 3, "the id \"9x\"", "bad_merge_not_reported"},
       {"negative.bpe", replace_line(4, "-1 97"), 4, "the id \"-1\"", "bad_merge_not_reported"},
       {"one-id.bpe", replace_line(5, "256"), 5, "a merge line of one id", "bad_merge_not_reported"},
+      // One id and the space: the second id is empty, no number (not id 0); and the other side.
+      {"one-id-space.bpe", replace_line(3, "97 "), 3, "the merge line \"97 \" (one id and a space, no second id)",
+       "bad_merge_not_reported"},
+      {"space-one-id.bpe", replace_line(4, " 98"), 4, "the merge line \" 98\" (a space and one id, no first id)",
+       "bad_merge_not_reported"},
       {"three-ids.bpe", replace_line(3, "97 97 97"), 3, "a merge line of three ids", "bad_merge_not_reported"},
       // Two ids and exactly one space between them: a tab, two spaces, or a run of spaces and tabs
       // is damage at that line, not a separator to skip.
@@ -270,6 +279,8 @@ TEST(Tokenization, VocabFileErrors) {
       {"count-specials.bpe", replace_line(6, "specials two"), 6, "the count \"specials two\"",
        "bad_special_not_reported"},
       {"specials-tab.bpe", replace_line(6, "specials\t2"), 6, "the count \"specials\\t2\" (a tab for the space)",
+       "bad_special_not_reported"},
+      {"specials-empty.bpe", replace_line(6, "specials "), 6, "the line \"specials \" (its space, then no count)",
        "bad_special_not_reported"},
       {"twice.bpe", replace_line(8, "<|endoftext|>"), 8, "the special \"<|endoftext|>\" twice",
        "bad_special_not_reported"},

@@ -15,7 +15,8 @@ namespace kiln {
 
 Tensor split_heads(const Tensor& x, std::int64_t heads) {
   // x (B, T, H·d_h); ShapeError naming x's shape and heads unless x is 3-D and heads divides
-  // its last size (every heads >= 1 divides 0: (1, 2, 0) in 2 heads is (2, 2, 0)). Three steps:
+  // its last size (every heads >= 1 divides 0: (1, 2, 0) in 2 heads is (2, 2, 0)). d_h = D / H
+  // also when x has no positions: (2, 0, 6) in 3 heads is (6, 0, 2). Three steps:
   //   reshape to (B, T, H, d_h)      column h·d_h + e becomes (h, e)
   //   transpose dimensions 1 and 2   (B, H, T, d_h): one head's positions together
   //   reshape to (B·H, T, d_h)       sequence b·H + h is head h of item b
@@ -24,8 +25,9 @@ Tensor split_heads(const Tensor& x, std::int64_t heads) {
 
 Tensor merge_heads(const Tensor& x, std::int64_t heads) {
   // x (B·H, T, d_h); ShapeError naming x's shape and heads unless x is 3-D and heads divides
-  // its first size. split_heads backwards: reshape to (B, H, T, d_h), transpose dimensions 1 and
-  // 2, reshape to (B, T, H·d_h).
+  // its first size, also when x holds no elements ((5, 0, 2) in 3 heads, which a reshape to
+  // (1, 3, 0, 2) would accept). split_heads backwards: reshape to (B, H, T, d_h), transpose
+  // dimensions 1 and 2, reshape to (B, T, H·d_h).
   throw kiln::NotImplemented();
 }
 

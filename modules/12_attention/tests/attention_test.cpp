@@ -680,11 +680,24 @@ TEST(Attention, SplitMergeHeads) {
                                data_of({2, 2, 0}, {}), 0.0, 0.0, "zero_width_split_refused", params))
       return;
   }
+  // No positions, or no batch items, with a width the heads divide: (2, 0, 6) splits into 3 heads
+  // as the empty (6, 0, 2), and (0, 3, 6) as (0, 3, 2). d_h = 6 / 3 is known from the last size
+  // alone; a reshape asked to infer it (-1) refuses, since any d_h fits 0 elements.
+  for (const Case& c : std::vector<Case>{{Tensor::zeros({2, 0, 6}), 3}, {Tensor::zeros({0, 3, 6}), 3}}) {
+    const Shape split{c.x.shape()[0] * c.heads, c.x.shape()[1], c.x.shape()[2] / c.heads};
+    const testing::Params params{
+        {"heads", std::to_string(c.heads)}, {"shape", to_string(c.x.shape())}, {"split", to_string(split)}};
+    if (!KILN_EXPECT_CLOSE_REL(observe(fmt::format("split_heads(x, {}) with x {}", c.heads, to_string(c.x.shape())),
+                                       [&] { return split_heads(c.x, c.heads); }),
+                               data_of(split, {}), 0.0, 0.0, "empty_split_refused", params))
+      return;
+  }
   // merge_heads of (B·H, T, d_h) tensors: (6, 5, 2) into 3 heads, the empty (2, 2, 0) back into
-  // (1, 2, 0), then the run's sizes.
+  // (1, 2, 0), the empty (6, 0, 2) back into (2, 0, 6), then the run's sizes.
   for (const Case& c : std::vector<Case>{{random_tensor({6, 5, 2}, 1255), 3},
                                          {random_tensor({4, 3, 3}, 1256), 2},
                                          {Tensor::zeros({2, 2, 0}), 2},
+                                         {Tensor::zeros({6, 0, 2}), 3},
                                          {random_tensor({batch * heads, length, head_dim}, 1257), heads}}) {
     const testing::Params params{{"heads", std::to_string(c.heads)}, {"shape", to_string(c.x.shape())}};
     if (!KILN_EXPECT_CLOSE_REL(observe(fmt::format("merge_heads(x, {}) with x {}", c.heads, to_string(c.x.shape())),
@@ -968,6 +981,11 @@ TEST(Attention, ShapeErrors) {
   const Tensor x257 = random_tensor({2, 5, 7}, 1315), x542 = random_tensor({5, 4, 2}, 1316);
   KILN_EXPECT_THROWS(split_heads(x257, 3), ShapeError, "shape_not_reported", {"(2, 5, 7)", "3"});
   KILN_EXPECT_THROWS(merge_heads(x542, 3), ShapeError, "shape_not_reported", {"(5, 4, 2)", "3"});
+  // 5 sequences with no positions in 3 heads: still 5 % 3 != 0. The reshape to (5 / 3, 3, 0, 2)
+  // = (1, 3, 0, 2) holds 0 elements like x, so only a test of the first size refuses it.
+  const Tensor x502 = Tensor::zeros({5, 0, 2});
+  KILN_EXPECT_THROWS(merge_heads(x502, 3), ShapeError, "empty_merge_not_refused", {"(5, 0, 2)", "3"},
+                     {{"shape", "(5, 0, 2)"}, {"heads", "3"}});
   // Tensors that are not 3-D, whose sizes the heads do divide.
   const Tensor x2561 = random_tensor({2, 5, 6, 1}, 1321), x6221 = random_tensor({6, 2, 2, 1}, 1322);
   KILN_EXPECT_THROWS(split_heads(x2561, 3), ShapeError, "shape_not_reported", {"(2, 5, 6, 1)", "3"});

@@ -6,7 +6,8 @@
 namespace kiln::nn {
 
 Tensor GPT::forward(const Tensor& tokens) {
-  // tokens (B, T). ids = token_ids(tokens), B·T of them, row-major.
+  // tokens (B, T). ids = token_ids(tokens), B·T of them, row-major; it raises IndexError for a
+  // value that is no id (2.5, -0.5), which a cast of the floats would run as ids 2 and 0.
   //   x = token_embedding.forward(ids), reshaped (autograd) to (B, T, D)
   //   x = x + position_embedding.forward(T): (T, D), broadcast over the batch by autograd::add
   //   every block in order, then ln_final

@@ -24,7 +24,8 @@ Tensor layer_norm(const Tensor& x, const Tensor& gain, const Tensor& bias, doubl
 
 Tensor LayerNormFunction::forward() {
   // inputs = {x, gain, bias}. For every row, in double: the mean μ, the biased variance
-  // σ² = (1/D)·Σ (x_j - μ)², r = 1/√(σ² + eps), x̂_j = (x_j - μ)·r, y_j = gain_j·x̂_j + bias_j
+  // σ² = (1/D)·Σ (x_j - μ)² (summed in a double: for [1e20, -1e20] it is 1e40, inf as a float),
+  // r = 1/√(σ² + eps), x̂_j = (x_j - μ)·r, y_j = gain_j·x̂_j + bias_j
   // from that double x̂, rounded to float once (not from the float x̂ stored in normalized).
   // Keep normalized = x̂ as (rows, D) and inv_std = r as (rows) for backward(); return y with x's
   // shape.

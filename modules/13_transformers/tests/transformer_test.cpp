@@ -183,6 +183,29 @@ TEST(Transformer, LayerNorm) {
   if (!judge(far_row, Tensor({4}, {1, 2, 0.5f, -1}), Tensor({4}, {0, 0.5f, -1, 2}),
              " (x = [[10000000, 10000001, 10000002, 10000003]]: statistics in double)"))
     return;
+  // A row whose squared deviations pass FLT_MAX: [1e20, -1e20] has μ = 0 and σ² = 1e40, finite in
+  // double, where the header computes the statistics, so x̂ = [1, -1] and, with gain [1, 2] and
+  // bias [0.5, -1], y = [1.5, -3]. A variance summed in float is inf, 1/√(σ² + eps) is 0, and y
+  // comes out as the bias.
+  {
+    const Tensor huge_x({1, 2}, {1e20f, -1e20f}), huge_gain({2}, {1, 2}), huge_bias({2}, {0.5f, -1});
+    const auto y = observe("layer_norm(x, gain, bias) with x = [[1e20, -1e20]], gain [1, 2] and bias [0.5, -1]",
+                           [&] { return nn::layer_norm(huge_x, huge_gain, huge_bias); });
+    if (!KILN_EXPECT_OK(y, "layer_norm_wrong")) return;
+    KILN_JUDGE {
+      const TensorData expected = data_of({1, 2}, {1.5f, -3.0f});
+      if (!close(*y, expected, 1e-5)) {
+        const std::string detail = fmt::format("{}: got {}, expected {}", y.call(), testing::list(y->values, 2),
+                                               testing::list(expected.values, 2));
+        if (close(*y, data_of({1, 2}, {0.5f, -1.0f}), 1e-5)) {  // y = the bias, x̂ = 0: the variance overflowed
+          KILN_FAIL("variance_overflows", {}, detail);
+          return;
+        }
+        testing::expect_close(__FILE__, __LINE__, y, expected, 1e-5, "layer_norm_wrong", 1e-5);
+        return;
+      }
+    }
+  }
   // A gain and a bias that nearly cancel: the row [0, 1] has x̂ = ±0.99998000060, and with gain 3e4
   // and bias −29999.4 (−29999.400390625 as a float) y_1 = 3e4·0.99998000060 − 29999.400390625 =
   // −3.726e-4, rounded once. The x̂ kept for backward is rounded to float (0.99997997); y formed
@@ -480,6 +503,23 @@ TEST(Transformer, GptForward) {
       }
       testing::expect_close(__FILE__, __LINE__, logits, expected, 1e-4, "gpt_wrong", 1e-4);
       return;
+    }
+  }
+  // Token values that are no id: 2.5 is not whole and −0.5 is below 0. GPT::forward reads the ids
+  // through token_ids, which raises an IndexError naming the value; a plain cast to an integer
+  // would run them as ids 2 and 0.
+  const GptSizes small{5, 4, 4, 1, 1};
+  const Parameters p = random_parameters(gpt_parameter_shapes(small), stream);
+  for (const auto& [values, bad] : std::vector<std::pair<std::vector<float>, std::string>>{{{1.0f, 2.5f}, "2.5"},
+                                                                                         {{-0.5f, 1.0f}, "-0.5"}}) {
+    const std::string shown = fmt::format("[[{}, {}]]", values[0], values[1]);
+    const Tensor tokens({1, 2}, values);
+    const auto logits = observe(fmt::format("{} with the check's parameters: forward(tokens) with tokens {}",
+                                            sizes_text(small), shown),
+                                [&] { return gpt_with(small, p).forward(tokens); });
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, logits, "token_ids_unchecked", {bad},
+                                         {{"tokens", shown}, {"value", bad}});
     }
   }
 }

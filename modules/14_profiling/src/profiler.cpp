@@ -24,10 +24,12 @@ std::vector<LayerRecord> profile_forward(nn::Sequential& model, const Tensor& x,
   // One record per child of model.children() (pairs of name and module), with its name and
   // layer_kind. Then:
   //   warmup passes: h = x, then h = (*layer)(h) for each child in order; no clock, no records.
+  //     Every pass starts again from h = x, never from the last pass's output.
   //   repetitions passes: the same, but around each child's call
   //     start = clock(); out = (*layer)(h); stop = clock();
   //   and add stop - start to its record's seconds, 1 to its calls; note the input and output
-  //   shapes. Finally each record's cost = layer_cost(layer, input_shape).
+  //   shapes here (warmup may be 0: no warm-up pass at all). Finally each record's cost =
+  //   layer_cost(layer, input_shape).
   throw kiln::NotImplemented();
 }
 

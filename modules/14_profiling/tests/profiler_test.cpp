@@ -43,6 +43,20 @@ class Probe : public nn::Module {
   std::string& log_;
 };
 
+// A layer that notes the shape of every input it is called on in `seen` and returns one column
+// fewer, so that a pass started from the last pass's output shows in the shapes its layers see.
+class Narrow : public nn::Module {
+ public:
+  explicit Narrow(std::vector<std::string>& seen) : seen_(seen) {}
+  Tensor forward(const Tensor& x) override {
+    seen_.push_back(to_string(x.shape()));
+    return Tensor::zeros({x.shape()[0], x.shape()[1] - 1});
+  }
+
+ private:
+  std::vector<std::string>& seen_;
+};
+
 // A layer of a kind the profiler does not know: it returns its input.
 class Passthrough : public nn::Module {
  public:
@@ -255,6 +269,39 @@ TEST(Profiling, ProfileOrder) {
       }
     }
   }
+  // Every pass, warm-up or timed, is model(x): two Narrow layers (5 columns to 4 to 3) with
+  // warmup 2 and repetitions 2 must see (3, 5) then (3, 4) in each of the four passes. A second
+  // warm-up pass started from the first one's output would see (3, 3) then (3, 2).
+  {
+    const std::vector<double> times = scripted_times(16, 1417);
+    const auto seen = observe("profile_forward(Sequential of 2 layers that each drop a column, x (3, 5), "
+                              "{.warmup = 2, .repetitions = 2}, scripted_clock): the input shapes they see",
+                              [&] {
+                                std::vector<std::string> shapes;
+                                nn::Sequential model({std::make_shared<Narrow>(shapes), std::make_shared<Narrow>(shapes)});
+                                std::size_t next = 0;
+                                std::string events;
+                                profile_forward(model, x, ProfileOptions{2, 2}, scripted_clock(times, next, events));
+                                return shapes;
+                              });
+    const testing::Params params = {{"layers", "2 layers"}, {"warmup", "2"}};
+    if (!KILN_EXPECT_OK(seen, "warmup_not_from_x", params)) return;
+    KILN_JUDGE {
+      std::vector<std::string> expected;
+      for (int pass = 0; pass < 4; ++pass) expected.insert(expected.end(), {"(3, 5)", "(3, 4)"});
+      if (*seen != expected) {
+        const auto joined = [](const std::vector<std::string>& shapes) {
+          std::string text;
+          for (const std::string& shape : shapes) text += (text.empty() ? "" : " ") + shape;
+          return text;
+        };
+        KILN_FAIL("warmup_not_from_x", params,
+                  "the input shapes of the layers' calls, warm-up passes first:\n  got      " + joined(*seen) +
+                      "\n  expected " + joined(expected));
+        return;
+      }
+    }
+  }
   // Options that make no sense are refused before anything runs.
   const auto refused = [&](int warmup, int repetitions) {
     return observe(fmt::format("profile_forward(model, x, {{.warmup = {}, .repetitions = {}}})", warmup, repetitions), [&] {
@@ -311,16 +358,27 @@ TEST(Profiling, ProfileOrder) {
 
 TEST(Profiling, ProfileRecords) {
   const auto r = testing::random_ints(4, 1, 40, 1414);
-  const std::vector<ModelSpec> models = {mlp(3, 7, 5, 3), mlp(r[0], r[1], r[2], r[3]), cnn(2, 2, 7),
-                                         cnn(1 + r[0] % 3, 1 + r[1] % 3, 5 + r[2] % 9),
-                                         ModelSpec{"an empty Sequential", {3, 5}, {}}};
-  const ProfileOptions options{1, 3};
-  for (std::size_t m = 0; m < models.size(); ++m) {
-    const ModelSpec& spec = models[m];
+  // Warmup 1 and repetitions 3; then warmup 0, which every record must survive with its shapes
+  // (taken in the timed passes), first for a ReLU and a Flatten, whose costs need no sizes of
+  // their own, then for an MLP, whose Linear reads its batch from the input shape.
+  struct Plan {
+    ModelSpec spec;
+    ProfileOptions options;
+  };
+  const std::vector<Plan> plans = {{mlp(3, 7, 5, 3), {1, 3}},
+                                   {mlp(r[0], r[1], r[2], r[3]), {1, 3}},
+                                   {cnn(2, 2, 7), {1, 3}},
+                                   {cnn(1 + r[0] % 3, 1 + r[1] % 3, 5 + r[2] % 9), {1, 3}},
+                                   {ModelSpec{"an empty Sequential", {3, 5}, {}}, {1, 3}},
+                                   {ModelSpec{"ReLU, Flatten on (2, 3, 4)", {2, 3, 4}, {relu(), flatten()}}, {0, 2}},
+                                   {mlp(2, 4, 6, 3), {0, 1}}};
+  for (std::size_t m = 0; m < plans.size(); ++m) {
+    const ModelSpec& spec = plans[m].spec;
+    const ProfileOptions& options = plans[m].options;
     const std::size_t layers = spec.layers.size();
     const std::vector<double> times = scripted_times(4 * layers * 4 + 8, 1415 + m);
     const auto got = observe_profile(spec, options, times, 1420 + m);
-    const testing::Params params = {{"model", spec.name}};
+    const testing::Params params = {{"model", spec.name}, {"warmup", std::to_string(options.warmup)}};
     if (!KILN_EXPECT_OK(got, "record_layout_wrong", params)) return;
     KILN_JUDGE {
       if (got->size() != layers) {
@@ -332,6 +390,12 @@ TEST(Profiling, ProfileRecords) {
         const auto& [name, kind, in, out, calls, seconds, flops, bytes] = (*got)[i];
         const LayerWant want = spec.layers[i].want(input);
         const auto layout = std::make_tuple(std::to_string(i), want.kind, input, want.output, std::int64_t{options.repetitions});
+        if (options.warmup == 0 && in.empty() && out.empty()) {  // shapes noted only in a warm-up pass
+          KILN_FAIL("record_shapes_from_warmup", params,
+                    fmt::format("record {} ({}): shapes () -> (), expected {} -> {}", i, kind, shape_text(input),
+                                shape_text(want.output)));
+          return;
+        }
         if (std::tie(name, kind, in, out, calls) != layout) {
           KILN_FAIL("record_layout_wrong", params,
                     fmt::format("record {}: got name \"{}\", kind \"{}\", shapes {} -> {}, {}; expected name \"{}\", "

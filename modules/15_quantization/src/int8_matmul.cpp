@@ -17,7 +17,8 @@ std::vector<std::int32_t> int8_accumulate(const QuantizedTensor& x, const Quanti
 }
 
 Tensor int8_matmul(const QuantizedTensor& x, const QuantizedWeight& w) {
-  // acc = int8_accumulate(x, w); y (M, N) with y[m, n] = x.scale · w.scales[n] · acc[m·N + n].
+  // acc = int8_accumulate(x, w); y (M, N) with y[m, n] = x.scale · w.scales[n] · acc[m·N + n],
+  // the two scales multiplied first (one scale times the sum can overflow where y does not).
   throw kiln::NotImplemented();
 }
 

@@ -21,7 +21,9 @@ QuantizedWeight quantize_per_channel(const Tensor& weight) {
   //   (no lower bound otherwise: a tiny row keeps its tiny scale; only where largest / max_code
   //   rounds to 0 in float, below about 8.9e-44, the smallest positive float,
   //   std::numeric_limits<float>::denorm_min() = 1.4e-45, so that every scale is positive)
-  //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
+  //   codes[r·cols + c] = quantize_value(weight[r, c], scales[r]), its clamp to ±127 included:
+  //   a subnormal scale can round down so far that w/scale passes 127 ([150·1.4e-45] gets scale
+  //   1.4e-45 and code 127)
   throw kiln::NotImplemented();
 }
 

@@ -172,6 +172,40 @@ TEST(Quantization, Int8Matmul) {
     }
     if (!got.ok()) return;
   }
+
+  // Scales far apart, each y inside float's range: x.scale 1e36 with w.scales 0.01 and 0.005 gives
+  // y = 1e36·0.01·16129 = 1.6129e38 and 1e36·0.005·(-16129) = -8.06e37, where x.scale·acc alone,
+  // 1.6e40, overflows to inf; and the same the other way round, w.scales 1e36 and 5e35 with
+  // x.scale 0.01, where w.scales[n]·acc alone overflows. The product of the two scales, the value
+  // of one step of y, is in range wherever y is: it goes first.
+  const Product far_apart[] = {
+      {"x codes [[127]] with scale 1e36 and w codes [[127], [-127]] with scales 0.01 and 0.005",
+       tensor_of(1, 1, {127}, 1e36f), weight_of(2, 1, {127, -127}, {0.01f, 0.005f})},
+      {"x codes [[127]] with scale 0.01 and w codes [[127], [-127]] with scales 1e36 and 5e35",
+       tensor_of(1, 1, {127}, 0.01f), weight_of(2, 1, {127, -127}, {1e36f, 5e35f})}};
+  for (const Product& p : far_apart) {
+    const auto got = observe("int8_matmul of " + p.what, [&] { return quant::int8_matmul(p.x, p.w); });
+    KILN_JUDGE {
+      const std::vector<std::int64_t> acc = trusted_accumulate(p.x, p.w);
+      std::vector<float> expected;
+      for (std::int64_t col = 0; col < p.w.rows; ++col)
+        expected.push_back(static_cast<float>(static_cast<double>(p.x.scale) * p.w.scales[at(col)] * static_cast<double>(acc[at(col)])));
+      if (got.ok() && got->values.size() == expected.size()) {
+        for (std::int64_t col = 0; col < p.w.rows; ++col) {
+          const float y = got->values[at(col)];
+          if (std::isfinite(y)) continue;
+          KILN_FAIL("rescale_overflows",
+                    {{"x_scale", fmt::format("{}", p.x.scale)}, {"column", std::to_string(col)},
+                     {"w_scale", fmt::format("{}", p.w.scales[at(col)])}, {"got", fmt::format("{}", y)},
+                     {"expected", fmt::format("{}", expected[at(col)])}},
+                    fmt::format("{}: y[0, {}] is {}, expected {} (acc {})", got.call(), col, y, expected[at(col)], acc[at(col)]));
+          return;
+        }
+      }
+      if (!KILN_EXPECT_CLOSE_REL(got, data_of({1, p.w.rows}, expected), 0.0, 1e-5, "rescale_wrong")) return;
+    }
+    if (!got.ok()) return;
+  }
 }
 
 }  // namespace kiln

@@ -63,6 +63,17 @@ bool expect_quantized(const char* file, int line, const testing::Observed<Observ
   for (std::int64_t i = 0; i < rows * cols; ++i) {
     if (codes[at(i)] == expected.codes[at(i)]) continue;
     const std::int64_t r = i / cols, c = i % cols;
+    // A quotient past ±127.5 whose code is not ±127: the clamp is missing. (Only a subnormal row's
+    // scale, a coarse step, lets a weight of the row pass 127 steps.)
+    const double quotient = static_cast<double>(weight.values[at(i)]) / expected.scales[at(r)];
+    if (std::fabs(quotient) > 127.5) {
+      testing::report_failure(
+          file, line, "codes_not_clamped", {{"shape", shape}, {"row", std::to_string(r)}, {"col", std::to_string(c)}},
+          fmt::format("{}: codes[{}·{} + {}] is {}, expected {}: weight {} over the row's scale {} is {}, past 127",
+                      got.call(), r, cols, c, codes[at(i)], expected.codes[at(i)], weight.values[at(i)],
+                      expected.scales[at(r)], quotient));
+      return false;
+    }
     testing::report_failure(
         file, line, "codes_wrong", {{"shape", shape}, {"row", std::to_string(r)}, {"col", std::to_string(c)}},
         fmt::format("{}: codes[{}·{} + {}] is {}, expected {} (weight {}, scale {})", got.call(), r, cols, c,
@@ -165,6 +176,22 @@ TEST(Quantization, QuantizeWeights) {
                              [&] { return parts_of(quant::quantize_per_channel(subnormal)); });
     KILN_JUDGE {
       if (!EXPECT_QUANTIZED(got, data_of(subnormal))) return;
+    }
+    if (!got.ok()) return;
+  }
+
+  // Subnormal rows past 127 steps: 150/127 and 190/127 steps both round to a scale of 1 step, so
+  // 150 and -190 steps are 150 and 190 scales from zero and clamp to ±127, as quantize_value clamps
+  // any code (converting 150 to int8 straight would wrap, -106 on x86). 191 steps rounds up to a
+  // scale of 2 steps, its codes 96 and -95 inside the range.
+  {
+    const float step = std::numeric_limits<float>::denorm_min();
+    const Tensor coarse({3, 2}, {150 * step, -3 * step, -190 * step, 127 * step, 191 * step, -190 * step});
+    const auto got = observe("quantize_per_channel(weight (3, 2)) with rows [2.1e-43, -4.2e-45], [-2.66e-43, 1.78e-43] "
+                             "and [2.68e-43, -2.66e-43] (150, -3; -190, 127; 191, -190 steps of 1.4e-45, subnormal)",
+                             [&] { return parts_of(quant::quantize_per_channel(coarse)); });
+    KILN_JUDGE {
+      if (!EXPECT_QUANTIZED(got, data_of(coarse))) return;
     }
     if (!got.ok()) return;
   }

@@ -11,7 +11,8 @@ namespace kiln::compress {
 
 Tensor magnitude_mask(const Tensor& weight, double sparsity) {
   // Throw std::invalid_argument naming the sparsity unless 0 <= sparsity <= 1.
-  // n = weight.numel(); count = std::llround(sparsity * n), the product in double.
+  // n = weight.numel(); count = std::llround(sparsity * n), the product in double (llround itself:
+  // adding 0.5 and truncating rounds 0.49999999999999994 up to 1).
   // Order the flat indices 0 .. n-1 by |w| ascending, and among equal |w| by index ascending
   // (weight.to_vector() gives the values in row-major order, views too). The first count
   // indices of that order get 0 in the mask, every other index 1.

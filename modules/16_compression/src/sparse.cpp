@@ -19,6 +19,7 @@ Tensor csr_matmul(const CsrMatrix& a, const Tensor& b) {
   // Throw ShapeError naming "(a.rows, a.cols)" and b's shape unless b is 2-D with a.cols rows.
   // c (a.rows, m) starts at zeros. For each row i, for p in [row_offsets[i], row_offsets[i + 1]):
   //   c[i, :] += values[p] · b[column_indices[p], :]
+  // the stored entries only: never the zeros CSR leaves out (0·inf would add NaN where b is inf).
   // Read b through its strides, or make it contiguous once before the loops.
   throw kiln::NotImplemented();
 }

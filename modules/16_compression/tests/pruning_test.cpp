@@ -146,6 +146,13 @@ TEST(Compression, MagnitudeMask) {
   // 31.499999999999996 (31 pruned), 0.58 of 25 is 14.499999999999998 (14 pruned).
   CHECK_MASK("a (5, 9) weight", random_tensor({5, 9}, 1611), 0.7);
   CHECK_MASK("a (25) weight", random_tensor({25}, 1612), 0.58);
+  // The largest double below a half, sparsity·n = 0.49999999999999994: llround gives 0 and prunes
+  // nothing, where adding 0.5 and truncating rounds the sum up to 1.0 and prunes one. 1 entry at
+  // 0.49999999999999994, 2 at 0.24999999999999997 (the same product), then 1 at 0.5 itself, 1.
+  const double below_half = std::nextafter(0.5, 0.0), below_quarter = std::nextafter(0.25, 0.0);
+  CHECK_MASK("a (1, 1) weight", random_tensor({1, 1}, 1613), below_half);
+  CHECK_MASK("a (2) weight", random_tensor({2}, 1614), below_quarter);
+  CHECK_MASK("a (1, 1) weight", random_tensor({1, 1}, 1613), 0.5);
   // Magnitudes at float's ends, ranked by |w| itself: their squares would underflow to 0 or
   // overflow to inf and tie. 0.25 of 8 prunes 1e-40 and 3e-30; 0.75 keeps -1e25 and 1e20.
   const Tensor extremes({2, 4}, {2e-23f, 1e-23f, 3e-30f, 1e20f, 3e19f, -1e25f, 1e-40f, 4e19f});

@@ -184,6 +184,51 @@ TEST(Compression, CsrMatmul) {
                                {{"a_shape", a_shape}, {"b_shape", b_shape}}))
       return;
   }
+
+  // Only the stored entries multiply: where b holds inf or NaN in a row that only a's zeros meet,
+  // the zeros CSR does not store never touch it (a dense product would give 0·inf = NaN there).
+  // [[1, 0]]·[[2], [inf]] is [[2]]; [[1, 0, 0], [0, 0, -2]]·[[2, 3], [inf, NaN], [1, 5]] is
+  // [[2, 3], [-2, -10]]. The expected rows are summed here over the stored entries, in double.
+  const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
+  const std::vector<Case> unstored = {
+      {Tensor({1, 2}, {1, 0}), Tensor({2, 1}, {2, inf})},
+      {Tensor({2, 3}, {1, 0, 0, 0, 0, -2}), Tensor({3, 2}, {2, 3, inf, nan, 1, 5})},
+  };
+  for (const Case& c : unstored) {
+    const CsrMatrix a = csr_of(c.a);
+    const std::string a_shape = to_string(c.a.shape()), b_shape = to_string(c.b.shape());
+    const auto got = observe(fmt::format("csr_matmul(a {} = {}, b {} = {})", a_shape, testing::list(data_of(c.a).values),
+                                         b_shape, testing::list(data_of(c.b).values)),
+                             [&] { return csr_matmul(a, c.b); });
+    const testing::Params shapes = {{"a_shape", a_shape}, {"b_shape", b_shape}};
+    if (!KILN_EXPECT_OK(got, "csr_matmul_wrong", shapes)) return;
+    KILN_JUDGE {
+      const std::vector<float> b = data_of(c.b).values;
+      const std::int64_t m = c.b.shape()[1];
+      std::vector<float> expected(static_cast<std::size_t>(a.rows * m), 0.0f);
+      for (std::int64_t i = 0; i < a.rows; ++i)
+        for (std::int64_t j = 0; j < m; ++j) {
+          double total = 0;
+          for (std::int32_t p = a.row_offsets[i]; p < a.row_offsets[i + 1]; ++p)
+            total += static_cast<double>(a.values[p]) * b[static_cast<std::size_t>(a.column_indices[p] * m + j)];
+          expected[static_cast<std::size_t>(i * m + j)] = static_cast<float>(total);
+        }
+      if (got->values.size() == expected.size()) {
+        for (std::size_t e = 0; e < expected.size(); ++e) {
+          if (std::isfinite(got->values[e])) continue;
+          const std::string row = std::to_string(e / m), col = std::to_string(e % m);
+          KILN_FAIL("unstored_zeros_multiplied",
+                    {{"a_shape", a_shape}, {"b_shape", b_shape}, {"got", std::isnan(got->values[e]) ? "NaN" : fmt::format("{}", got->values[e])},
+                     {"row", row}, {"col", col}, {"expected", fmt::format("{}", expected[e])}},
+                    fmt::format("{} gave {}, expected {}", got.call(), testing::list(got->values), testing::list(expected)));
+          return;
+        }
+      }
+      if (!KILN_EXPECT_CLOSE_REL(got, data_of({a.rows, m}, expected), 1e-6, 1e-6, "csr_matmul_wrong",
+                                 shapes))
+        return;
+    }
+  }
 }
 
 TEST(Compression, CsrBytes) {

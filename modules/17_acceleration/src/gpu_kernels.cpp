@@ -40,7 +40,8 @@ KILN_GLOBAL void matmul_blocktile_1d_kernel(const float* a, const float* b, floa
   // KILN_SHARED(float) a_tile[kBlockM][kBlockK], b_tile[kBlockK][kBlockN]; float results[kThreadM]
   // = {}. For each step of kBlockK over the inner dimension: thread t = ty·64 + tx loads
   // a[row0 + t / 8, step·8 + t % 8] into a_tile[t / 8][t % 8] and b[step·8 + ty, col0 + tx] into
-  // b_tile[ty][tx] (0 outside a or b; row0, col0 = the block's first row and column),
+  // b_tile[ty][tx] (0 outside a or b; row0, col0 = the block's first row and column): a warp's
+  // load of a is 4 rows of 8 neighbouring floats, whose transactions the counts check;
   // kiln_syncthreads(); then for each dot < kBlockK read b_tile[dot][tx] once into a float and add
   // a_tile[ty·8 + r][dot] times it to results[r] for r < 8; kiln_syncthreads(). At the end store
   // results[r] to c[row0 + ty·8 + r, col0 + tx] where that lies inside c.
@@ -50,7 +51,9 @@ KILN_GLOBAL void matmul_blocktile_1d_kernel(const float* a, const float* b, floa
 KILN_GLOBAL void matmul_blocktile_2d_kernel(const float* a, const float* b, float* c, int n, int k, int m) {
   // The same tiles; float results[kThreadM][kThreadN] = {}, a_column[kThreadM], b_row[kThreadN].
   // For each step: thread t = ty·8 + tx loads elements t, t + 64, ... of each tile (element e of
-  // a_tile is [e / 8][e % 8], of b_tile [e / 64][e % 64]; 0 outside), kiln_syncthreads(); then for
+  // a_tile is [e / 8][e % 8], of b_tile [e / 64][e % 64]; 0 outside), e stepping by 64, so that each
+  // of a warp's loads of a is 4 rows of 8 neighbouring floats (the counts check its transactions;
+  // a contiguous run of 8 elements per thread is not this pattern), kiln_syncthreads(); then for
   // each dot: a_column[i] = a_tile[ty·8 + i][dot], b_row[j] = b_tile[dot][tx·8 + j], and
   // results[i][j] += a_column[i] · b_row[j] for all 64 (i, j); kiln_syncthreads(). Store
   // results[i][j] to c[row0 + ty·8 + i, col0 + tx·8 + j] where that lies inside c.

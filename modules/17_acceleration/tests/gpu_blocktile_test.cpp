@@ -6,6 +6,7 @@
 // launch (64 × 16) · (16 × 64), not multiples of the blocks; inputs are drawn from the run's seed.
 #include <algorithm>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -93,8 +94,12 @@ TEST(Gpu, Blocktile2dMatmul) {
 // column, ⌈m / 64⌉ times, and each of b once per block row, ⌈n / 64⌉ times.
 const std::vector<Size> kCountSizes = {{64, 16, 64}, {128, 16, 192}, {70, 45, 37}, {33, 31, 65}, {1, 1, 1}};
 
-// The reads of a's and b's elements (fewest, most), then the shared loads by single threads.
-std::vector<std::int64_t> plain_counts(const grid::LaunchCounts& c) {
+// The reads of a's and b's elements (fewest, most), the shared loads by single threads, then the
+// loads of a (warp requests, 128-byte transactions, the most of one request); and the element of
+// a each lane of block (0, 0)'s first warp loaded first (-1: none), as `grader bench 17
+// --emulator` draws it.
+using BlocktileCounts = std::pair<std::vector<std::int64_t>, std::vector<std::int64_t>>;
+BlocktileCounts plain_counts(const grid::LaunchCounts& c) {
   std::vector<std::int64_t> counts;
   for (const char* name : {"a", "b"}) {
     const auto& reads = c.buffer(name).reads;
@@ -102,10 +107,99 @@ std::vector<std::int64_t> plain_counts(const grid::LaunchCounts& c) {
     counts.push_back(*std::max_element(reads.begin(), reads.end()));
   }
   counts.push_back(c.shared_loads.accesses);
+  const grid::AccessCounts& a = c.buffer("a").loads;
+  counts.insert(counts.end(), {a.requests, a.transactions, a.max_per_request});
+  return {counts, c.buffer("a").first_request};
+}
+
+// ---- The loads of a as kiln/gpu.h states them, counted here -------------------------------------
+
+// The elements of a (flat, row-major n × k) that each thread of a block loads, in its order, for the
+// block whose tile of c starts at row row0: at every step, thread t loads elements t, t + threads,
+// ... of the 512 of a_tile, element e being a_tile[e / 8][e % 8] (1D: 512 threads, element t alone,
+// a_tile[t / 8][t % 8]; 2D: 64 threads, t, t + 64, ..., t + 448), and only those inside a.
+std::vector<std::vector<std::int64_t>> stated_a_loads(const Rung& rung, const Size& size, std::int64_t row0) {
+  const auto& [n, k, m] = size;
+  std::vector<std::vector<std::int64_t>> loads(static_cast<std::size_t>(rung.threads));
+  for (std::int64_t t = 0; t < rung.threads; ++t)
+    for (std::int64_t inner = 0; inner < k; inner += kBlockK)
+      for (std::int64_t e = t; e < kBlockM * kBlockK; e += rung.threads) {
+        const std::int64_t r = e / kBlockK, i = e % kBlockK;
+        if (row0 + r < n && inner + i < k) loads[static_cast<std::size_t>(t)].push_back((row0 + r) * k + inner + i);
+      }
+  return loads;
+}
+
+struct LoadCounts {
+  std::int64_t requests = 0, transactions = 0, most = 0;
+};
+
+// Those loads counted as kiln/grid.h counts them: the j-th load of a by each lane of a warp (32
+// threads in order) is one request, costing one transaction per 128-byte segment (32 floats) its
+// lanes touch. Every block column loads the same rows of a, so the block rows are counted once and
+// multiplied by ⌈m / 64⌉.
+LoadCounts stated_a_counts(const Rung& rung, const Size& size) {
+  const auto& [n, k, m] = size;
+  constexpr std::int64_t kWarp = 32, kFloatsPerSegment = 128 / sizeof(float);
+  LoadCounts counts;
+  for (std::int64_t by = 0; by < ceil_div(n, kBlockM); ++by) {
+    const auto loads = stated_a_loads(rung, size, by * kBlockM);
+    for (std::int64_t first = 0; first < rung.threads; first += kWarp) {
+      std::size_t longest = 0;
+      for (std::int64_t t = first; t < first + kWarp; ++t) longest = std::max(longest, loads[static_cast<std::size_t>(t)].size());
+      for (std::size_t j = 0; j < longest; ++j) {
+        std::set<std::int64_t> segments;
+        for (std::int64_t t = first; t < first + kWarp; ++t)
+          if (j < loads[static_cast<std::size_t>(t)].size()) segments.insert(loads[static_cast<std::size_t>(t)][j] / kFloatsPerSegment);
+        const auto cost = static_cast<std::int64_t>(segments.size());
+        counts.requests += 1;
+        counts.transactions += cost;
+        counts.most = std::max(counts.most, cost);
+      }
+    }
+  }
+  counts.requests *= ceil_div(m, kBlockN);
+  counts.transactions *= ceil_div(m, kBlockN);
   return counts;
 }
 
-void check_counts(const Rung& rung, const char* reads_id, const char* shared_id) {
+// a[r, c] of a flat element of a (n × k), as a detail names it.
+std::string element_of_a(std::int64_t element, std::int64_t k) {
+  return element < 0 ? "nothing" : fmt::format("a[{}, {}]", element / k, element % k);
+}
+
+// Reports `id` unless the loads of a cost what the stated pattern costs; the detail names the
+// first lane of block (0, 0)'s first warp whose first element differs. Judging only.
+bool expect_stated_a_loads(const char* file, int line, const Rung& rung, const Size& size, const std::string& call,
+                           const std::vector<std::int64_t>& counts, const std::vector<std::int64_t>& first_request,
+                           const char* id) {
+  const LoadCounts expected = stated_a_counts(rung, size);
+  const std::int64_t requests = counts[5], transactions = counts[6], most = counts[7];
+  if (requests == expected.requests && transactions == expected.transactions) return true;
+  const std::int64_t k = std::get<1>(size);
+  const auto stated = stated_a_loads(rung, size, 0);
+  std::string lanes = "block (0, 0)'s first warp loads a first as stated: the difference lies in a later request";
+  for (std::size_t lane = 0; lane < 32 && lane < stated.size(); ++lane) {
+    const std::int64_t want = stated[lane].empty() ? -1 : stated[lane][0];
+    const std::int64_t got = lane < first_request.size() ? first_request[lane] : -1;
+    if (got == want) continue;
+    lanes = fmt::format("lane {} of block (0, 0)'s first warp loaded {} first, where its element of a_tile is {}", lane,
+                        element_of_a(got, k), element_of_a(want, k));
+    break;
+  }
+  testing::report_failure(file, line, id,
+                          {{"size", product(size)},
+                           {"transactions", testing::counted(transactions, "128-byte transaction")},
+                           {"requests", testing::counted(requests, "warp request")},
+                           {"most", std::to_string(most)},
+                           {"expected_transactions", testing::counted(expected.transactions, "transaction")},
+                           {"expected_requests", testing::counted(expected.requests, "request")},
+                           {"expected_most", std::to_string(expected.most)}},
+                          fmt::format("{}: {}", call, lanes));
+  return false;
+}
+
+void check_counts(const Rung& rung, const char* reads_id, const char* shared_id, const char* a_loads_id) {
   std::uint64_t stream = 91;
   for (const Size& size : kCountSizes) {
     const auto& [n, k, m] = size;
@@ -124,7 +218,7 @@ void check_counts(const Rung& rung, const char* reads_id, const char* shared_id)
                          {"expected", std::to_string(ceil_div(m, kBlockN))}}))
       return;
     KILN_JUDGE {
-      const std::vector<std::int64_t>& counts = *observed;
+      const std::vector<std::int64_t>& counts = observed->first;
       const std::vector<std::tuple<const char*, std::int64_t, std::int64_t, std::int64_t>> matrices = {
           {"a", counts[0], counts[1], ceil_div(m, kBlockN)}, {"b", counts[2], counts[3], ceil_div(n, kBlockM)}};
       for (const auto& [matrix, fewest, most, expected] : matrices) {
@@ -151,13 +245,22 @@ void check_counts(const Rung& rung, const char* reads_id, const char* shared_id)
                               {"expected_ratio", fmt::format("{:.4g}", double(expected) / double(products))}});
         return;
       }
+      // Which thread loads which element of a_tile: the pattern kiln/gpu.h states, whose warps
+      // read 4 rows of a, 8 neighbouring floats each, per request. Any other one-to-one cover of
+      // the tile gives the same product, reads and shared loads, and other transactions.
+      if (!expect_stated_a_loads(__FILE__, __LINE__, rung, size, observed.call(), counts, observed->second, a_loads_id))
+        return;
     }
   }
 }
 
-TEST(Gpu, Blocktile1dCounts) { check_counts(kRung1d, "blocktile_1d_reads", "blocktile_1d_shared_loads"); }
+TEST(Gpu, Blocktile1dCounts) {
+  check_counts(kRung1d, "blocktile_1d_reads", "blocktile_1d_shared_loads", "blocktile_1d_a_loads_scattered");
+}
 
-TEST(Gpu, Blocktile2dCounts) { check_counts(kRung2d, "blocktile_2d_reads", "blocktile_2d_shared_loads"); }
+TEST(Gpu, Blocktile2dCounts) {
+  check_counts(kRung2d, "blocktile_2d_reads", "blocktile_2d_shared_loads", "blocktile_2d_a_loads_scattered");
+}
 
 }  // namespace
 }  // namespace kiln

@@ -286,6 +286,51 @@ TEST(Memoization, StepLogits) {
       return;
     }
   }
+
+  // Inference leaves the model as it found it: forward_step turns requires_grad off for the step
+  // (its NoGradGuard) and back as it was when the step returns, so a later training step records
+  // a graph again. Every parameter requires grad but the model's second, frozen here beforehand
+  // (as the guard itself switches it, through the shared bookkeeping); after two steps each must
+  // be as before: the frozen one still off, every other one on.
+  using Flags = std::vector<std::pair<std::string, bool>>;
+  const auto flags = observe(
+      fmt::format("requires_grad of every parameter of {} before and after forward_step of the tokens {} and {}, its "
+                  "second parameter frozen beforehand",
+                  sizes_text(s), ids[0], ids[1]),
+      [&] {
+        nn::GPT model = gpt_with(s, p);
+        std::vector<std::pair<std::string, Tensor>> parameters = model.named_parameters();
+        if (parameters.size() > 1 && parameters[1].second.autograd()) parameters[1].second.autograd()->requires_grad = false;
+        const auto read = [&] {
+          Flags now;
+          for (const auto& [name, parameter] : model.named_parameters()) now.emplace_back(name, parameter.requires_grad());
+          return now;
+        };
+        const Flags before = read();
+        nn::KVCache cache(model.config);
+        nn::forward_step(model, cache, ids[0]);
+        nn::forward_step(model, cache, ids[1]);
+        return std::pair<Flags, Flags>(before, read());
+      });
+  if (!KILN_EXPECT_OK(flags, "step_logits_wrong", {{"position", "0"}})) return;
+  KILN_JUDGE {
+    const auto& [before, after] = *flags;
+    std::size_t changed = 0, first = before.size();
+    for (std::size_t k = 0; k < before.size() && k < after.size(); ++k) {
+      if (after[k].second == before[k].second) continue;
+      ++changed;
+      first = std::min(first, k);
+    }
+    if (changed > 0) {
+      const auto text = [](bool on) { return std::string(on ? "true" : "false"); };
+      KILN_FAIL("requires_grad_changed",
+                {{"parameter", before[first].first}, {"after", text(after[first].second)},
+                 {"before", text(before[first].second)}},
+                fmt::format("{}: {} of {} changed, {} first", flags.call(), changed,
+                            testing::counted(before.size(), "parameter"), before[first].first));
+      return;
+    }
+  }
 }
 
 TEST(Memoization, GenerateCached) {

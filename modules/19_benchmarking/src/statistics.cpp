@@ -23,7 +23,8 @@ double mean(const std::vector<double>& samples) {
 }
 
 double median(const std::vector<double>& samples) {
-  // Sort a copy. Odd n: the element at n / 2. Even n: the mean of those at n/2 - 1 and n/2, as
+  // Sort a copy. Odd n: the element at n / 2, itself (not averaged with itself: x + x overflows
+  // above DBL_MAX/2, and median([1e308, 1e308, 1e308]) is 1e308). Even n: the mean of those at n/2 - 1 and n/2, as
   // (x[n/2 - 1] + x[n/2]) / 2 in that form (x[i] + (x[i + 1] - x[i])/2 rounds otherwise).
   throw kiln::NotImplemented();
 }

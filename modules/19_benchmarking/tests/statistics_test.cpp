@@ -87,6 +87,23 @@ TEST(Benchmarking, Median) {
     }
     if (!got.ok()) return;
   }
+  // An odd count gives its middle sample itself, x[n/2]: exact for any sample, also one above
+  // DBL_MAX/2 (8.99e307), where averaging the middle sample with itself, (x + x)/2, overflows to
+  // inf. [1e308, 1e308, 1e308] gives 1e308, [1.7e308] 1.7e308, [1.7e308, -1.7e308, 1.6e308] 1.6e308.
+  for (const auto& [c, want] : {std::pair{hand({1e308, 1e308, 1e308}), 1e308}, std::pair{hand({1.7e308}), 1.7e308},
+                                std::pair{hand({1.7e308, -1.7e308, 1.6e308}), 1.6e308}}) {
+    const auto got = observe("median(" + c.what + ")", [&] { return median(c.x); });
+    KILN_JUDGE {
+      if (!testing::expect_ok(__FILE__, __LINE__, got, "median_wrong", {{"case", c.what}})) return;
+      if (*got != want) {
+        const std::string g = fmt::format("{}", *got), w = fmt::format("{}", want);
+        KILN_FAIL("median_odd_not_middle", {{"case", c.what}, {"got", g}, {"expected", w}},
+                  fmt::format("{}: got {}, expected {}", got.call(), g, w));
+        return;
+      }
+    }
+    if (!got.ok()) return;
+  }
 }
 
 TEST(Benchmarking, MeanStddev) {

@@ -32,7 +32,8 @@ std::int64_t numel(const Shape& shape);
 
 // Row-major strides of a shape: the last dimension has stride 1, and every other the product of
 // all the sizes after it, a size 0 included: (2, 0, 3) has strides (0, 3, 1), the strides of a
-// tensor built with that shape.
+// tensor built with that shape. The products are std::int64_t like the sizes and may pass 2^31:
+// (2, 65536, 65536) has strides (4294967296, 65536, 1).
 Shape contiguous_strides(const Shape& shape);
 
 // NumPy's broadcasting rule: align the shapes at their last dimension; two sizes are compatible

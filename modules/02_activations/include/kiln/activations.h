@@ -25,6 +25,8 @@
 //               shapes); the same number of elements in another shape is still an error
 //   IndexError  a dim outside [-x.dim(), x.dim()) (the message names the dim and the shape); a
 //               0-D x has no dim at all, so every dim is refused for it
+//   The shapes are compared first: softmax_backward given both a grad_output of another shape
+//   and a dim out of range throws the ShapeError.
 //
 // Names: tanh_activation, not tanh, so that std::tanh stays visible inside namespace kiln.
 // Module 06 has kiln::autograd::relu, the graph node; where both headers are included, call

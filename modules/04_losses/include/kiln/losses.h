@@ -55,7 +55,10 @@ Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Ten
 // Cross-entropy of logits (N, C) against N class ids, mean over the N rows:
 //   loss = (1/N)·Σ_n [log Σ_c e^(z[n, c]) - z[n, targets[n]]] = nll_loss(log_softmax(logits), targets)
 // through the log-sum-exp with the row maximum taken out, so that logits of ±1e4 or ±1e30 give
-// a finite loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147.
+// a finite loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147. A class that is not a target
+// may have log-probability -inf (a masked logit of -inf, or logits more than FLT_MAX apart, as in
+// [[3e38, -3e38]]): the lookup never reads it and the loss stays finite (0 for that row with
+// target 0), where nll_loss_one_hot would give NaN.
 Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targets);
 // dL/dz = (softmax(logits) - one_hot(targets))/N, shape (N, C): each row sums to 0.
 Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64_t>& targets);

@@ -30,7 +30,7 @@
 //     m̂   = m / (1 - beta1^t),  v̂ = v / (1 - beta2^t)              (bias correction, in double:
 //                                                                  v̂ may pass float's range,
 //                                                                  1e40 for g = 1e20 at t = 1)
-//     p   = p - lr·m̂ / (√v̂ + eps)
+//     p   = p - lr·m̂ / (√v̂ + eps)                                 (the eps it was built with)
 //
 //   AdamW (torch.optim.AdamW): decoupled weight decay
 //     p   = p - lr·weight_decay·p                                  (first, on the old p)

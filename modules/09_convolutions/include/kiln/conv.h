@@ -23,7 +23,9 @@
 
 namespace kiln {
 
-// The number of window positions along one axis: (size + 2·padding - kernel_size) / stride + 1.
+// The number of window positions along one axis: (size + 2·padding - kernel_size) / stride + 1,
+// in std::int64_t like size: a size or padded size past 2^31 does not wrap (4294967303 with
+// kernel 3, stride 1, padding 0 gives 4294967301).
 std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, int padding);
 
 // Convolution as a node of the autograd graph.

@@ -231,7 +231,8 @@ class BpeTokenizer {
 //   specials 1            line 3 + M: "specials", one space, the number of special tokens S
 //   <|endoftext|>         S lines, one special token each, verbatim; none empty, none twice
 //
-// and nothing after them. A number is at most 18 decimal digits, so that it fits a std::int64_t,
+// and nothing after them. A number is 1 to 18 decimal digits, so that it fits a std::int64_t
+// (an empty field, as in "merges " or "97 ", is no number, not 0),
 // and a count may be that large however few lines follow it. Anything else is a damaged file: a
 // wrong first line, a count or an id that is not decimal digits or has more than 18, a merge
 // line without exactly two numbers separated by one space (a tab or two spaces between them is

@@ -118,12 +118,14 @@ struct AttentionFunction : autograd::Function {
 // split_heads(x)[b·H + h, t, e] = x[b, t, h·d_h + e].
 // Throws ShapeError naming x's shape and `heads` when x is not 3-D, heads is below 1, or heads
 // does not divide its last size. Every heads >= 1 divides a last size of 0: an empty (1, 2, 0) x
-// splits into 2 heads as (2, 2, 0).
+// splits into 2 heads as (2, 2, 0). An x with no positions or no batch items splits like any
+// other, d_h = D / H: (2, 0, 6) into 3 heads is (6, 0, 2).
 Tensor split_heads(const Tensor& x, std::int64_t heads);
 
 // The inverse of split_heads: (B·H, T, d_h) -> (B, T, H·d_h), head h back in columns
 // h·d_h .. h·d_h + d_h - 1. Throws ShapeError naming the shape and `heads` when x is not 3-D,
-// heads is below 1, or heads does not divide its first size.
+// heads is below 1, or heads does not divide its first size, also when x holds no elements
+// ((5, 0, 2) in 3 heads); (6, 0, 2) in 3 heads merges into (2, 0, 6).
 Tensor merge_heads(const Tensor& x, std::int64_t heads);
 
 // Multi-head attention:

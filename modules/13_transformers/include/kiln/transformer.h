@@ -61,9 +61,10 @@ namespace kiln::nn {
 //   μ = (1/D)·Σ_j x_j                 σ² = (1/D)·Σ_j (x_j - μ)²   (the biased variance: 1/D)
 //   x̂_j = (x_j - μ) / √(σ² + eps)     y_j = gain_j·x̂_j + bias_j
 // with eps = 1e-5 inside the square root, so that a constant row (σ² = 0) gives x̂ = 0, not NaN.
-// The statistics are computed in double, the results stored as float: y = gain·x̂ + bias is formed
-// from the double x̂ and rounded once (not from x̂ already rounded to float, whose error the gain
-// multiplies where gain·x̂ and bias nearly cancel).
+// The statistics are computed in double (the mean's and the variance's sums too: the row
+// [1e20, -1e20] has σ² = 1e40, beyond FLT_MAX, and x̂ = [1, -1]), the results stored as float:
+// y = gain·x̂ + bias is formed from the double x̂ and rounded once (not from x̂ already rounded to
+// float, whose error the gain multiplies where gain·x̂ and bias nearly cancel).
 
 // The node. inputs: {x (..., D), gain (D), bias (D)}; output: x's shape. Every dimension before
 // the last is a row: x (B, T, D) has B·T rows.
@@ -198,9 +199,11 @@ class GPT : public Module {
   explicit GPT(const GPTConfig& config, std::uint64_t seed = 0);
 
   // Yours: tokens (B, T) -> logits (B, T, V), as at the top of this file. token_ids(tokens) gives
-  // the B·T ids row-major (and checks them); the embeddings come from module 11's lookups
-  // (token_embedding.forward, position_embedding.forward(T)), the position table broadcast over
-  // the batch by autograd::add. A T above max_length raises the position table's IndexError.
+  // the B·T ids row-major (and checks them: a token value that is not a whole number >= 0, such
+  // as 2.5 or -0.5, raises its IndexError, never cast to an id); the embeddings come from module
+  // 11's lookups (token_embedding.forward, position_embedding.forward(T)), the position table
+  // broadcast over the batch by autograd::add. A T above max_length raises the position table's
+  // IndexError.
   Tensor forward(const Tensor& tokens) override;
 
   GPTConfig config;

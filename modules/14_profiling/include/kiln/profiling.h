@@ -176,11 +176,13 @@ struct LayerRecord {
 // other (children() in order, each called on the last one's output), with the clock read around
 // each child:
 //   1. options.warmup passes, reading no clock and recording nothing;
+//      every pass, warm-up or timed, is model(x): it starts from x, not from the last pass's output;
 //   2. options.repetitions passes, each child's call timed alone: start = clock(), call,
 //      stop = clock(), and stop - start added to that child's record: two readings per child
 //      per pass, none shared.
 // Returns one record per child, in order, with its name, kind, input and output shapes (every pass
-// sees the same ones), calls, seconds and cost. An empty Sequential gives no records.
+// sees the same ones; noted in the timed passes, since warmup may be 0), calls, seconds and cost.
+// An empty Sequential gives no records.
 // Throws std::invalid_argument, before calling anything, when warmup < 0 or repetitions < 1 (an
 // empty Sequential too: the options are checked first).
 std::vector<LayerRecord> profile_forward(nn::Sequential& model, const Tensor& x, const ProfileOptions& options = {},

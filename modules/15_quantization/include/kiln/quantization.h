@@ -7,7 +7,8 @@
 // The codes are symmetric about zero (-128 is never used), so zero is exactly code 0 and the
 // largest magnitude the scale was chosen for, 127·s, is code ±127 (so wherever s is a normal
 // float; where s is subnormal, a largest magnitude below about 1.5e-36, s has few bits and the
-// largest code can fall short: a largest magnitude of 64·1.4e-45 gets s = 1.4e-45 and code 64).
+// largest magnitude can fall short of 127·s or pass it: 64·1.4e-45 gets s = 1.4e-45 and code 64,
+// and 150·1.4e-45 the same s and code 127, clamped).
 // Inside that range |v - q·s| ≤ s/2: rounding moves a value by at most half a step.
 //
 // Layouts, all row-major:
@@ -63,12 +64,14 @@ std::int8_t quantize_value(float value, float scale);
 
 // Per-channel symmetric quantization of weight (rows, cols), views included: for every row r,
 //   scales[r] = max_c |weight[r, c]| / 127       (in float; a row of zeros gets scale 1)
-//   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])
+//   codes[r·cols + c] = quantize_value(weight[r, c], scales[r])   (clamped to ±127, like every code)
 // A row of zeros has all-zero codes whatever its scale; scale 1 keeps every scale positive, so
 // that nothing ever divides by zero. For the same reason, where max/127 rounds to 0 in float (a
 // largest magnitude below about 8.9e-44, subnormal), the scale is the smallest positive float,
 // std::numeric_limits<float>::denorm_min() = 1.4e-45: a row [1.4e-45] gets scale 1.4e-45 and
-// code 1. That is no lower bound, since every other quotient is at least that already: a row
+// code 1. A subnormal scale is a whole number of those steps and can round down a long way, so
+// w/scale can pass 127 there and the clamp matters: [150·1.4e-45] gets scale 1.4e-45 (150/127
+// rounds to 1 step) and code 127. That is no lower bound, since every other quotient is at least that already: a row
 // [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns,
 // (rows, 0), has rows of no values: the largest of nothing is 0, so each gets scale 1, and there
 // are no codes. Throws ShapeError naming the shape when weight is not 2-D.
@@ -122,7 +125,10 @@ QuantizedTensor quantize_activations(const Tensor& x, float scale);
 std::vector<std::int32_t> int8_accumulate(const QuantizedTensor& x, const QuantizedWeight& w);
 
 // y (M, N) float32: y[m, n] = x.scale · w.scales[n] · acc[m·N + n], the sums of int8_accumulate
-// rescaled to real values. The same ShapeError when the inner sizes differ.
+// rescaled to real values, the two scales multiplied first, as written: their product (one step
+// of y) is in range wherever y is, while one scale times the sum can overflow (x.scale 1e36,
+// w.scales[n] 0.01 and acc 16129 give 1.6129e38, where 1e36·16129 is inf). The same ShapeError
+// when the inner sizes differ.
 Tensor int8_matmul(const QuantizedTensor& x, const QuantizedWeight& w);
 
 // ---------------------------------------------------------------------------------------------

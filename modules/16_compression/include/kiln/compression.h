@@ -35,7 +35,8 @@ namespace kiln::compress {
 
 // The mask that prunes `weight` to `sparsity`: exactly count = std::llround(sparsity · n) of its
 // n entries get 0 (sparsity · n computed in double; llround rounds halves away from zero, so 0.5
-// of 7 entries is 4), the others 1. The pruned entries are those with the smallest |w|; among
+// of 7 entries is 4, and only halves: 0.49999999999999994 of 1 entry is 0, where adding 0.5 and
+// truncating rounds the sum up to 1), the others 1. The pruned entries are those with the smallest |w|; among
 // entries of equal |w|, the one with the LOWER flat index is pruned first. Views are read in
 // row-major order of their own shape. Returns a new contiguous tensor of the weight's shape.
 // Throws std::invalid_argument, naming the sparsity, unless 0 ≤ sparsity ≤ 1.
@@ -88,7 +89,10 @@ CsrMatrix to_csr(const Tensor& dense);
 
 // a·b for a CSR a (rows, cols) and a dense b (cols, m), views included: a new contiguous
 // (rows, m) tensor; row i of the result is Σ over row i's entries p of values[p] · row
-// column_indices[p] of b (an empty row gives zeros). Throws ShapeError naming both shapes,
+// column_indices[p] of b (an empty row gives zeros), and nothing else: the zeros CSR does not
+// store are never multiplied, so an inf or NaN of b that only they meet stays out of the result
+// ([[1, 0]] as CSR times b [[2], [inf]] is [[2]], where the dense product's 0·inf gives NaN).
+// Throws ShapeError naming both shapes,
 // "(rows, cols)" and b's, unless b is 2-D with cols rows.
 Tensor csr_matmul(const CsrMatrix& a, const Tensor& b);
 

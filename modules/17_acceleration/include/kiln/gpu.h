@@ -51,14 +51,17 @@ inline constexpr int kBlockM = 64, kBlockN = 64, kBlockK = 8, kThreadM = 8, kThr
 // 1D block tiling: blocks of kBlockN × (kBlockM / kThreadM) = 64 × 8 threads. Thread (tx, ty)
 // computes kThreadM = 8 results of one column: rows 8·ty .. 8·ty + 7 of the block's tile, column
 // tx. The 512 threads load one element of each tile apiece: thread t = 64·ty + tx loads
-// a_tile[t / 8][t % 8] and b_tile[ty][tx]. Per inner index, b_tile[dot][tx] is read once, into a
-// register, for 8 products.
+// a_tile[t / 8][t % 8] and b_tile[ty][tx], so that a warp's load of a is 4 rows of 8 neighbouring
+// floats (the counts check its transactions against this pattern). Per inner index,
+// b_tile[dot][tx] is read once, into a register, for 8 products.
 KILN_GLOBAL void matmul_blocktile_1d_kernel(const float* a, const float* b, float* c, int n, int k, int m);
 
 // 2D block tiling: blocks of (kBlockN / kThreadN) × (kBlockM / kThreadM) = 8 × 8 threads. Thread
 // (tx, ty) computes a kThreadM × kThreadN = 8 × 8 block of results: rows 8·ty .. 8·ty + 7, columns
 // 8·tx .. 8·tx + 7 of the block's tile. The 64 threads load 8 elements of each tile apiece:
-// thread t = 8·ty + tx loads elements t, t + 64, t + 128, ... of each tile, in row-major order.
+// thread t = 8·ty + tx loads elements t, t + 64, t + 128, ... of each tile, in row-major order,
+// so that each of a warp's loads of a is 4 rows of 8 neighbouring floats (the counts check its
+// transactions against this pattern; a contiguous run of 8 elements per thread is not it).
 // Per inner index, it copies 8 values of a_tile's column and 8 of b_tile's row into registers and
 // does the 64 products from there.
 KILN_GLOBAL void matmul_blocktile_2d_kernel(const float* a, const float* b, float* c, int n, int k, int m);

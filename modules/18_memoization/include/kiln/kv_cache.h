@@ -31,7 +31,10 @@
 // Memory: 2 (K and V) · N layers · T positions · D floats · 4 bytes. GPT-2 small (N = 12,
 // D = 768) at T = 1024 holds 2·12·1024·768·4 = 75,497,472 bytes (72 MiB) per sequence.
 //
-// Inference only: nothing here records a graph (forward_step runs under a NoGradGuard).
+// Inference only: nothing here records a graph (forward_step runs under a NoGradGuard), and every
+// parameter's requires_grad is left as it was found: the guard turns it off for the step and back
+// when the step returns, so the model can still train afterwards (a parameter frozen before stays
+// frozen). Never switch requires_grad off yourself.
 #pragma once
 
 #include <cstdint>

@@ -79,6 +79,8 @@ std::vector<double> measure(const std::function<void()>& workload, const Measure
 double mean(const std::vector<double>& samples);
 
 // The middle of the sorted samples: median([3, 1, 2]) = 2, median([4, 1, 3, 2]) = (2 + 3)/2 = 2.5.
+// For an odd count the middle sample itself, x[n/2], exact however large: median([1e308, 1e308,
+// 1e308]) = 1e308 (averaging it with itself, (x + x)/2, overflows to inf above DBL_MAX/2).
 // For an even count (x[n/2 - 1] + x[n/2])/2 in that form, bit for bit: median([0.9, 0.1, 0.7,
 // 0.05]) = (0.1 + 0.7)/2 = 0.39999999999999997 (the midpoint x[i] + (x[i + 1] - x[i])/2 gives 0.4).
 double median(const std::vector<double>& samples);
