@@ -404,13 +404,22 @@ bool rounds_either_way(double exact, double actual) {
   return actual == other && std::fabs(exact - halfway) <= 1e-12 * std::fabs(exact);
 }
 
-bool expect_random_run(const char* file, int line, const GradientRun& run, const Settings& s, std::string_view failure_id) {
+// `run` with the optimizer `s`, judged against its replay in double under failure_id; `what`
+// names the case. False when it fails (or, observing, when the run threw).
+bool expect_replayed(const char* file, int line, const GradientRun& run, const Settings& s, const std::string& what,
+                     std::string_view failure_id, double atol = kAtol, double rtol = kRtol) {
   const auto got = observe_run(run, s);
   KILN_JUDGE {
-    return expect_trajectories(file, line, got, reference_trajectories(run, s), all_of(run),
-                               fmt::format("random parameters {}, random gradients", shapes_of(run)), failure_id);
+    return expect_trajectories(file, line, got, reference_trajectories(run, s), all_of(run), what, failure_id, atol,
+                               rtol);
   }
   return got.ok();
+}
+#define EXPECT_REPLAYED(run, s, what, ...) expect_replayed(__FILE__, __LINE__, run, s, what, __VA_ARGS__)
+
+bool expect_random_run(const char* file, int line, const GradientRun& run, const Settings& s, std::string_view failure_id) {
+  return expect_replayed(file, line, run, s, fmt::format("random parameters {}, random gradients", shapes_of(run)),
+                         failure_id);
 }
 #define EXPECT_RANDOM_RUN(run, s, id) expect_random_run(__FILE__, __LINE__, run, s, id)
 
@@ -552,14 +561,9 @@ TEST(Optimizers, Adam) {
     return;
   const GradientRun first = random_run({{3, 7}, {1}}, 1, 700);
   const Settings first_settings = adam(0.01f);
-  const auto first_run = observe_run(first, first_settings);
-  KILN_JUDGE {
-    if (!expect_trajectories(__FILE__, __LINE__, first_run, reference_trajectories(first, first_settings),
-                             all_of(first), "random (3, 7) and (1,) parameters, lr 0.01", "adam_first_step", 1e-6,
-                             1e-6))
-      return;
-  }
-  if (!first_run.ok()) return;
+  if (!EXPECT_REPLAYED(first, first_settings, "random (3, 7) and (1,) parameters, lr 0.01", "adam_first_step", 1e-6,
+                       1e-6))
+    return;
   // One step of random (3, 7) and (1,) parameters whose gradients `rescale` sets, judged against
   // the replay in double.
   const auto rescaled_first_step = [&](std::uint64_t stream, const auto& rescale, const std::string& gradients,
@@ -568,13 +572,8 @@ TEST(Optimizers, Adam) {
     for (auto& step : run.gradients)
       for (auto& gradient : step)
         for (float& g : gradient->values) g = rescale(g);
-    const auto got = observe_run(run, first_settings);
-    KILN_JUDGE {
-      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, first_settings), all_of(run),
-                               "random (3, 7) and (1,) parameters, " + gradients + ", lr 0.01", failure, 1e-6, 1e-6))
-        return false;
-    }
-    return got.ok();
+    return EXPECT_REPLAYED(run, first_settings, "random (3, 7) and (1,) parameters, " + gradients + ", lr 0.01",
+                           failure, 1e-6, 1e-6);
   };
   // Gradients as small as eps (1e-8, the default): the step is lr·g/(|g| + eps), between 0 and
   // lr/2 in size, with eps added to √v̂, never subtracted from it.
@@ -608,16 +607,8 @@ TEST(Optimizers, Adam) {
         {"p = [1], lr 0.1, gradient 1 then 0", by_hand},
         {"random (3, 7) and (1,) parameters, lr 0.1, every other gradient element 0 from step 2 on", random}};
   }();
-  for (const auto& [what, run] : zero_after) {
-    const Settings settings = adam(0.1f);
-    const auto got = observe_run(run, settings);
-    KILN_JUDGE {
-      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, settings), all_of(run), what,
-                               "adam_zero_gradient_skipped"))
-        return;
-    }
-    if (!got.ok()) return;
-  }
+  for (const auto& [what, run] : zero_after)
+    if (!EXPECT_REPLAYED(run, adam(0.1f), what, "adam_zero_gradient_skipped")) return;
   // L2 decay with a zero gradient: g = 0.01·x is all Adam sees, and m̂/√v̂ = 1, so x moves by lr.
   Quadratic decay_only = square_from_3;
   decay_only.zero_gradient = true;
@@ -645,15 +636,8 @@ TEST(Optimizers, Adam) {
   const std::vector<std::pair<std::string, GradientRun>> with_eps = {
       {"p = [0], g = [1e-3], lr 0.1, eps 1", GradientRun{{data_of({1}, {0.0f})}, {{data_of({1}, {1e-3f})}}}},
       {"random (3, 7) and (1,) parameters, gradients below 1e-3, lr 0.1, eps 1", small_gradients}};
-  for (const auto& [what, run] : with_eps) {
-    const auto got = observe_run(run, large_eps);
-    KILN_JUDGE {
-      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, large_eps), all_of(run), what,
-                               "adam_eps_ignored"))
-        return;
-    }
-    if (!got.ok()) return;
-  }
+  for (const auto& [what, run] : with_eps)
+    if (!EXPECT_REPLAYED(run, large_eps, what, "adam_eps_ignored")) return;
 }
 
 TEST(Optimizers, AdamW) {
@@ -694,13 +678,7 @@ TEST(Optimizers, RateChanges) {
   for (const Settings& s : optimizers) {
     const GradientRun run = random_run({{3, 7}, {1}}, 6, stream);
     stream += 10;
-    const auto got = observe_run(run, s);
-    KILN_JUDGE {
-      if (!expect_trajectories(__FILE__, __LINE__, got, reference_trajectories(run, s), all_of(run), describe(s),
-                               "rate_change_wrong"))
-        return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_REPLAYED(run, s, describe(s), "rate_change_wrong")) return;
   }
 }
 

@@ -83,7 +83,15 @@ bool expect_quantized(const char* file, int line, const testing::Observed<Observ
   return true;
 }
 
-#define EXPECT_QUANTIZED(got, weight) expect_quantized(__FILE__, __LINE__, got, weight)
+// quantize_per_channel(weight), observed under the name `call`, judged against the trusted
+// quantizer of `values` (the weight's values, read before the call). False when it fails.
+bool expect_per_channel(const char* file, int line, const std::string& call, const Tensor& weight,
+                        const TensorData& values) {
+  const auto got = observe(call, [&] { return parts_of(quant::quantize_per_channel(weight)); });
+  KILN_JUDGE { return expect_quantized(file, line, got, values); }
+  return got.ok();
+}
+#define EXPECT_PER_CHANNEL(call, weight, values) expect_per_channel(__FILE__, __LINE__, call, weight, values)
 
 // The hand-worked (3, 5) weight of the chapter:
 //   row 0: max 127, scale 1:        127, 2.5, -2.5, 0.5, -0.7  ->  127, 3, -3, 1, -1
@@ -124,13 +132,8 @@ TEST(Quantization, QuantizeWeights) {
   }
 
   // The hand-worked (3, 5) weight: a row of zeros between two others.
-  {
-    const auto got = KILN_OBSERVE(parts_of(quant::quantize_per_channel(hand_weight)));
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(hand_weight))) return;
-    }
-    if (!got.ok()) return;
-  }
+  if (!EXPECT_PER_CHANNEL("quantize_per_channel(the chapter's (3, 5) weight)", hand_weight, data_of(hand_weight)))
+    return;
 
   // Weights of the run, of awkward shapes; one row scaled down to show that each row has its own scale.
   testing::Generator draw(1501);
@@ -144,24 +147,18 @@ TEST(Quantization, QuantizeWeights) {
       away_from_ties(values, cols, cols, 1, trusted_scale(largest_magnitude(values, cols, cols, 1)));
     }
     const Tensor weight({rows, cols}, values);
-    const auto got = observe(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)),
-                             [&] { return parts_of(quant::quantize_per_channel(weight)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(weight))) return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_PER_CHANNEL(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)), weight,
+                            data_of(weight)))
+      return;
   }
 
   // A nearly dead output channel: row 0's largest magnitude, 1e-6, is below 127·float's epsilon,
   // and its scale is still 1e-6/127 = 7.874e-9, no floor: codes 127, -51, 32. Row 1 is ordinary.
   {
     const Tensor faint({2, 3}, {1e-6f, -4e-7f, 2.5e-7f, 2.0f, -0.7f, 0.25f});
-    const auto got = observe("quantize_per_channel(weight (2, 3)) with rows [1e-06, -4e-07, 2.5e-07] and [2, -0.7, 0.25]",
-                             [&] { return parts_of(quant::quantize_per_channel(faint)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(faint))) return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_PER_CHANNEL("quantize_per_channel(weight (2, 3)) with rows [1e-06, -4e-07, 2.5e-07] and [2, -0.7, 0.25]",
+                            faint, data_of(faint)))
+      return;
   }
 
   // Rows whose largest magnitude is below about 8.9e-44 (subnormal), where max/127 rounds to 0 in
@@ -171,13 +168,10 @@ TEST(Quantization, QuantizeWeights) {
   {
     const float step = std::numeric_limits<float>::denorm_min();
     const Tensor subnormal({4, 2}, {step, -step, 7 * step, -2 * step, -63 * step, 5 * step, 64 * step, 3 * step});
-    const auto got = observe("quantize_per_channel(weight (4, 2)) with rows [1.4e-45, -1.4e-45], [1e-44, -2.8e-45], "
-                             "[-8.8e-44, 7e-45] and [9e-44, 4.2e-45] (subnormal)",
-                             [&] { return parts_of(quant::quantize_per_channel(subnormal)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(subnormal))) return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_PER_CHANNEL("quantize_per_channel(weight (4, 2)) with rows [1.4e-45, -1.4e-45], [1e-44, -2.8e-45], "
+                            "[-8.8e-44, 7e-45] and [9e-44, 4.2e-45] (subnormal)",
+                            subnormal, data_of(subnormal)))
+      return;
   }
 
   // Subnormal rows past 127 steps: 150/127 and 190/127 steps both round to a scale of 1 step, so
@@ -187,25 +181,19 @@ TEST(Quantization, QuantizeWeights) {
   {
     const float step = std::numeric_limits<float>::denorm_min();
     const Tensor coarse({3, 2}, {150 * step, -3 * step, -190 * step, 127 * step, 191 * step, -190 * step});
-    const auto got = observe("quantize_per_channel(weight (3, 2)) with rows [2.1e-43, -4.2e-45], [-2.66e-43, 1.78e-43] "
-                             "and [2.68e-43, -2.66e-43] (150, -3; -190, 127; 191, -190 steps of 1.4e-45, subnormal)",
-                             [&] { return parts_of(quant::quantize_per_channel(coarse)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(coarse))) return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_PER_CHANNEL("quantize_per_channel(weight (3, 2)) with rows [2.1e-43, -4.2e-45], [-2.66e-43, 1.78e-43] "
+                            "and [2.68e-43, -2.66e-43] (150, -3; -190, 127; 191, -190 steps of 1.4e-45, subnormal)",
+                            coarse, data_of(coarse)))
+      return;
   }
 
   // Rows of no values, (2, 0): the largest of nothing is 0, so each row gets scale 1 and no codes;
   // and no rows at all, (0, 3).
   for (const auto& [rows, cols] : {std::pair<std::int64_t, std::int64_t>{2, 0}, {0, 3}}) {
     const Tensor empty = Tensor::zeros({rows, cols});
-    const auto got = observe(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)),
-                             [&] { return parts_of(quant::quantize_per_channel(empty)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(empty))) return;
-    }
-    if (!got.ok()) return;
+    if (!EXPECT_PER_CHANNEL(fmt::format("quantize_per_channel(weight {})", shape_text(rows, cols)), empty,
+                            data_of(empty)))
+      return;
   }
 
   // A transposed view: w stored (33, 7), seen (7, 33); read through the strides. w is built as the
@@ -213,14 +201,7 @@ TEST(Quantization, QuantizeWeights) {
   const Tensor rows_first = tie_free_weight(7, 33, 1520);
   const Tensor stored = stored_transposed(data_of(rows_first).values, 7, 33);  // (33, 7)
   const Tensor seen = transposed_view(stored);                                  // (7, 33), a view
-  {
-    const auto got = observe("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w",
-                             [&] { return parts_of(quant::quantize_per_channel(seen)); });
-    KILN_JUDGE {
-      if (!EXPECT_QUANTIZED(got, data_of(rows_first))) return;
-    }
-    if (!got.ok()) return;
-  }
+  if (!EXPECT_PER_CHANNEL("quantize_per_channel(w.transpose(0, 1)) of a (33, 7) w", seen, data_of(rows_first))) return;
 
   // A weight that is not a matrix has no rows to give scales to. The (2, 2, 3) one first: without
   // the check it is quantized as a wrong (2, 2) matrix, where a (6) one would be read out of bounds.
