@@ -508,7 +508,7 @@ TEST(Training, SafetensorsDamaged) {
                        return file_bytes(header_of(entries, false), d);
                      }(),
                      {}});
-  damages.back().mention = {data_byte(damages.back().bytes, 104), "8 bytes"};
+  damages.back().mention = {data_byte(damages.back().bytes, 104), "2.bias"};
   damages.push_back({"empty.safetensors", "a well-formed file holding no tensors", file_bytes("{}", {}), {"0.weight"}});
   const auto [short_entries, short_data] = layout({good[0], good[1], good[2]});
   damages.push_back({"missing.safetensors", "a file without 2.bias", file_bytes(header_of(short_entries, false), short_data),

@@ -100,8 +100,10 @@ Checked read_checked(const std::string& path) {
     expected_begin = e.end;
   }
   if (expected_begin != data_size) {
+    const std::string after = file.entries.empty() ? "the header, which holds no tensor"
+                                                   : "tensor \"" + file.entries.back().name + "\", the last,";
     damaged(path, file.data_start + expected_begin,
-            std::to_string(data_size - expected_begin) + " bytes after the last tensor, expected the end of the file");
+            std::to_string(data_size - expected_begin) + " bytes follow " + after + " where the file should end");
   }
   return file;
 }
