@@ -655,6 +655,28 @@ TEST(Tensor, SumAndMean) {
     if (EXPECT_SHAPE(averaged, Shape({3, 1, 5}), shape)) EXPECT_VALUES(averaged, middle_reduction(data_of(r), true), values);
   }
 
+  // The mean of nothing: a (0, 3) tensor averaged over its dimension of size 0 divides three
+  // empty sums, 0, by 0, and 0/0 is NaN (PyTorch's torch.zeros(0, 3).mean(0) too); keepdim keeps
+  // the shape (1, 3). A mean that skips the division there returns the zeros of the sums.
+  const Tensor no_rows({0, 3}, {});
+  for (const bool keepdim : {false, true}) {
+    const auto got = observe(fmt::format("x.mean(0{}) of x of shape (0, 3)", keepdim ? ", true" : ""),
+                             [&] { return no_rows.mean(0, keepdim); });
+    if (!KILN_EXPECT_OK(got, "mean_of_nothing_not_nan")) continue;
+    KILN_JUDGE {
+      const Shape wanted = keepdim ? Shape{1, 3} : Shape{3};
+      if (got->shape != wanted) {
+        KILN_FAIL(shape, {}, fmt::format("{} has shape {}, expected {}", got.call(), to_string(got->shape), to_string(wanted)));
+        continue;
+      }
+      bool all_nan = true;
+      for (const float v : got->values) all_nan = all_nan && std::isnan(v);
+      if (!all_nan) {
+        KILN_FAIL("mean_of_nothing_not_nan", {}, fmt::format("{} gave {}, expected [nan, nan, nan]", got.call(), list(got->values)));
+      }
+    }
+  }
+
   // 2^24 followed by 1,000 ones: a float total of 2^24 does not change when 1 is added (its
   // neighbours are 2 apart), so a sum kept in float stays 16777216; in double it is 16778216,
   // which a float holds exactly. Both reductions, and the mean.

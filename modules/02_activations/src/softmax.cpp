@@ -12,8 +12,9 @@
 // normalise and no first element to start a maximum from; return the empty result of x's shape.
 //
 // dim may be negative (-1 is the last dimension). A dim outside [-x.dim(), x.dim()) throws
-// kiln::IndexError whose message names the dim and the shape ("dim 2 ... (3, 7)"). A helper that
-// checks and normalises dim, shared by the three functions, keeps that in one place.
+// kiln::IndexError whose message names the dim and the shape ("dim 2 ... (3, 7)"), also a dim
+// beyond 32 bits such as 4294967296: keep it a std::int64_t, never an int. A helper that checks
+// and normalises dim, shared by the three functions, keeps that in one place.
 #include <algorithm>
 #include <cmath>
 #include <string>

@@ -327,6 +327,13 @@ TEST(Activations, Errors) {
   KILN_EXPECT_THROWS(softmax(scalar, 0), IndexError, "dim_not_reported", {"0", "()"});
   KILN_EXPECT_THROWS(log_softmax(scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
   KILN_EXPECT_THROWS(softmax_backward(scalar, scalar, -1), IndexError, "dim_not_reported", {"-1", "()"});
+  // dim is a std::int64_t: one of 2^32 or more is out of range too. Narrowed to 32 bits it would
+  // wrap into a valid dim (2^32 to 0, 2^32 + 1 to 1, -(2^32 + 1) to -1) or name another number
+  // (-(2^31 + 1) to 2^31 - 1). The message must name that dim; the shape in it is judged above.
+  KILN_EXPECT_THROWS(softmax(x, 4294967296), IndexError, "dim_narrowed", {"4294967296"});
+  KILN_EXPECT_THROWS(log_softmax(x, 4294967297), IndexError, "dim_narrowed", {"4294967297"});
+  KILN_EXPECT_THROWS(softmax_backward(x, x, -4294967297), IndexError, "dim_narrowed", {"-4294967297"});
+  KILN_EXPECT_THROWS(softmax(x, -2147483649), IndexError, "dim_narrowed", {"-2147483649"});
   // Both wrong: softmax_backward compares the shapes first, so the ShapeError naming both comes
   // before any verdict on dim. A 0-D y has no dim at all, and dim 2 is out of range for (2, 3).
   const Tensor one = Tensor::ones({1});

@@ -2,7 +2,8 @@
 //
 // kiln/layers.h lists the rules and the errors. One general way to write it:
 //   1. Parse: split the spec at "->" and ",", and reject a malformed one with
-//      std::invalid_argument whose message quotes the spec (see the header's list).
+//      std::invalid_argument whose message quotes the spec (see the header's list). Look for
+//      the two characters "->": a '-' alone ("ij-ji", "ij-") is no arrow.
 //   2. Sizes: give every letter its size from the operands' shapes; a letter with two different
 //      sizes, or an operand whose dim() differs from its number of letters, is a ShapeError
 //      quoting the spec and naming the shapes. 0 is a size like any other ("ij,jk->ik" on (2, 0)

@@ -2,9 +2,9 @@
 //
 // Every function here takes a (n, k) and b (k, m), which may be views (a transposed matrix,
 // a row or a column), and returns a new (n, m) tensor. Check the shapes first: when either is
-// not 2-D or a.shape()[1] != b.shape()[0], throw kiln::ShapeError with both shapes in the
-// message (to_string(a.shape()) gives "(2, 3)"). A small helper that all three call keeps it in
-// one place.
+// not 2-D (a 3-D one too, even where its sizes would fit) or a.shape()[1] != b.shape()[0],
+// throw kiln::ShapeError with both shapes in the message (to_string(a.shape()) gives "(2, 3)").
+// A small helper that all three call keeps it in one place.
 #include <string>
 #include <vector>
 

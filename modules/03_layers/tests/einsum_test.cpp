@@ -272,6 +272,17 @@ TEST(Layers, EinsumErrors) {
   expect_rejected("ij", "a", [&] { return einsum("ij", a); });                               // no "->", one operand
   expect_rejected("ij->i1", "a", [&] { return einsum("ij->i1", a); });                       // a digit in the output
   expect_rejected("ij,kk->ij", "a, s", [&] { return einsum("ij,kk->ij", a, square); });     // k twice in the second operand
+  // A '-' without its '>' is no arrow: a parser that looks for the '-' alone and skips two
+  // characters would compute "ij-ji" as "ij->i" and "ik,kj-ij" as "ik,kj->j", and cut "ij-" past
+  // its end (std::out_of_range).
+  const auto expect_no_arrow = [&](const std::string& spec, const std::string& operands,
+                                   const std::function<Tensor()>& run) {
+    const auto got = observe("einsum(\"" + spec + "\", " + operands + ")", [&] { return run(); });
+    KILN_JUDGE testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "einsum_half_arrow", {spec});
+  };
+  expect_no_arrow("ij-ji", "a", [&] { return einsum("ij-ji", a); });
+  expect_no_arrow("ik,kj-ij", "a, b", [&] { return einsum("ik,kj-ij", a, b); });
+  expect_no_arrow("ij-", "a", [&] { return einsum("ij-", a); });
 
   // Sizes that disagree: ShapeError quoting the spec and naming both shapes.
   const Tensor wide = random_tensor({4, 2}, 49);

@@ -208,6 +208,22 @@ TEST(Layers, MatmulShapeErrors) {
       KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "shape_not_reported", both);
     }
   }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // a rung without its check, or a message without a shape: named above
+  }
+  // A 3-D operand whose sizes would fit: a (2, 3, 4) a has a.shape()[1] = 3 = b.shape()[0] for a
+  // (3, 5) b, and a (3, 2, 2) b starts with the 3 of a (2, 3) a. Only "exactly 2-D" refuses them.
+  const std::vector<std::pair<Tensor, Tensor>> three_d = {
+      {random_tensor({2, 3, 4}, 43), random_tensor({3, 5}, 44)},
+      {random_tensor({2, 3}, 45), random_tensor({3, 2, 2}, 46)},
+  };
+  for (const auto& [a, b] : three_d) {
+    const std::vector<std::string> both = {to_string(a.shape()), to_string(b.shape())};
+    for (const auto& [name, product] : rungs) {
+      const auto got = observe(name + "(a, b) on " + both[0] + " and " + both[1], [&] { return product(a, b); });
+      KILN_JUDGE testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "not_2d_accepted", both);
+    }
+  }
   // dot: lengths 3 and 4, a matrix on either side, and lengths k and k + d.
   const std::vector<std::pair<Tensor, Tensor>> vectors = {
       {Tensor::ones({3}), Tensor::ones({4})},

@@ -25,7 +25,8 @@ Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& target
   // -(1/N)·Σ_n log_probs[n, targets[n]]: one lookup per row. For
   // log_probs = [[-0.1, -2.3], [-1.2, -0.4]] and targets {0, 1}: (0.1 + 0.4)/2 = 0.25.
   // Add in a double and divide there: two values of -3e38 total -6e38, past float's range,
-  // although their mean is a float. Round to float once, at the end.
+  // although their mean is a float. Round to float once, at the end. Divide also when N is 0
+  // (an empty batch): the mean of no values is -(1/0)·0 = NaN, not 0.
   throw kiln::NotImplemented();
 }
 
@@ -48,7 +49,8 @@ Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targ
   // computes z - log Σ e^z along each row with the row maximum taken out, so that e^(1e4)
   // never appears; nll_loss of it is this loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147.
   // Not nll_loss_one_hot: a masked logit of -inf, or [[3e38, -3e38]], has log-probability -inf
-  // in a class that is not the target, and 0·(-inf) is NaN; the lookup never reads it.
+  // in a class that is not the target, and 0·(-inf) is NaN; the lookup never reads it. An empty
+  // batch (N = 0) gives 0/0 = NaN, as nll_loss does.
   throw kiln::NotImplemented();
 }
 

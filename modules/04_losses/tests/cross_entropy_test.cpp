@@ -164,6 +164,16 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 
 #define FUNCTION(name) [](const Tensor& scores, const Targets& targets) { return name(scores, targets); }
 
+// The loss of an empty batch: a scalar (shape ()) holding NaN, the mean of no values.
+bool is_nan_scalar(const TensorData& loss) {
+  return loss.shape == Shape{} && loss.values.size() == 1 && std::isnan(loss.values[0]);
+}
+
+std::string describe_not_nan(const std::string& call, const TensorData& loss) {
+  return fmt::format("{} gave [{}] of shape {}, expected nan of shape ()", call, fmt::join(loss.values, ", "),
+                     to_string(loss.shape));
+}
+
 }  // namespace
 
 TEST(Losses, CrossEntropy) {
@@ -178,8 +188,18 @@ TEST(Losses, CrossEntropy) {
       {"[[2, -inf, 0], [1, 1, -inf]] (a masked class in each row)", Tensor({2, 3}, {2, -inf, 0, 1, 1, -inf}), {0, 1}},
       {"[[3e38, -3e38]] (logits more than FLT_MAX apart)", Tensor({1, 2}, {3e38f, -3e38f}), {0}},
   };
-  check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), minus_infinity,
-             KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_nan_at_minus_infinity");
+  if (!check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), minus_infinity,
+                  KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_nan_at_minus_infinity"))
+    return;
+  // An empty batch, logits (0, 3) and no targets: the mean over N = 0 rows is 0/0 = NaN, as
+  // PyTorch's cross_entropy of an empty batch is.
+  const Tensor no_rows({0, 3}, {});
+  const auto empty = observe("cross_entropy(logits, {}) for logits of shape (0, 3) and no targets",
+                             [&] { return cross_entropy(no_rows, {}); });
+  if (!KILN_EXPECT_OK(empty, "ce_empty_batch_not_nan")) return;
+  KILN_JUDGE {
+    if (!is_nan_scalar(*empty)) KILN_FAIL("ce_empty_batch_not_nan", {}, describe_not_nan(empty.call(), *empty));
+  }
 }
 
 TEST(Losses, CrossEntropyGradient) {
@@ -246,6 +266,22 @@ TEST(Losses, NllLoss) {
                                        std::pair<std::string, Function>{"nll_loss_one_hot", FUNCTION(nll_loss_one_hot)}}) {
     const auto loss = observe(call_text(name, past_float), [&] { return function(past_float.scores, past_float.targets); });
     if (!KILN_EXPECT_CLOSE_REL(loss, scalar(3e38), 0.0, 1e-6, "nll_total_past_float", {{"function", name}})) return;
+  }
+  // An empty batch, log_probs (0, 3) and no targets: the mean of no values is -(1/0)·0 = NaN
+  // (NumPy's and PyTorch's mean of nothing), by either function. A 0 there is a mean the formula
+  // does not give, and one function would disagree with the other.
+  const Tensor no_rows({0, 3}, {});
+  for (const auto& [name, function] : {std::pair<std::string, Function>{"nll_loss", FUNCTION(nll_loss)},
+                                       std::pair<std::string, Function>{"nll_loss_one_hot", FUNCTION(nll_loss_one_hot)}}) {
+    const auto loss = observe(name + "(log_probs, {}) for log_probs of shape (0, 3) and no targets",
+                              [&] { return function(no_rows, {}); });
+    if (!KILN_EXPECT_OK(loss, "nll_empty_batch_not_nan", {{"function", name}})) return;
+    KILN_JUDGE {
+      if (!is_nan_scalar(*loss)) {
+        KILN_FAIL("nll_empty_batch_not_nan", {{"function", name}}, describe_not_nan(loss.call(), *loss));
+        return;
+      }
+    }
   }
   if (!KILN_CHECK_NEW_TENSOR("nll_loss_backward(log_probs, {0, 1}) for log_probs [[-0.1, -2.3], [-1.2, -0.4]]",
                              {{"log_probs", data_of({2, 2}, {-0.1f, -2.3f, -1.2f, -0.4f})}},

@@ -223,6 +223,16 @@ TEST(Losses, BinaryCrossEntropy) {
       return;
   }
   if (!tiny.ok()) return;
+  // Losses whose total lies past float's range although their mean does not: each of the logits
+  // [3e38, 3e38] against targets [0, 0] costs 3e38 (and each of [-3e38, -3e38] against [1, 1]),
+  // a float, and so is their mean, but their total, 6e38, is not. A total kept in float is inf.
+  const std::vector<Case> past_float = {
+      {"logits [3e38, 3e38], targets [0, 0]", Tensor({2}, {3e38f, 3e38f}), Tensor({2}, {0, 0})},
+      {"logits [-3e38, -3e38], targets [1, 1]", Tensor({2}, {-3e38f, -3e38f}), Tensor({2}, {1, 1})},
+  };
+  if (!check_loss(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
+                  past_float, KILN_JUDGE_ONLY(bce_exact), "bce_total_past_float"))
+    return;
   if (!KILN_CHECK_NEW_TENSOR(
           "binary_cross_entropy_with_logits_backward(logits, targets) for logits [2, -1, 0.5], targets [1, 0, 1]",
           {{"logits", data_of({3}, {2, -1, 0.5f})}, {"targets", data_of({3}, {1, 0, 1})}},

@@ -22,7 +22,7 @@ std::vector<std::vector<std::int64_t>> batch_indices(const std::vector<std::int6
   // Batches start at 0, batch_size, 2·batch_size, ... while the start is inside `order`; each
   // ends at the start plus batch_size or at the end of `order`, whichever comes first. With
   // drop_last, a last batch shorter than batch_size is left out. std::invalid_argument when
-  // batch_size < 1.
+  // batch_size < 1, checked first, so that an empty order is refused too.
   throw kiln::NotImplemented();
 }
 

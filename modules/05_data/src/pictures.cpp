@@ -14,7 +14,8 @@ std::string image_svg(const Tensor& image, int cell_size) {
   // The exact text is in kiln/data.h: an <svg> of width cols·cell_size and height rows·cell_size,
   // then one <rect/> per pixel, row by row. Pixel (r, c) goes right by its column and down by
   // its row: x = c·cell_size, y = r·cell_size. Its gray G = std::lround(255·v), v being the
-  // value clipped to [0, 1] (std::clamp), written fill="rgb(G,G,G)". image.at({r, c}) reads a
+  // value clipped to [0, 1] (std::clamp) before rounding: 255·inf, or 255·1e17, does not fit the
+  // long that std::lround returns. Written fill="rgb(G,G,G)". image.at({r, c}) reads a
   // view too. ShapeError when image is not 2-D; std::invalid_argument when cell_size < 1.
   throw kiln::NotImplemented();
 }

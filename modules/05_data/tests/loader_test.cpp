@@ -80,10 +80,11 @@ TEST(Data, Batching) {
   for (std::int64_t i = 0; i < run_n; ++i) run_order.push_back(i);
   for (std::int64_t i = run_n - 1; i >= 1; --i) std::swap(run_order[i], run_order[draw.below(i + 1)]);
   // The largest batch size there is, INT64_MAX, holds 3 indices in one batch (none with drop_last).
+  // An empty order has no batches.
   constexpr std::int64_t largest = std::numeric_limits<std::int64_t>::max();
   const std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>> cases = {
       {reversed(7), 3}, {reversed(6), 3},        {reversed(5), 1},         {reversed(2), 5},
-      {reversed(1), 1}, {run_order, run_batch}, {reversed(3), largest}};
+      {reversed(1), 1}, {run_order, run_batch}, {reversed(3), largest}, {reversed(0), 3}};
   for (const auto& [order, batch_size] : cases) {
     for (const bool drop_last : {false, true}) {
       const auto n = static_cast<std::int64_t>(order.size());
@@ -223,11 +224,14 @@ TEST(Data, Batching) {
     }
   }
 
-  // Arguments that are refused: batch sizes below 1, and indices outside a dataset of 7 images,
-  // one past the end and one before the start.
-  for (const std::int64_t bad_size : {0, -1}) {
-    const std::string call = fmt::format("batch_indices([6, 5, 4, 3, 2, 1, 0], {}, false)", bad_size);
-    const auto got = observe(call, [&] { return batch_indices(reversed(7), bad_size, false); });
+  // Arguments that are refused: batch sizes below 1, also for an empty order (which has no
+  // batches to cut, but a batch size of 0 or -3 is refused all the same), and indices outside a
+  // dataset of 7 images, one past the end and one before the start.
+  const std::vector<std::tuple<std::int64_t, std::int64_t, bool>> bad_sizes = {
+      {7, 0, false}, {7, -1, false}, {0, 0, false}, {0, -3, true}};
+  for (const auto& [n, bad_size, drop_last] : bad_sizes) {
+    const std::string call = fmt::format("batch_indices({}, {}, {})", list_of(reversed(n)), bad_size, drop_last);
+    const auto got = observe(call, [&] { return batch_indices(reversed(n), bad_size, drop_last); });
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "batching_arguments_not_checked", {},
                                                     {{"call", call}, {"kind", "std::invalid_argument"}});

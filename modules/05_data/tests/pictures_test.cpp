@@ -222,8 +222,14 @@ TEST(Data, ImageSvg) {
   const Tensor view = transposed(testing::random_tensor({3, 7}, 591, 0.0f, 1.0f));  // (7, 3), strides (1, 7)
   const Tensor one({1, 1}, {0.75f});
   const Tensor digit = testing::random_tensor({28, 28}, 592, -0.2f, 1.2f);
+  // Values whose 255·v is past 2^63, so that std::lround cannot hold it (x86 gives LONG_MIN):
+  // only v clipped to [0, 1] before rounding draws inf, 1e17 and 3e38 white and -inf and -1e17
+  // black. 1e16 (255·v below 2^63) is the other side: white however the clipping is done.
+  const float inf = std::numeric_limits<float>::infinity();
+  const Tensor huge({2, 3}, {inf, 1e17f, 1e16f, -inf, -1e17f, 3e38f});
   const std::vector<std::tuple<std::string, const Tensor*, int>> cases = {
       {"the (2, 3) image [[0, 1, 0.5], [0.25, 2, -1]]", &hand, 10},
+      {"the (2, 3) image [[inf, 1e17, 1e16], [-inf, -1e17, 3e38]]", &huge, 1},
       {"a (7, 3) transposed view of the run", &view, 3},
       {"the (1, 1) image [[0.75]]", &one, 1},
       {"a 28×28 image of the run, values in [-0.2, 1.2)", &digit, 2},

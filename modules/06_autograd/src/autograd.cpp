@@ -21,6 +21,8 @@ void Tensor::backward(const Tensor& grad_output) {
   // grad_output is dL/d(this) and must have this tensor's shape: otherwise throw ShapeError
   // naming both shapes. Then, when this tensor does not require grad, throw std::logic_error
   // (the shape check comes first: a wrong shape is a ShapeError whether or not it requires grad).
+  // requires_grad() decides, not the grad_fn: a result switched off with set_requires_grad(false)
+  // keeps its grad_fn, yet does not require grad.
   //
   // 1. Order the graph. Starting from this tensor's AutogradMeta, follow grad_fn->inputs
   //    (only inputs that require grad) depth first, visiting each AutogradMeta once: mark it
@@ -39,7 +41,8 @@ void Tensor::backward(const Tensor& grad_output) {
   //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
   //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
   //    This tensor too, when it is a leaf: x.backward(g) on a leaf x gives x.grad() = g.
-  // Skip every input that does not require grad: it must not receive a gradient. Walk every
+  // Skip every input that does not require grad: it must not receive a gradient, nor pass one on
+  // (a result switched off with set_requires_grad(false) cuts the graph there). Walk every
   // tensor that has an entry, also when its gradient is all zeros: zeros are a gradient too, and
   // a leaf reached with them holds them (has_grad true).
   throw kiln::NotImplemented();

@@ -738,6 +738,17 @@ TEST(Autograd, BackwardShapeErrors) {
   });
   KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, product_backward,
                                                       "untracked_backward_allowed");
+  // A result of an operation switched off with set_requires_grad(false) does not require grad
+  // either, though it still has its grad_fn: the test is requires_grad(), not the grad_fn.
+  const auto frozen_result_backward = observe(
+      "y.backward(Tensor::ones({2, 3})) on y = x·x of a parameter x, after y.set_requires_grad(false)", [&] {
+        Tensor leaf = x.tensor().set_requires_grad(true);
+        Tensor y = trusted_mul(leaf, leaf);
+        y.set_requires_grad(false);
+        y.backward(Tensor::ones({2, 3}));
+      });
+  KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, frozen_result_backward,
+                                                      "untracked_backward_allowed");
   const auto scalar_backward = observe("c.backward() on a constant c = Tensor::scalar(2)", [&] {
     Tensor::scalar(2.0f).backward();
   });
@@ -793,7 +804,7 @@ TEST(Autograd, FrozenTensorsGetNoGrad) {
   if (!KILN_EXPECT_OK(received, "grad_for_frozen_tensor")) return;
   KILN_JUDGE {
     const auto [x_got, w_got, constant_got] = *received;
-    KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, "x requires grad but received none");
+    KILN_EXPECT(x_got, "grad_missing_beside_frozen", {}, "x requires grad but received none");
     KILN_EXPECT(!w_got, "grad_for_frozen_tensor", {}, "w.set_requires_grad(false) was called, yet w received a gradient");
     KILN_EXPECT(!constant_got, "grad_for_frozen_tensor", {}, "a constant that never required grad received a gradient");
     if (::testing::Test::HasFailure()) return;
@@ -816,7 +827,7 @@ TEST(Autograd, FrozenTensorsGetNoGrad) {
   if (!KILN_EXPECT_OK(mixed, "grad_for_frozen_tensor")) return;
   KILN_JUDGE {
     const auto [x_got, c_got, d_got] = *mixed;
-    KILN_EXPECT(x_got, "grad_for_frozen_tensor", {}, mixed.call() + ": x requires grad but received none");
+    KILN_EXPECT(x_got, "grad_missing_beside_frozen", {}, mixed.call() + ": x requires grad but received none");
     KILN_EXPECT(!c_got && !d_got, "grad_for_frozen_tensor", {},
                 mixed.call() + ": a constant that never required grad received a gradient");
     if (::testing::Test::HasFailure()) return;
@@ -839,6 +850,31 @@ TEST(Autograd, FrozenTensorsGetNoGrad) {
     KILN_EXPECT(!y_got && !loss_got, "intermediate_grad_kept", {},
                 intermediate.call() + ": " + (y_got && loss_got ? "y and the loss" : y_got ? "y" : "the loss") +
                     " kept a gradient");
+    if (::testing::Test::HasFailure()) return;
+  }
+
+  // A result switched off with set_requires_grad(false) cuts the graph there (as detach() does in
+  // PyTorch): y = x·x, y frozen, loss = sum(y·v) with v a parameter. v receives y; x, reached only
+  // through y, receives nothing, though y still has its grad_fn. Following y would give x 2x·v.
+  const TensorData v = data_of(random_tensor({2, 3}, 105));
+  const auto cut = observe(
+      "has_grad(x) and has_grad(v) after y = x·x, y.set_requires_grad(false), sum(y·v).backward(), x and v "
+      "parameters",
+      [&] {
+        const Tensor parameter = x.tensor().set_requires_grad(true);
+        Tensor y = trusted_mul(parameter, parameter);
+        y.set_requires_grad(false);
+        const Tensor weight = v.tensor().set_requires_grad(true);
+        trusted_sum(trusted_mul(y, weight)).backward();
+        return std::pair<bool, bool>{ag::has_grad(parameter), ag::has_grad(weight)};
+      });
+  if (!KILN_EXPECT_OK(cut, "grad_through_frozen_result")) return;
+  KILN_JUDGE {
+    const auto [x_got, v_got] = *cut;
+    KILN_EXPECT(v_got, "grad_for_frozen_tensor", {}, cut.call() + ": v requires grad but received none");
+    if (::testing::Test::HasFailure()) return;
+    KILN_EXPECT(!x_got, "grad_through_frozen_result", {},
+                cut.call() + ": x, reached only through the frozen y, received a gradient");
   }
 }
 

@@ -10,7 +10,8 @@ namespace kiln::optim {
 
 float step_lr(float base_lr, int epoch, int step_size, float gamma) {
   // base_lr · gamma^⌊epoch / step_size⌋: integer division, so the rate stays flat for step_size
-  // epochs, then drops. Compute in double (std::pow) and round to float once.
+  // epochs, then drops (and exact past 2^24, which a division in float is not). Compute in double
+  // (std::pow) and round to float once.
   throw kiln::NotImplemented();
 }
 

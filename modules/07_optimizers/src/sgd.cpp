@@ -14,7 +14,8 @@ void Optimizer::zero_grad() {
 
 void SGD::step() {
   // For each parameter k with a gradient (skip it, state and all, when !autograd::has_grad):
-  //   g = parameter.grad().contiguous(), p = parameter.data(): numel() floats, row-major.
+  //   g = parameter.grad().contiguous(), p = parameter.data(): numel() floats, row-major, from
+  //   the parameter's offset (it may be a view into a larger buffer: not storage_data()).
   //   For each element i, with lr = learning_rate():
   //     d = g[i] + weight_decay_·p[i]
   //     when momentum_ ≠ 0:  buf[i] = d on this parameter's first step (its buffer is still empty),

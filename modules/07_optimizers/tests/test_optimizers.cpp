@@ -504,7 +504,36 @@ TEST(Optimizers, SGD) {
   if (!EXPECT_QUADRATIC(torch_problem, sgd(0.1f), 8, expected_trajectory(torch_problem.x0, torch_sgd()),
                         "PyTorch's SGD on Σ c·(x - 1)²", "sgd_wrong"))
     return;
-  EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}, {33}}, 5, 100), sgd(0.05f), "sgd_wrong");
+  if (!EXPECT_RANDOM_RUN(random_run({{3, 7}, {1}, {33}}, 5, 100), sgd(0.05f), "sgd_wrong")) return;
+
+  // A parameter that is a contiguous view at an offset, one slice of a flat buffer: elements 3 to
+  // 5 of base = [0, 1, 2, 3, 4, 5]. Gradient 1 and lr 1 make it [2, 3, 4] and base
+  // [0, 1, 2, 2, 3, 4]: the update starts at parameter.data(), the view's offset, not at the
+  // storage's first float (which would step base's [0, 1, 2] and leave the parameter as it was).
+  const std::string slice_case = "a parameter (3) that is base[3:6] of a (6) base, lr 1, gradient 1";
+  const auto slice = observe(
+      "p = make_view(base, {3}, {1}, 3) of base = [0, 1, 2, 3, 4, 5], SGD(lr 1) for 1 step with gradient [1, 1, 1]: p "
+      "and base",
+      [&] {
+        const Tensor base({6}, {0.0f, 1.0f, 2.0f, 3.0f, 4.0f, 5.0f});
+        Tensor p = make_view(base, {3}, {1}, 3);
+        p.set_requires_grad();
+        optim::SGD optimizer({p}, 1.0f);
+        p.autograd()->grad = Tensor::ones({3});
+        optimizer.step();
+        return std::pair(p, base);
+      });
+  if (!KILN_EXPECT_OK(slice, "sgd_offset_ignored", {{"case", slice_case}})) return;
+  KILN_JUDGE {
+    const std::vector<float> expected_p = {2.0f, 3.0f, 4.0f}, expected_base = {0.0f, 1.0f, 2.0f, 2.0f, 3.0f, 4.0f};
+    if (slice->first.values != expected_p || slice->second.values != expected_base) {
+      KILN_FAIL("sgd_offset_ignored", {{"case", slice_case}},
+                fmt::format("{}: p is {} and base {}, expected {} and {}", slice.call(),
+                            testing::list(slice->first.values), testing::list(slice->second.values),
+                            testing::list(expected_p), testing::list(expected_base)));
+      return;
+    }
+  }
 }
 
 TEST(Optimizers, Momentum) {
@@ -764,6 +793,41 @@ TEST(Optimizers, Schedules) {
           KILN_FAIL("step_lr_wrong", failed, got.call());
           return;
         }
+      }
+    }
+  }
+
+  // Epochs past 2^24, which a schedule counted in iterations reaches: ⌊epoch / step_size⌋ in
+  // integers. Through float, 33554433 and 16777217 round to 2^25 and 2^24, 2 drops of what is 1;
+  // 33554434 is 2 drops either way; 999999999 / 7 in float is 142857136, 6 drops short of
+  // 142857142, which a gamma just below 1 shows.
+  struct LateCase {
+    float base_lr;
+    int epoch, step_size;
+    float gamma;
+  };
+  const std::vector<LateCase> late_cases{
+      {1.0f, 33554433, 16777217, 0.5f}, {1.0f, 33554434, 16777217, 0.5f}, {1.0f, 999999999, 7, 0.99999994f}};
+  for (const LateCase& c : late_cases) {
+    const testing::Params setting{{"base_lr", fmt::format("{}", c.base_lr)}, {"epoch", std::to_string(c.epoch)},
+                                  {"step_size", std::to_string(c.step_size)}, {"gamma", fmt::format("{}", c.gamma)}};
+    const auto got = observe(fmt::format("step_lr({}, {}, {}, {})", c.base_lr, c.epoch, c.step_size, c.gamma),
+                             [&] { return optim::step_lr(c.base_lr, c.epoch, c.step_size, c.gamma); });
+    testing::Params params = setting;
+    params.insert(params.end(), {{"got", "an error"}, {"expected", "a rate"}});
+    if (!KILN_EXPECT_OK(got, "step_lr_wrong", params)) return;
+    KILN_JUDGE {
+      const double exact = c.base_lr * std::pow(static_cast<double>(c.gamma), c.epoch / c.step_size);
+      const double expected = static_cast<float>(exact);
+      const double actual = *got;
+      if (!(actual == expected || rounds_either_way(exact, actual))) {
+        const auto [a, e] = testing::format_pair(actual, expected);
+        testing::Params failed = setting;
+        failed.insert(failed.end(), {{"got", a}, {"expected", e}});
+        KILN_FAIL("step_lr_wrong", failed,
+                  fmt::format("{}: ⌊{} / {}⌋ is {}", got.call(), c.epoch, c.step_size,
+                              testing::counted(c.epoch / c.step_size, "drop")));
+        return;
       }
     }
   }

@@ -41,13 +41,15 @@ Tensor Module::register_parameter(const std::string& name, Tensor parameter) {
 }
 
 void Module::register_module(const std::string& name, std::shared_ptr<Module> module) {
-  // The same name rules as register_parameter, and std::invalid_argument for a null module; then
-  // append (name, module) to children_.
+  // The same name rules as register_parameter, and std::invalid_argument for a null module, all
+  // checked before anything is stored (a refused call registers nothing); then append
+  // (name, module) to children_.
   throw kiln::NotImplemented();
 }
 
 Linear::Linear(std::int64_t in, std::int64_t out, WichmannHill& generator) : in_features(in), out_features(out) {
-  // std::invalid_argument unless in >= 1 and out >= 1. Then PyTorch's initialisation, exactly:
+  // std::invalid_argument unless in >= 1 and out >= 1, before drawing anything (a refused layer
+  // leaves the generator as it was). Then PyTorch's initialisation, exactly:
   //   bound = 1.0 / std::sqrt(double(in))
   //   weight (in, out), row-major (element (i, o) at i·out + o): in·out values
   //     static_cast<float>(bound * (2.0 * generator.next() - 1.0)), drawn in row-major order

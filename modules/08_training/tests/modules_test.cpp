@@ -217,6 +217,46 @@ TEST(Training, NamedParameters) {
     testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, null_layer, "bad_name_accepted", {"1"},
                                                   {{"call", null_layer.call()}, {"name", "1"}});
   }
+  if (null_layer.ok()) return;
+
+  // A refused registration registers nothing: after register_module("head", nullptr) threw, the
+  // children are still only "child" (a null child stored anyway would crash named_parameters()
+  // and train()), and "head" is free for a valid module.
+  const std::string refused_call = "register_module(\"head\", nullptr)" + after;
+  const auto kept = observe(refused_call + ", then the children, and register_module(\"head\", m)", [&] {
+    Open m;
+    m.register_parameter("w", t.clone());
+    m.register_module("child", std::make_shared<Open>());
+    bool refused = false;
+    try {
+      m.register_module("head", nullptr);
+    } catch (const std::invalid_argument&) {
+      refused = true;
+    }
+    std::vector<std::string> children_after_refusal;
+    for (const auto& [name, child] : m.children()) children_after_refusal.push_back(name);
+    bool head_accepted = true;
+    try {
+      m.register_module("head", std::make_shared<Open>());
+    } catch (const std::invalid_argument&) {
+      head_accepted = false;
+    }
+    return std::tuple(refused, children_after_refusal, head_accepted);
+  });
+  if (!KILN_EXPECT_OK(kept, "refused_registration_kept",
+                      {{"call", refused_call}, {"got", "an error"}, {"expected", quoted({"child"})}}))
+    return;
+  KILN_JUDGE {
+    const auto& [refused, children_after_refusal, head_accepted] = *kept;
+    if (!refused) {
+      KILN_FAIL("bad_name_accepted", {{"call", refused_call}, {"name", "head"}});
+      return;
+    }
+    const bool nothing_kept = children_after_refusal == std::vector<std::string>{"child"} && head_accepted;
+    KILN_EXPECT(nothing_kept, "refused_registration_kept",
+                {{"call", refused_call}, {"got", quoted(children_after_refusal)}, {"expected", quoted({"child"})}},
+                fmt::format("a later valid register_module(\"head\", m) was {}", head_accepted ? "accepted" : "refused"));
+  }
 }
 
 TEST(Training, TrainEval) {
@@ -327,6 +367,46 @@ TEST(Training, LinearInit) {
                                                     {{"in", std::to_string(in)}, {"out", std::to_string(out)}});
     }
     if (error.ok()) return;
+  }
+  // The sizes are checked before anything is drawn: a refused Linear(0, 3) leaves the generator
+  // as it was, so the next Linear(2, 2) from it gets the first draws (a check after the draws
+  // would have spent 3 bias draws of the refused layer).
+  const auto seed = static_cast<std::uint64_t>(seeds.below(1LL << 40));
+  const auto after_refusal = observe(
+      fmt::format("Linear(0, 3) from WichmannHill({}), refused, then Linear(2, 2) from the same generator: weight and bias", seed),
+      [&] {
+        WichmannHill g(seed);
+        try {
+          nn::Linear refused(0, 3, g);
+        } catch (const std::invalid_argument&) {
+        }
+        nn::Linear layer(2, 2, g);
+        return std::vector<Tensor>{layer.weight, layer.bias};
+      });
+  KILN_JUDGE {
+    TrustedWichmannHill g(seed);
+    const double bound = 1.0 / std::sqrt(2.0);
+    std::vector<float> w(4), b(2);
+    for (float& v : w) v = static_cast<float>(bound * (2.0 * g.next() - 1.0));
+    for (float& v : b) v = static_cast<float>(bound * (2.0 * g.next() - 1.0));
+    const testing::Params p = {{"in", "0"}, {"out", "3"}};
+    if (!KILN_EXPECT_OK(after_refusal, "refused_layer_drew", p)) return;
+    const std::vector<float> expected = {w[0], w[1], w[2], w[3], b[0], b[1]};
+    std::vector<float> got = (*after_refusal).at(0).values;
+    got.insert(got.end(), (*after_refusal).at(1).values.begin(), (*after_refusal).at(1).values.end());
+    const testing::Observed<TensorData> both(after_refusal.call() + ", the 4 weights then the 2 biases",
+                                             data_of({6}, got));
+    if (!testing::expect_close(__FILE__, __LINE__, both, data_of({6}, expected), 1e-7, "refused_layer_drew", 1e-6, p))
+      return;
+  }
+  // A negative size is refused the same way (not left to the vector's length_error).
+  const auto negative = observe("Linear(-1, 3, generator)", [&] {
+    WichmannHill g(7);
+    nn::Linear layer(-1, 3, g);
+  });
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, negative, "linear_sizes_unchecked", {},
+                                                  {{"in", "-1"}, {"out", "3"}});
   }
 }
 

@@ -4,7 +4,9 @@
 //   x (N, C, H, W)               element (n, c, h, w) at ((n·C + c)·H + h)·W + w
 //   weight (out_ch, C, k, k)     element (oc, c, kh, kw) at ((oc·C + c)·k + kh)·k + kw
 //   out (N, out_ch, out_h, out_w)
-// Walk memory directly: t.contiguous() gives a row-major tensor and data() its first float.
+// Walk memory directly: t.contiguous() gives a row-major tensor and data() its first element.
+// For a view that is already contiguous (one image of a batch) contiguous() is the view itself,
+// at its offset: data() points there, the storage's first float is another image.
 // Name loop indices after what they index: n, oc, c, kh, kw, oh, ow.
 #include <cmath>
 #include <string>

@@ -342,6 +342,32 @@ TEST(Convolutions, ForwardValues) {
                            "conv_values_wrong"))
       return;
   }
+
+  // x a contiguous view at an offset: image 1 of a random batch (2, 2, 4, 5), strides
+  // (40, 20, 5, 1), offset 40. Its contiguous() is the view itself, offset and all, so x must be
+  // read from data() (where the view starts), not from the storage's first float (image 0).
+  const TensorData batch = data_of(random_tensor({2, 2, 4, 5}, 90));
+  const std::vector<TensorData> view_in = random_conv_inputs({1, 2, 4, 5}, 3, 3, true, 91);
+  const auto of_view = observe("Conv2dFunction::apply(x, weight (3, 2, 3, 3), bias (3), stride 1, padding 1) with x "
+                               "image 1 of a batch (2, 2, 4, 5), a view at offset 40",
+                               [&] {
+                                 const Tensor image_1 = make_view(batch.tensor(), {1, 2, 4, 5}, {40, 20, 5, 1}, 40);
+                                 return Conv2dFunction::apply(image_1, view_in[1].tensor(), view_in[2].tensor(), 1, 1);
+                               });
+  KILN_JUDGE {
+    // The two images of the batch, each as a (1, 2, 4, 5) of its own.
+    const auto image = [&](std::size_t n) {
+      const auto first = batch.values.begin() + static_cast<std::ptrdiff_t>(n * 40);
+      return data_of({1, 2, 4, 5}, std::vector<float>(first, first + 40));
+    };
+    const TensorData expected = reference_conv({image(1), view_in[1], view_in[2]}, 1, 1);
+    const testing::Params params = {{"offset", "40"}};
+    if (!KILN_EXPECT_OK(of_view, "conv_view_offset_ignored", params)) return;
+    const testing::Comparison right = testing::compare(*of_view, expected, 1e-4);
+    const bool image_0 = testing::compare(*of_view, reference_conv({image(0), view_in[1], view_in[2]}, 1, 1), 1e-4).close;
+    KILN_EXPECT(right.close, "conv_view_offset_ignored", params,
+                of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's output" : ""));
+  }
 }
 
 // read(layer) of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5,
@@ -622,9 +648,33 @@ TEST(Convolutions, MaxPoolForward) {
   // the lowest finite float), and one where a finite value beats it.
   const float minus_inf = -std::numeric_limits<float>::infinity();
   const Tensor masked({1, 1, 2, 4}, {minus_inf, minus_inf, minus_inf, -3, minus_inf, minus_inf, -5, minus_inf});
-  KILN_EXPECT_CLOSE(observe("MaxPool2d(2).forward(x) with x = [[-inf, -inf, -inf, -3], [-inf, -inf, -5, -inf]]",
-                            [&] { return MaxPool2d(2).forward(masked); }),
-                    data_of({1, 1, 1, 2}, {minus_inf, -3}), 0.0, "maxpool_values_wrong");
+  if (!KILN_EXPECT_CLOSE(observe("MaxPool2d(2).forward(x) with x = [[-inf, -inf, -inf, -3], [-inf, -inf, -5, -inf]]",
+                                 [&] { return MaxPool2d(2).forward(masked); }),
+                         data_of({1, 1, 1, 2}, {minus_inf, -3}), 0.0, "maxpool_values_wrong"))
+    return;
+
+  // x a contiguous view at an offset: image 1 of a random batch (2, 2, 4, 6), strides
+  // (48, 24, 6, 1), offset 48. Its contiguous() is the view itself, offset and all, so x must be
+  // read from data() (where the view starts), not from the storage's first float (image 0).
+  const TensorData batch = data_of(random_tensor({2, 2, 4, 6}, 93));
+  const auto of_view = observe("MaxPool2d(2).forward(x) with x image 1 of a random batch (2, 2, 4, 6), a view at offset 48",
+                               [&] {
+                                 const Tensor image_1 = make_view(batch.tensor(), {1, 2, 4, 6}, {48, 24, 6, 1}, 48);
+                                 return MaxPool2d(2).forward(image_1);
+                               });
+  KILN_JUDGE {
+    // The two images of the batch, each as a (1, 2, 4, 6) of its own.
+    const auto image = [&](std::size_t n) {
+      const auto first = batch.values.begin() + static_cast<std::ptrdiff_t>(n * 48);
+      return data_of({1, 2, 4, 6}, std::vector<float>(first, first + 48));
+    };
+    const testing::Params params = {{"offset", "48"}};
+    if (!KILN_EXPECT_OK(of_view, "maxpool_view_offset_ignored", params)) return;
+    const testing::Comparison right = testing::compare(*of_view, reference_maxpool(image(1), 2, 2).out, 0.0);
+    const bool image_0 = testing::compare(*of_view, reference_maxpool(image(0), 2, 2).out, 0.0).close;
+    KILN_EXPECT(right.close, "maxpool_view_offset_ignored", params,
+                of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's maxima" : ""));
+  }
 }
 
 // MaxPool2dFunction::apply (given) runs the node's forward, which records argmax; then the node's

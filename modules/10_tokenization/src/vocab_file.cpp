@@ -26,8 +26,10 @@ void BpeTokenizer::load(const std::string& path) {
   // "vocab.bpe: line 1: expected \"kiln-bpe 1\", found \"kiln-bpe 2\"" (for a line past the end,
   // name the line that is missing: the number of lines + 1). A number is 1 to 18 decimal digits
   // (std::stoll accepts "+9", " 9" and the "9" of "9x": check the characters yourself; an empty
-  // field, "merges " or "97 ", has no digit and is no number, not 0), and a
+  // field, "merges " or "97 ", has no digit and is no number, not 0; "03" and "097" are 3 and 97,
+  // leading zeros are digits too), and a
   // count that large is still a count: never reserve() room for it before the lines are there.
+  // A special token is its whole line, verbatim: trim nothing ("<pad> " is not "<pad>").
   // All or nothing: collect the merges in a local vector, build a local
   // BpeTokenizer(merges), add_special() the specials to it (it rejects a repeated one with
   // std::invalid_argument: report that line), and only when the whole file is good,

@@ -35,6 +35,22 @@ const std::string kWikipediaFile =
     "<|end of turn|>\n";
 const std::vector<std::string> kWikipediaSpecials = {"<|endoftext|>", "<|end of turn|>"};
 
+// The same file with leading zeros in every count and in ids: a number is 1 to 18 decimal
+// digits, so "03" is 3 and "000000000000000257" (18 digits) is 257.
+const std::string kLeadingZerosFile =
+    "kiln-bpe 1\n"
+    "merges 03\n"
+    "097 097\n"
+    "97 0098\n"
+    "256 000000000000000257\n"
+    "specials 02\n"
+    "<|endoftext|>\n"
+    "<|end of turn|>\n";
+
+// Specials are lines kept verbatim: blanks at either end, and a special of one space, are part
+// of the token.
+const std::vector<std::string> kBlankSpecials = {"<pad> ", " ", "\t<sep>\t", "  "};
+
 // The file of these merges and specials, written by the format's rules.
 std::string file_of(const Pairs& merges, const std::vector<std::string>& specials) {
   std::string out = fmt::format("kiln-bpe 1\nmerges {}\n", merges.size());
@@ -87,7 +103,9 @@ TEST(Tokenization, VocabFile) {
   const std::vector<std::string> run_specials = {"<|endoftext|>", "<|fim middle|>"};
   const auto folder = write_files(scratch, "vocab", {{"wikipedia.bpe", kWikipediaFile},
                                                      {"bytes-only.bpe", "kiln-bpe 1\nmerges 0\nspecials 0\n"},
-                                                     {"run.bpe", file_of(run_merges, run_specials)}});
+                                                     {"run.bpe", file_of(run_merges, run_specials)},
+                                                     {"leading-zeros.bpe", kLeadingZerosFile},
+                                                     {"blank-specials.bpe", file_of(run_merges, kBlankSpecials)}});
   if (!folder) return;
 
   // save writes exactly the format: Wikipedia's merges, then the run's.
@@ -178,6 +196,48 @@ TEST(Tokenization, VocabFile) {
                               list_of(got->second), state_shown(expected), list_of(expected_ids)));
         return;
       }
+    }
+  }
+
+  // Numbers with leading zeros ("merges 03", "097 097", an id of 18 digits) are numbers: the file
+  // is Wikipedia's, not a damaged one.
+  const std::string zeros_path = *folder + "leading-zeros.bpe";
+  const auto zeros = observe(fmt::format("load(\"{}\"), Wikipedia's file with \"merges 03\", \"097 097\", "
+                                         "\"97 0098\", \"256 000000000000000257\" and \"specials 02\"",
+                                         zeros_path),
+                             [&] {
+                               BpeTokenizer tokenizer;
+                               tokenizer.load(zeros_path);
+                               return state_of(tokenizer);
+                             });
+  const testing::Params zeros_params = {{"what", "\"merges 03\", \"097 097\" and an id of 18 digits, 000000000000000257"}};
+  if (!KILN_EXPECT_OK(zeros, "leading_zeros_refused", zeros_params)) return;
+  KILN_JUDGE {
+    const State expected = {kWikipediaMerges, kWikipediaSpecials, 261};
+    if (*zeros != expected) {
+      KILN_FAIL("leading_zeros_refused", zeros_params,
+                fmt::format("{} gave {}, expected {}", zeros.call(), state_shown(*zeros), state_shown(expected)));
+      return;
+    }
+  }
+
+  // Special tokens are kept verbatim: "<pad> " is not "<pad>", and " " is a special of its own.
+  const std::string blank_path = *folder + "blank-specials.bpe";
+  const auto blanks = observe(fmt::format("load(\"{}\") of the run's merges and the specials \"<pad> \", \" \", "
+                                          "\"\\t<sep>\\t\" and \"  \"",
+                                          blank_path),
+                              [&] {
+                                BpeTokenizer tokenizer;
+                                tokenizer.load(blank_path);
+                                return state_of(tokenizer);
+                              });
+  if (!KILN_EXPECT_OK(blanks, "special_not_verbatim")) return;
+  KILN_JUDGE {
+    const State expected = {run_merges, kBlankSpecials, 256 + static_cast<std::int64_t>(run_merges.size() + 4)};
+    if (*blanks != expected) {
+      KILN_FAIL("special_not_verbatim", {},
+                fmt::format("{} gave {}, expected {}", blanks.call(), state_shown(*blanks), state_shown(expected)));
+      return;
     }
   }
 }

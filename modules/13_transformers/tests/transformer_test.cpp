@@ -11,6 +11,7 @@
 #include <cstdint>
 #include <functional>
 #include <limits>
+#include <set>
 #include <stdexcept>
 #include <string>
 #include <tuple>
@@ -813,7 +814,9 @@ TEST(Transformer, Sampling) {
   }
 
   // Draws from one generator, compared with the rule replayed: top-k with ties at the boundary
-  // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2), then temperatures 1, 0.5 and 2 with and without
+  // ([1, 3, 3, 0, 3, 2], k = 2: only ids 1 and 2; [3, 3, 3, 5, 5], k = 3: ids 3, 4 and 0, where a
+  // heap selection such as std::partial_sort keeps id 1 instead, drawn for u below
+  // p_0 = e^−2/(2 + e^−2) = 0.063, about 19 of the 300 draws), then temperatures 1, 0.5 and 2 with and without
   // top-k on logits of the run (7 and 31 of them); a negative top_k, like 0, keeps every id; top_k
   // 1 (only the largest); 40 logits, 30 of them equal, with k = 5 (a tie that only a stable ranking
   // keeps in id order: with 6 logits any sort would); logits 800 apart, where e^(z - z_max)
@@ -834,6 +837,7 @@ TEST(Transformer, Sampling) {
   for (std::size_t i = 0; i < tied.size(); ++i)
     if (i % 4 != 1) tied[i] = 1.0f;  // 30 equal largest logits, 10 smaller ones among them
   for (const Case& c : std::vector<Case>{{{1, 3, 3, 0, 3, 2}, 1.0, 2},
+                                         {{3, 3, 3, 5, 5}, 1.0, 3},
                                          {seven, 1.0, 0},
                                          {seven, 0.5, 0},
                                          {seven, 2.0, 3},
@@ -885,6 +889,29 @@ TEST(Transformer, Sampling) {
         }
         // The candidates the header counts: top_k, or all V where top_k <= 0 or top_k >= V.
         const std::int64_t candidates = c.top_k <= 0 || c.top_k >= vocab ? vocab : c.top_k;
+        // A token whose logit equals the smallest candidate's, from draws that use no more than
+        // k ids: the right number of candidates, but the tie at the boundary broken for a higher
+        // id (k + 1 candidates would show k + 1 ids in 300 draws).
+        float boundary = std::numeric_limits<float>::infinity();
+        std::vector<std::int64_t> tied_kept;  // the tied candidates: the lowest ids of that logit
+        for (std::int64_t id = 0; id < vocab; ++id) {
+          if (p[at(id)] > 0) boundary = std::min(boundary, c.logits[at(id)]);
+        }
+        for (std::int64_t id = 0; id < vocab; ++id) {
+          if (p[at(id)] > 0 && c.logits[at(id)] == boundary) tied_kept.push_back(id);
+        }
+        const std::set<std::int64_t> drawn(out->begin(), out->end());
+        if (token >= 0 && token < vocab && c.logits[at(token)] == boundary &&
+            static_cast<std::int64_t>(drawn.size()) <= candidates) {
+          std::string kept = tied_kept.size() == 1 ? "id" : "ids";
+          for (std::size_t n = 0; n < tied_kept.size(); ++n) kept += (n == 0 ? " " : ", ") + std::to_string(tied_kept[n]);
+          KILN_FAIL("top_k_tie_not_lowest_id",
+                    {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)},
+                     {"logit", fmt::format("{:g}", boundary)}, {"kept", kept}},
+                    fmt::format("{}: the logits are {}, the rule's probabilities {}", out.call(),
+                                testing::list(c.logits, 40), testing::list(std::vector<float>(p.begin(), p.end()), 40)));
+          return;
+        }
         KILN_FAIL("top_k_leaks",
                   {{"k", std::to_string(c.top_k)}, {"token", std::to_string(token)},
                    {"largest_logits", testing::counted(candidates, "largest logit")}},

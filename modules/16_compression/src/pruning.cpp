@@ -23,7 +23,9 @@ Tensor magnitude_mask(const Tensor& weight, double sparsity) {
 Tensor prune_magnitude(Tensor& weight, double sparsity) {
   // mask = magnitude_mask(weight, sparsity); then write 0 into weight.data()[k] wherever the
   // mask is 0. Write into the weight's own storage: assigning a new tensor to `weight` would
-  // change only this handle, not the optimizer's or the model's. Return the mask.
+  // change only this handle, not the optimizer's or the model's. weight.data() is the weight's
+  // first element (for a view at an offset, float offset() of the storage), not storage_data().
+  // Return the mask.
   throw kiln::NotImplemented();
 }
 

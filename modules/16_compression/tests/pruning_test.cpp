@@ -209,6 +209,57 @@ TEST(Compression, PruneInPlace) {
       }
     }
   }
+
+  // A contiguous view at an offset: rows 2 and 3 of a (4, 3) matrix, whose first element is
+  // float 6 of the shared storage. weight.data() points there; the storage's first float is row
+  // 0's. Its 6 entries [0.5, -7, 2, -1, 8, 0.25] at 0.5 prune 0.25, 0.5 and -1 (flat 5, 0 and 3),
+  // and rows 0 and 1 of the matrix, outside the weight, stay as they were.
+  const std::vector<float> matrix{1, 2, 3, 4, 5, 6, 0.5f, -7, 2, -1, 8, 0.25f};
+  const std::string name = "rows 2 and 3 of a (4, 3) matrix (a view at offset 6)";
+  const auto view = observe(fmt::format("prune_magnitude({}, 0.5), then read a second handle and the matrix", name), [&] {
+    const Tensor base({4, 3}, matrix);
+    Tensor weight = make_view(base, {2, 3}, {3, 1}, 6);
+    const Tensor other_handle = weight;
+    const Tensor mask = prune_magnitude(weight, 0.5);
+    return std::tuple(mask, other_handle, base);
+  });
+  const testing::Params params = {{"case", name}, {"sparsity", "0.5"}};
+  if (!KILN_EXPECT_OK(view, "prune_not_in_place", params)) return;
+  KILN_JUDGE {
+    const auto& [mask, weight, base] = *view;
+    const std::vector<float> expected_mask{0, 1, 1, 0, 1, 0};
+    std::vector<float> expected_base = matrix;
+    for (std::size_t k = 0; k < expected_mask.size(); ++k)
+      if (expected_mask[k] == 0.0f) expected_base[6 + k] = 0.0f;
+    const std::vector<float> expected_weight(expected_base.begin() + 6, expected_base.end());
+    const testing::Comparison mask_diff = testing::compare(mask, data_of({2, 3}, expected_mask), 0.0);
+    if (!mask_diff.close) {
+      KILN_FAIL("prune_not_in_place", params, view.call() + ": the returned mask " + mask_diff.describe());
+      return;
+    }
+    // Rows 0 and 1 are no part of the weight: a zero there was written from the storage's first
+    // float instead of the weight's.
+    const std::vector<float> outside(base.values.begin(), base.values.begin() + 6);
+    if (outside != std::vector<float>(matrix.begin(), matrix.begin() + 6)) {
+      KILN_FAIL("prune_from_storage_start", params,
+                fmt::format("{}: rows 0 and 1 of the matrix are {}, expected {} (untouched); the weight reads {}, "
+                            "expected {}",
+                            view.call(), testing::list(outside), testing::list(std::vector<float>(matrix.begin(), matrix.begin() + 6)),
+                            testing::list(weight.values), testing::list(expected_weight)));
+      return;
+    }
+    const testing::Comparison weight_diff = testing::compare(weight, data_of({2, 3}, expected_weight), 0.0);
+    if (!weight_diff.close) {
+      KILN_FAIL("prune_not_in_place", params, view.call() + ": the weight, read through the second handle, " +
+                                                  weight_diff.describe());
+      return;
+    }
+    const testing::Comparison base_diff = testing::compare(base, data_of({4, 3}, expected_base), 0.0);
+    if (!base_diff.close) {
+      KILN_FAIL("prune_not_in_place", params, view.call() + ": the matrix " + base_diff.describe());
+      return;
+    }
+  }
 }
 
 namespace {

@@ -348,6 +348,31 @@ TEST(Compression, Errors) {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "rank_not_rejected",
                                                     {std::to_string(rank), "(3, 7)"},
                                                     {{"shape", "(3, 7)"}, {"rank", std::to_string(rank)}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+  // A matrix with no rows or no columns: min(m, n) = 0 leaves no valid rank, so low_rank's own
+  // error, naming the rank and the shape, must come before svd(), which refuses such a matrix
+  // with a ShapeError that names only the shape ("... m, n >= 1, got shape (0, 5)": rank 1 is in
+  // it by chance, so the ranks are 2 and 3).
+  for (const auto& [shape, rank] : std::vector<std::pair<Shape, std::int64_t>>{{{0, 5}, 2}, {{6, 0}, 3}}) {
+    const std::string shape_text = to_string(shape);
+    const Tensor empty(shape, std::vector<float>{});
+    const auto got = observe(fmt::format("low_rank(W {}, {})", shape_text, rank), [&] { return compress::low_rank(empty, rank).u; });
+    KILN_JUDGE {
+      const testing::Params params = {{"shape", shape_text}, {"rank", std::to_string(rank)}};
+      // Refused as an invalid_argument (a ShapeError is one) that names the shape but not the
+      // rank: an error from past the rank check, svd()'s.
+      if (!got.ok() && got.error().is(testing::error_kind_name<std::invalid_argument>()) &&
+          got.error().message.find(std::to_string(rank)) == std::string::npos) {
+        KILN_FAIL("rank_checked_after_svd", params,
+                  fmt::format("{} threw {} ({}), expected low_rank's std::invalid_argument naming the rank {} and the shape {}",
+                              got.call(), got.error().kind(), got.error().message, rank, shape_text));
+        return;
+      }
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "rank_not_rejected",
+                                                    {std::to_string(rank), shape_text}, params);
+      if (::testing::Test::HasFailure()) return;
     }
   }
 }

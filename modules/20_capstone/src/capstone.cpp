@@ -21,7 +21,8 @@ Model load_model(std::span<const std::uint8_t> bytes) {
   // kMaxWidth), the scales (finite, > 0), for sparse_int8 nnz ≤ in·out, each row start as it is
   // read (0 first, then from the one before it to nnz, the last equal to nnz) and the columns
   // (< in); at least one layer with weights; no bytes after the last layer. On the first thing
-  // wrong (in file order: a layer's in judged before its out is read), throw
+  // wrong (in file order: a layer's in judged before its out is read, the row starts before the
+  // columns are read, the columns before the codes), throw
   // kiln::FormatError("byte OFFSET: what was found; expected what"), OFFSET that of the wrong
   // value (of an array's start when the array does not fit). Fill input_width and output_width;
   // a relu's in and out are the width it passes through (every leading relu's: the first
@@ -33,7 +34,7 @@ Tensor predict(const Model& model, const Tensor& images) {
   // Throw ShapeError naming images' shape unless images is (N, model.input_width).
   // x starts as images (row-major, contiguous). Each layer maps x (N, in) to y (N, out):
   //   dense        y[n, j] = Σ_i weight[j·in + i]·x[n, i] + bias[j]
-  //   dense_int8   y[n, j] = scale[j]·Σ_i code[j·in + i]·x[n, i] + bias[j]
+  //   dense_int8   y[n, j] = scale[j]·Σ_i code[j·in + i]·x[n, i] + bias[j]   (the sum, then scaled once)
   //   sparse_int8  y[n, j] = scale[j]·Σ_{e = row_start[j]}^{row_start[j+1]-1} code[e]·x[n, column[e]] + bias[j]
   //   relu         y = max(x, 0)
   // in float32. The result is (N, model.output_width).

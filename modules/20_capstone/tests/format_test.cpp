@@ -97,6 +97,13 @@ TLayer tiny_scales() {
   l.scale = {1e-40f, std::numeric_limits<float>::denorm_min(), std::numeric_limits<float>::min()};
   return l;
 }
+// A dense_int8 2 → 2 layer whose first row has a scale near the top of float, 1e37, and codes
+// [127, -127]: on x [1, 1] that row's sum is 0 and y the bias, 0.5, and on [0.25, 0.125] it is
+// 15.875, scaled 1.5875e38, still finite. Each term scaled on its own, 1e37·127 = 1.27e39,
+// overflows to ±inf, and the sum is inf - inf = NaN. The second row is ordinary (scale 0.5).
+TLayer huge_scale() {
+  return {.kind = 2, .in = 2, .out = 2, .scale = {1e37, 0.5}, .bias = {0.5, -0.25}, .code = {127, -127, 3, -2}};
+}
 // Every entry of a 3 → 2 layer stored: nnz = in·out, the most a sparse layer may hold.
 TLayer full_sparse() {
   return {.kind = 3, .in = 3, .out = 2, .scale = {0.5, 0.25}, .bias = {0.1, -0.1}, .code = {3, -2, 5, 1, -7, 4},
@@ -115,6 +122,7 @@ struct Case {
   std::int64_t rows;
   const char* failure;
   const char* refused = nullptr;  // the failure of a refusal, when not `failure` (a file at a bound of the format)
+  std::vector<float> images = {};  // rows × the input width, hand-picked; empty: images of the run
 };
 
 // The width of the images a model of these layers takes: that of its first layer that is not a relu.
@@ -133,7 +141,7 @@ bool judge_case(const Case& c, std::uint64_t stream) {
     if (!capstone_testing::read(bytes, problem)) throw std::logic_error("a check's own model does not read: " + problem);
   }
   const std::int64_t width = input_width_of(c.layers);
-  const Tensor x = random_tensor({c.rows, width}, stream, -2.0f, 2.0f);
+  const Tensor x = c.images.empty() ? random_tensor({c.rows, width}, stream, -2.0f, 2.0f) : Tensor({c.rows, width}, c.images);
   const testing::Params params = {{"model", c.name}};
   const auto got = observe(fmt::format("load_model and predict for {} on ({}, {}) images", c.name, c.rows, width),
                            [&] {
@@ -201,6 +209,9 @@ TEST(Capstone, LoadAndPredict) {
       {"a 13 → 7 dense layer", {dense(13, 7, 2001)}, 5, "dense_differs"},
       {"a 13 → 7 dense_int8 layer", {dense_int8(13, 7, 2011)}, 5, "int8_differs"},
       {"a 13 → 7 sparse_int8 layer", {sparse_int8(13, 7, 2021)}, 5, "sparse_differs"},
+      // Scales hold any finite value above 0: the row's sum is scaled once, not every term.
+      {"a 2 → 2 dense_int8 layer whose row 0 has scale 1e37 and codes [127, -127], on images [[1, 1], [0.25, 0.125]]",
+       {huge_scale()}, 2, "int8_scale_per_term", "scale_bound_refused", {1, 1, 0.25f, 0.125f}},
       {"dense 9 → 6, relu, dense 6 → 4, relu", {dense(9, 6, 2031), relu(), dense(6, 4, 2041), relu()}, 4, "relu_differs"},
       {"relu, dense 5 → 3 (a relu first)", {relu(), dense(5, 3, 2051)}, 3, "relu_differs"},
       // Two relus first: both take the first weighted layer's width, not only the one before it.
@@ -252,6 +263,9 @@ struct Damage {
   // Where the file holds two wrong values, the byte of the later one, which the error must not
   // name in place of the first; -1: one wrong value (judge only).
   std::int64_t later = -1;
+  // The failure that names the later byte (judge only): a layer's out judged before its in, or
+  // a sparse layer's row starts or columns judged only once the arrays after them are read.
+  const char* out_of_order = "judged_out_of_file_order";
 };
 
 std::vector<std::uint8_t> patched(std::vector<std::uint8_t> bytes, std::size_t at, std::vector<std::uint8_t> with) {
@@ -323,6 +337,24 @@ TEST(Capstone, RejectsDamage) {
        capstone_testing::write({TLayer{.kind = 3, .in = 2, .out = 3, .scale = {0.5, 0.5, 0.5}, .bias = {0, 0, 0},
                                        .code = {1, 2, 3}, .row_start = {0, 2, 1, 3}, .column = {0, 1, 0}}}),
        KILN_JUDGE_ONLY(48)},
+      // A wrong row start or column in a file that ends later in the same layer (after the cases
+      // that judge each alone, so that a rule not checked at all is named as such): each is judged
+      // as it is read, so it is named at its own byte, not where the file ends (the columns at
+      // 100, the codes at 106), as a reader that reads all three arrays before judging them does.
+      {"layer 2 with row starts 0, 4, 3, the file cut inside its columns (after 101 bytes)",
+       [&] {
+         std::vector<std::uint8_t> b = patched(good, 92, {4});
+         b.resize(101);
+         return b;
+       }(),
+       KILN_JUDGE_ONLY(92), KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(100), KILN_JUDGE_ONLY("sparse_judged_after_later_arrays")},
+      {"layer 2 with column 3 in a layer of 3 inputs, the file cut inside its codes (after 107 bytes)",
+       [&] {
+         std::vector<std::uint8_t> b = patched(good, 102, {3, 0});
+         b.resize(107);
+         return b;
+       }(),
+       KILN_JUDGE_ONLY(102), KILN_JUDGE_ONLY(0u), KILN_JUDGE_ONLY(106), KILN_JUDGE_ONLY("sparse_judged_after_later_arrays")},
       {"one byte after the last layer", [&] { auto b = good; b.push_back(0); return b; }(), KILN_JUDGE_ONLY(117)},
       {"a relu as the only layer", capstone_testing::write({relu()}), KILN_JUDGE_ONLY(-1)},
       {"layer 0 giving 65,537 outputs", patched(good, 20, {1, 0, 1, 0}), KILN_JUDGE_ONLY(20)},
@@ -414,7 +446,7 @@ TEST(Capstone, RejectsDamage) {
       const std::string named = said.rfind("byte ", 0) == 0 ? said.substr(5, said.find_first_not_of("0123456789", 5) - 5) : "";
       const bool starts_with_byte = said.size() > 5 + named.size() && said[5 + named.size()] == ':';
       if (d.later >= 0 && starts_with_byte && named == std::to_string(d.later)) {
-        KILN_FAIL("judged_out_of_file_order",
+        KILN_FAIL(d.out_of_order,
                   {{"case", d.name}, {"offset", std::to_string(d.offset)}, {"later", std::to_string(d.later)}},
                   "the error says: " + said);
         return;

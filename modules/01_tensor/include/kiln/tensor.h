@@ -114,6 +114,8 @@ class Tensor {
   // Reductions. A negative dim counts from the end. Without keepdim the reduced dimension is
   // removed; with it, it stays with size 1.
   Tensor sum(std::int64_t dim, bool keepdim = false) const;
+  // sum(dim, keepdim) divided by the size of dim, also when that size is 0: the mean of nothing
+  // is 0/0 = NaN, as in PyTorch (a (0, 3) tensor's mean(0) is [NaN, NaN, NaN]).
   Tensor mean(std::int64_t dim, bool keepdim = false) const;
   // Sum of all elements, as a scalar tensor.
   Tensor sum() const;

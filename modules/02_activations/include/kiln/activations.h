@@ -23,8 +23,9 @@
 // Errors:
 //   ShapeError  a backward function whose two tensors differ in shape (the message names both
 //               shapes); the same number of elements in another shape is still an error
-//   IndexError  a dim outside [-x.dim(), x.dim()) (the message names the dim and the shape); a
-//               0-D x has no dim at all, so every dim is refused for it
+//   IndexError  a dim outside [-x.dim(), x.dim()) (the message names the dim and the shape),
+//               any std::int64_t, 2^32 = 4294967296 too (never narrowed to int); a 0-D x has
+//               no dim at all, so every dim is refused for it
 //   The shapes are compared first: softmax_backward given both a grad_output of another shape
 //   and a dim out of range throws the ShapeError.
 //

@@ -49,8 +49,9 @@ Tensor blas_matmul(const Tensor& a, const Tensor& b);
 // The ladder (yours: src/matmul.cpp)
 //
 // Every matmul_* takes (n, k) and (k, m) matrices, views included, and returns a new contiguous
-// (n, m) tensor. When either is not 2-D or the inner sizes differ it throws ShapeError whose
-// message names both shapes, e.g. "(2, 3)" and "(4, 2)", before any loop runs.
+// (n, m) tensor. When either is not 2-D (a (2, 3, 4) a with a (3, 5) b too, although its
+// second size fits) or the inner sizes differ it throws ShapeError whose message names both
+// shapes, e.g. "(2, 3)" and "(4, 2)", before any loop runs.
 
 // Σ_p u[p]·v[p] of two 1-D tensors of the same length, views included (a column has a stride
 // other than 1). Throws ShapeError naming both shapes when either is not 1-D or the lengths differ.
@@ -82,10 +83,11 @@ Tensor matmul_broadcast(const Tensor& a, const Tensor& b);
 // exactly one "->" followed by the output (which may be empty); no spaces, no "...".
 //
 // Errors (each message quotes the spec, e.g. einsum("ik,kj"): ...):
-//   std::invalid_argument  a malformed spec: no "->", a character that is not a lowercase letter,
-//                          the wrong number of operands, a letter twice in one operand (kiln's
-//                          einsum takes no diagonals), a letter twice in the output, an output
-//                          letter that no operand has
+//   std::invalid_argument  a malformed spec: no "->" (a '-' alone is none: "ij-ji", "ij-"), a
+//                          character that is not a lowercase letter, the wrong number of
+//                          operands, a letter twice in one operand (kiln's einsum takes no
+//                          diagonals), a letter twice in the output, an output letter that no
+//                          operand has
 //   ShapeError             an operand with a different number of dimensions than its letters,
 //                          or a letter whose sizes disagree; the message also names the shapes
 // (ShapeError derives from std::invalid_argument.) The result is a new contiguous tensor, also

@@ -43,7 +43,9 @@ Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target);
 
 // Binary cross-entropy of logits z against targets t in {0, 1}, mean over all n elements:
 //   loss_i = -[t·log σ(z) + (1 - t)·log(1 - σ(z))] = max(z, 0) - z·t + log(1 + e^(-|z|)),
-// the second form finite for every z (for z = 1e4 and t = 0 it is 1e4, not log(0)).
+// the second form finite for every z (for z = 1e4 and t = 0 it is 1e4, not log(0)). The losses
+// are added in double, as nll_loss adds: the loss is right wherever that mean is a float, also
+// where the total is not (logits [3e38, 3e38] against targets [0, 0] give 3e38).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
 // dL/dz = (σ(z) - t)/n, with module 02's stable sigmoid, which keeps σ(z) for z far below 0 (σ(-20)
 // = 2.06e-9, where 1 - 1/(1 + e^z) gives 0).
@@ -58,7 +60,8 @@ Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Ten
 // a finite loss. cross_entropy([[0, 0]], {0}) = ln 2 = 0.693147. A class that is not a target
 // may have log-probability -inf (a masked logit of -inf, or logits more than FLT_MAX apart, as in
 // [[3e38, -3e38]]): the lookup never reads it and the loss stays finite (0 for that row with
-// target 0), where nll_loss_one_hot would give NaN.
+// target 0), where nll_loss_one_hot would give NaN. An empty batch (logits (0, C), no targets)
+// is the mean over N = 0 rows, 0/0 = NaN, as nll_loss gives.
 Tensor cross_entropy(const Tensor& logits, const std::vector<std::int64_t>& targets);
 // dL/dz = (softmax(logits) - one_hot(targets))/N, shape (N, C): each row sums to 0.
 Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64_t>& targets);
@@ -66,7 +69,9 @@ Tensor cross_entropy_backward(const Tensor& logits, const std::vector<std::int64
 // Negative log-likelihood of log-probabilities (N, C), by indexing:
 //   loss = -(1/N)·Σ_n log_probs[n, targets[n]]   (NumPy: -logp[range(N), targets].mean())
 // It reads N values and adds them, in double: the loss is right wherever that mean is a float,
-// also where the total is not ([[0, -3e38], [0, -3e38]] with targets {1, 1} gives 3e38).
+// also where the total is not ([[0, -3e38], [0, -3e38]] with targets {1, 1} gives 3e38). An
+// empty batch (log_probs (0, C), no targets) has no values to average: its loss is -(1/0)·0 =
+// NaN, the mean of nothing (NumPy's and PyTorch's too), and so is nll_loss_one_hot's.
 Tensor nll_loss(const Tensor& log_probs, const std::vector<std::int64_t>& targets);
 // The same loss through a one-hot matrix Y (N, C), Y[n, c] = 1 where c = targets[n], else 0:
 //   loss = -(1/N)·Σ_n Σ_c Y[n, c]·log_probs[n, c]

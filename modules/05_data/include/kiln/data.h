@@ -141,8 +141,8 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, WichmannHill& generat
 
 // `order` cut into consecutive batches of batch_size indices, in order; the last batch holds what
 // is left (1 to batch_size indices) unless drop_last, which leaves it out when it is not full.
-// 7 indices in batches of 3: {0, 1, 2}, {3, 4, 5}, {6}, or without {6} when drop_last.
-// Throws std::invalid_argument when batch_size < 1.
+// 7 indices in batches of 3: {0, 1, 2}, {3, 4, 5}, {6}, or without {6} when drop_last; an empty
+// order gives no batches. Throws std::invalid_argument when batch_size < 1, an empty order too.
 std::vector<std::vector<std::int64_t>> batch_indices(const std::vector<std::int64_t>& order, std::int64_t batch_size,
                                                      bool drop_last);
 
@@ -235,7 +235,8 @@ class DataLoader {
 //   <rect x="X" y="Y" width="S" height="S" fill="rgb(G,G,G)"/>      one per pixel, row by row
 //   </svg>
 // for pixel (r, c): X = c·cell_size, Y = r·cell_size, S = cell_size, and the gray level
-// G = round(255·v) of its value v clipped to [0, 1] (0 black, 1 white; 0.5 gives 128).
+// G = round(255·v) of its value v clipped to [0, 1] (0 black, 1 white; 0.5 gives 128), clipped
+// before it is rounded, so that inf and 1e17 are white (255·v would not fit a long).
 // Throws ShapeError when image is not 2-D, std::invalid_argument when cell_size < 1.
 std::string image_svg(const Tensor& image, int cell_size);
 

@@ -169,11 +169,15 @@ struct ReluFunction : Function {
 //                            ShapeError naming the shape otherwise
 //   backward(grad_output)    yours: the graph walk. grad_output must have this tensor's shape
 //                            (ShapeError naming both shapes otherwise); throws std::logic_error
-//                            when this tensor does not require grad, and when a node's
+//                            when this tensor does not require grad (requires_grad() false,
+//                            also for a result switched off with set_requires_grad(false),
+//                            though it has a grad_fn), and when a node's
 //                            backward() returns more or fewer gradients than it has inputs.
 //                            The shape checks of backward() and backward(g) come first, then
 //                            requires_grad: a wrong shape is a ShapeError on a constant too.
 //                            grad_output is only read: the caller's tensor is left as it was.
+//                            The walk follows only inputs whose requires_grad() is true: a
+//                            result switched off is a cut, and what lies behind it gets nothing.
 //                            The walk visits each tensor of the graph once, however many paths
 //                            reach it, so it finishes at once on any graph: y = x, then 64
 //                            times y = y + y, is 65 tensors (and 2^64 paths from y to x).

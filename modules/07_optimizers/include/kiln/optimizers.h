@@ -1,15 +1,17 @@
 // Module 07, Optimizers: turning gradients into updates.
 //
-// A parameter is a module 06 leaf: a contiguous float32 tensor built by the caller, marked with
+// A parameter is a module 06 leaf: a contiguous float32 tensor built by the caller (a contiguous
+// view at an offset too, one slice of a flat buffer of parameters), marked with
 // set_requires_grad() BEFORE the optimizer is built (the optimizer keeps copies of the handles,
 // which share the values and the gradient bookkeeping that exist at that moment). After
 // loss.backward() its gradient is parameter.grad(), and autograd::has_grad(parameter) says whether
 // backward() reached it since its last zero_grad().
 //
 // An optimizer updates every parameter IN PLACE: it writes the new values into the parameter's
-// own storage (parameter.data(), element i of numel(), row-major), so that the caller's handle,
-// and every other handle sharing that storage, sees them. Assigning a new tensor to a handle
-// (parameter = parameter - g·lr) changes only that one handle, and the model never learns.
+// own storage (parameter.data(), which starts at its offset; element i of numel(), row-major),
+// so that the caller's handle, and every other handle sharing that storage, sees them. Assigning
+// a new tensor to a handle (parameter = parameter - g·lr) changes only that one handle, and the
+// model never learns.
 // Writing through data() is not an operation module 06 records, so no graph grows from it.
 //
 // One step, for each parameter p that has a gradient g (parameters without one are skipped, and
@@ -140,7 +142,9 @@ class AdamW : public Adam {
 
 // The rate for `epoch` (0, 1, 2, ...) when it is multiplied by gamma every step_size epochs:
 //   base_lr · gamma^⌊epoch / step_size⌋
-// (PyTorch's StepLR). Epochs 0 to step_size - 1 use base_lr itself. Needs step_size ≥ 1.
+// (PyTorch's StepLR). Epochs 0 to step_size - 1 use base_lr itself. Needs step_size ≥ 1. The
+// drops ⌊epoch / step_size⌋ are counted in integers, exact for every int epoch (a schedule
+// counted in iterations passes 2^24, where a float no longer holds every integer).
 float step_lr(float base_lr, int epoch, int step_size, float gamma);
 
 // Cosine annealing with an optional linear warm-up, over steps 0, 1, 2, ...:

@@ -86,7 +86,7 @@ class Module {
 
   // Registers `module` as a child under `name`. Throws std::invalid_argument, naming the name,
   // when it is empty, contains a '.', is already taken (by a parameter or a child), or module is
-  // null.
+  // null. A refused call registers nothing (the name stays free).
   void register_module(const std::string& name, std::shared_ptr<Module> module);
 
  private:
@@ -104,7 +104,8 @@ class Linear : public Module {
   //            drawn first, in row-major order (i = 0 .. in-1 outside, o = 0 .. out-1 inside)
   //   bias (out_features): float(bound·(2u - 1)), drawn after all the weights, o = 0 .. out-1
   // in·out + out draws in all. Both are registered, "weight" then "bias", as leaves that require
-  // grad. Throws std::invalid_argument when in_features or out_features is less than 1.
+  // grad. Throws std::invalid_argument when in_features or out_features is less than 1, before
+  // drawing anything: a refused layer leaves the generator as it was.
   Linear(std::int64_t in_features, std::int64_t out_features, WichmannHill& generator);
 
   // x (*, in) -> y (*, out), like PyTorch's nn.Linear: the layer acts on x's last dimension, and

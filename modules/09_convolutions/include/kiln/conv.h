@@ -30,7 +30,8 @@ std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, in
 
 // Convolution as a node of the autograd graph.
 //   inputs: x (N, C, H, W), weight (out_ch, C, k, k), and bias (out_ch) when there is one; x
-//           may be a view (a transposed image batch), which backward reads as forward does
+//           may be a view (a transposed image batch, or one image of a batch at an offset), which
+//           forward and backward read from where it starts, through its strides
 //   output: (N, out_ch, out_h, out_w)
 struct Conv2dFunction : autograd::Function {
   int stride = 1;
@@ -52,7 +53,8 @@ struct Conv2dFunction : autograd::Function {
 
 // Max pooling as a node of the autograd graph: every output element is the largest value of its
 // kernel_size × kernel_size window, windows start every `stride` rows and columns, no padding.
-//   input x (N, C, H, W); output (N, C, out_h, out_w) with out_h = (H - k) / stride + 1
+//   input x (N, C, H, W), which may be a view (one image of a batch at an offset, a transpose);
+//   output (N, C, out_h, out_w) with out_h = (H - k) / stride + 1
 struct MaxPool2dFunction : autograd::Function {
   int kernel_size = 2;
   int stride = 2;

@@ -229,10 +229,12 @@ class BpeTokenizer {
 //   97 98                   separated by one space; merge r (its line is 3 + r) may only name
 //   256 257                 ids below 256 + r
 //   specials 1            line 3 + M: "specials", one space, the number of special tokens S
-//   <|endoftext|>         S lines, one special token each, verbatim; none empty, none twice
+//   <|endoftext|>         S lines, one special token each, verbatim (blanks at its ends
+//                           included: "<pad> " is not "<pad>"); none empty, none twice
 //
 // and nothing after them. A number is 1 to 18 decimal digits, so that it fits a std::int64_t
-// (an empty field, as in "merges " or "97 ", is no number, not 0),
+// (an empty field, as in "merges " or "97 ", is no number, not 0; leading zeros are digits like
+// any other: "merges 03" is 3 and "097" is 97, though save never writes them),
 // and a count may be that large however few lines follow it. Anything else is a damaged file: a
 // wrong first line, a count or an id that is not decimal digits or has more than 18, a merge
 // line without exactly two numbers separated by one space (a tab or two spaces between them is

@@ -45,7 +45,9 @@ Tensor magnitude_mask(const Tensor& weight, double sparsity);
 // Prunes `weight` in place: computes magnitude_mask(weight, sparsity), writes 0 into every pruned
 // entry of the weight's own storage (weight.data(): every handle sharing the storage, an
 // optimizer's too, sees it), leaves the kept entries as they are, and returns the mask.
-// The weight must be contiguous (a parameter is).
+// The weight must be contiguous (a parameter is, and so is a block of whole rows of a matrix, a
+// view at an offset): its entries start at weight.data(), which for a view is float offset() of
+// the storage, not storage_data(), and nothing outside them is written.
 Tensor prune_magnitude(Tensor& weight, double sparsity);
 
 // One optimizer step of a pruned model that keeps it pruned. For every k, weights[k] is a
@@ -128,7 +130,8 @@ struct LowRank {
 // no rank-r matrix is closer to W in the Frobenius norm, and ‖W − u·v‖²_F = Σ_{c ≥ r} σ_c², the
 // squares of the discarded singular values. The factors hold r(m + n) numbers instead of mn.
 // Both are new contiguous tensors. Throws std::invalid_argument, naming the rank and the shape,
-// unless 1 ≤ rank ≤ min(m, n).
+// unless 1 ≤ rank ≤ min(m, n), checked before svd() is called: a matrix with no rows or no
+// columns, min(m, n) = 0, gets this error for every rank, not svd()'s ShapeError.
 LowRank low_rank(const Tensor& weight, std::int64_t rank);
 
 }  // namespace kiln::compress

@@ -12,6 +12,7 @@
 //                      y[n, j] = Σ_i weight[j·in + i] · x[n, i] + bias[j]
 //     2 dense_int8   u32 in, u32 out, f32 scale[out], i8 code[out·in], f32 bias[out]
 //                      y[n, j] = scale[j] · Σ_i code[j·in + i] · x[n, i] + bias[j]
+//                      (the row's sum scaled once: scale 1e37 times a code of 127 is past FLT_MAX)
 //     3 sparse_int8  u32 in, u32 out, u32 nnz, f32 scale[out], u32 row_start[out + 1],
 //                    u16 column[nnz], i8 code[nnz], f32 bias[out]      (CSR, module 16)
 //                      y[n, j] = scale[j] · Σ_{e in row_start[j] .. row_start[j+1]-1}
@@ -94,7 +95,7 @@ constexpr double kLargestLogit = 10000;
 // expected there ("byte 12: layer 0 has kind 9; expected 1 to 4"; layers are counted from 0).
 // The rules are judged in file order: where several values are wrong, the first is named (a
 // layer whose in and out are both wrong, at its in; so is a wrong in where the file ends before
-// the out).
+// the out, and a wrong row start or column where the file ends inside a later array of its layer).
 // Nothing is half-loaded: the model is returned whole or not at all.
 Model load_model(std::span<const std::uint8_t> bytes);
 
