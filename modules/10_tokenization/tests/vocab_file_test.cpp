@@ -199,47 +199,39 @@ TEST(Tokenization, VocabFile) {
     }
   }
 
+  // A file that is not damaged, loaded into a fresh tokenizer: its state must be `expected`, and
+  // anything else (an error too) is reported as `failure`.
+  const auto expect_loaded = [&](const std::string& file, const std::string& what, const State& expected,
+                                 const std::string& failure, const testing::Params& params) {
+    const std::string path = *folder + file;
+    const auto got = observe(fmt::format("load(\"{}\"), {}", path, what), [&] {
+      BpeTokenizer tokenizer;
+      tokenizer.load(path);
+      return state_of(tokenizer);
+    });
+    if (!KILN_EXPECT_OK(got, failure, params)) return false;
+    KILN_JUDGE {
+      if (*got != expected) {
+        KILN_FAIL(failure, params,
+                  fmt::format("{} gave {}, expected {}", got.call(), state_shown(*got), state_shown(expected)));
+        return false;
+      }
+    }
+    return true;
+  };
   // Numbers with leading zeros ("merges 03", "097 097", an id of 18 digits) are numbers: the file
   // is Wikipedia's, not a damaged one.
-  const std::string zeros_path = *folder + "leading-zeros.bpe";
-  const auto zeros = observe(fmt::format("load(\"{}\"), Wikipedia's file with \"merges 03\", \"097 097\", "
-                                         "\"97 0098\", \"256 000000000000000257\" and \"specials 02\"",
-                                         zeros_path),
-                             [&] {
-                               BpeTokenizer tokenizer;
-                               tokenizer.load(zeros_path);
-                               return state_of(tokenizer);
-                             });
-  const testing::Params zeros_params = {{"what", "\"merges 03\", \"097 097\" and an id of 18 digits, 000000000000000257"}};
-  if (!KILN_EXPECT_OK(zeros, "leading_zeros_refused", zeros_params)) return;
-  KILN_JUDGE {
-    const State expected = {kWikipediaMerges, kWikipediaSpecials, 261};
-    if (*zeros != expected) {
-      KILN_FAIL("leading_zeros_refused", zeros_params,
-                fmt::format("{} gave {}, expected {}", zeros.call(), state_shown(*zeros), state_shown(expected)));
-      return;
-    }
-  }
-
+  if (!expect_loaded("leading-zeros.bpe",
+                     "Wikipedia's file with \"merges 03\", \"097 097\", \"97 0098\", \"256 000000000000000257\" and "
+                     "\"specials 02\"",
+                     State{kWikipediaMerges, kWikipediaSpecials, 261}, "leading_zeros_refused",
+                     {{"what", "\"merges 03\", \"097 097\" and an id of 18 digits, 000000000000000257"}}))
+    return;
   // Special tokens are kept verbatim: "<pad> " is not "<pad>", and " " is a special of its own.
-  const std::string blank_path = *folder + "blank-specials.bpe";
-  const auto blanks = observe(fmt::format("load(\"{}\") of the run's merges and the specials \"<pad> \", \" \", "
-                                          "\"\\t<sep>\\t\" and \"  \"",
-                                          blank_path),
-                              [&] {
-                                BpeTokenizer tokenizer;
-                                tokenizer.load(blank_path);
-                                return state_of(tokenizer);
-                              });
-  if (!KILN_EXPECT_OK(blanks, "special_not_verbatim")) return;
-  KILN_JUDGE {
-    const State expected = {run_merges, kBlankSpecials, 256 + static_cast<std::int64_t>(run_merges.size() + 4)};
-    if (*blanks != expected) {
-      KILN_FAIL("special_not_verbatim", {},
-                fmt::format("{} gave {}, expected {}", blanks.call(), state_shown(*blanks), state_shown(expected)));
-      return;
-    }
-  }
+  expect_loaded("blank-specials.bpe",
+                "the run's merges and the specials \"<pad> \", \" \", \"\\t<sep>\\t\" and \"  \"",
+                State{run_merges, kBlankSpecials, 256 + static_cast<std::int64_t>(run_merges.size() + 4)},
+                "special_not_verbatim", {});
 }
 
 TEST(Tokenization, VocabFileErrors) {
