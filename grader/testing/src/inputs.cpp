@@ -82,4 +82,22 @@ std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::
   return out;
 }
 
+Tensor at_offset(const TensorData& values, std::uint64_t stream, std::int64_t before) {
+  Generator generator(stream);
+  const std::int64_t after = 3;
+  std::vector<float> storage;
+  storage.reserve(static_cast<std::size_t>(before + values.numel() + after));
+  for (std::int64_t i = 0; i < before; ++i) storage.push_back(generator.uniform(-8.0f, 8.0f));
+  storage.insert(storage.end(), values.values.begin(), values.values.end());
+  for (std::int64_t i = 0; i < after; ++i) storage.push_back(generator.uniform(-8.0f, 8.0f));
+  Shape strides(values.shape.size());
+  std::int64_t step = 1;
+  for (std::size_t d = strides.size(); d-- > 0;) {
+    strides[d] = step;
+    step *= values.shape[d];
+  }
+  const auto size = static_cast<std::int64_t>(storage.size());
+  return make_view(Tensor({size}, std::move(storage)), values.shape, std::move(strides), before);
+}
+
 }  // namespace kiln::testing

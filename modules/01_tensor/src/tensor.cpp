@@ -9,6 +9,12 @@
 // elements through t.storage_data(), indexed with t.offset() and t.strides().
 // Errors: IndexError for a bad index or dimension; ShapeError, naming both shapes (use
 // to_string(shape)), for shapes that do not fit together.
+// Any tensor may be a view that starts inside its storage (a row of a matrix, a slice of a batch),
+// contiguous or not: read it from data() or through offset() and strides(), never from
+// storage_data() as if it began at the storage's first float; a view's transpose, unsqueeze and
+// expand keep its offset.
+// Sizes, indices, positions and dims are std::int64_t and may pass 2^31 (a shape needs no
+// storage): never narrow one to int, where 2^32 becomes 0, a valid index, dim or size.
 #include <cmath>
 #include <string>
 #include <utility>
@@ -41,12 +47,14 @@ float Tensor::at(const Shape& index) const {
 
 void Tensor::set(const Shape& index, float value) {
   // Like at(), but writes the element. A view shares storage, so the write shows in its base.
+  // A refused set() writes nothing: check the whole index before you touch storage.
   throw kiln::NotImplemented();
 }
 
 std::vector<float> Tensor::to_vector() const {
   // All numel() elements in row-major order of this tensor's own shape (the last index moves
   // fastest), each read through offset_ and strides_: a transposed view lists its columns.
+  // A view with no elements lists nothing.
   throw kiln::NotImplemented();
 }
 
@@ -84,6 +92,7 @@ Tensor elementwise(const Tensor& a, const Tensor& b, BinaryOp op) {
   // inputs to it, then walk the output in row-major order, reading each input through its own
   // offset and strides. equal, less and greater give 1.0f where true and 0.0f where false,
   // compared exactly, as ==, < and > on floats (NaN is equal to nothing, -0 equals 0).
+  // Empty inputs give an empty result of that shape: (0, 3) with (1, 3) is (0, 3).
   // Later modules call this on a million elements: avoid at() per element, and keep the op
   // choice out of the innermost loop if you can.
   throw kiln::NotImplemented();
@@ -103,13 +112,15 @@ Tensor Tensor::mean(std::int64_t dim, bool keepdim) const {
 }
 
 Tensor Tensor::sum() const {
-  // The sum of all elements as a scalar tensor (shape ()). 45 for m above.
+  // The sum of all elements as a scalar tensor (shape ()). 45 for m above. The sum of no elements
+  // is 0.
   throw kiln::NotImplemented();
 }
 
 float Tensor::norm() const {
   // Frobenius norm: sqrt of the sum of the squares of all elements. sqrt(285) = 16.88 for m above.
   // Square and add in double: 3e20 squared overflows a float, 3e-30 squared underflows to 0.
+  // The norm of no elements is 0.
   throw kiln::NotImplemented();
 }
 

@@ -192,6 +192,33 @@ TEST(Tensor, ElementAccess) {
   const Tensor row = make_view(x, {3}, {1}, 3);
   const auto past_row = observe("row.at({3}) on the row view of shape (3)", [&] { return row.at({3}); });
   KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, past_row, "index_not_checked");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // An index entry is a std::int64_t: 2^32 and 2^32 + 2 are far outside a (2, 3) tensor, although
+  // narrowed to int they are 0 and 2, valid entries.
+  KILN_EXPECT_THROWS(x.at({4294967296, 0}), IndexError, "index_narrowed");
+  KILN_EXPECT_THROWS(x_matrix().set({0, 4294967298}, 1.0f), IndexError, "index_narrowed");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // A refused set() changes nothing: (0, 3) is outside a (2, 3) tensor although the position it
+  // gives, 3, lies inside the storage (element (1, 0)). After the IndexError the storage holds what
+  // it held, [0, 1, 2, 3, 4, 5].
+  const auto untouched = observe("x.set({0, 3}, 42) on x = [[0, 1, 2], [3, 4, 5]], refused, then x's storage", [] {
+    Tensor x = x_matrix();
+    bool refused = false;
+    try {
+      x.set({0, 3}, 42.0f);
+    } catch (const IndexError&) {
+      refused = true;
+    }
+    return std::pair(refused, std::vector<float>(x.storage_data(), x.storage_data() + x.storage_size()));
+  });
+  if (KILN_EXPECT_OK(untouched, "set_writes_before_refusing"))
+    KILN_EXPECT(!untouched->first || untouched->second == (std::vector<float>{0, 1, 2, 3, 4, 5}),
+                "set_writes_before_refusing", {},
+                untouched.call() + " holds " + list(untouched->second) + ", expected [0, 1, 2, 3, 4, 5]");
 }
 
 TEST(Tensor, ToVectorOfView) {
@@ -221,6 +248,19 @@ TEST(Tensor, ToVectorOfView) {
       KILN_EXPECT(*got == expected, "view_order_wrong", {},
                   got.call() + " gave " + list(*got) + ", expected " + list(expected));
     }
+  }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Views with no elements list nothing, also where their offset points at a stored value: no
+  // rows of x (shape (0, 3), offset 4), and no columns (shape (2, 0), offset 1).
+  const std::vector<std::pair<std::string, Tensor>> empty_views = {
+      {"a (0, 3) view of x at offset 4", make_view(x, {0, 3}, {3, 1}, 4)},
+      {"a (2, 0) view of x at offset 1", make_view(x, {2, 0}, {3, 1}, 1)}};
+  for (const auto& [what, view] : empty_views) {
+    const auto got = observe("to_vector() of " + what, [&] { return view.to_vector(); });
+    if (!KILN_EXPECT_OK(got, "to_vector_of_nothing_wrong")) return;
+    KILN_EXPECT(got->empty(), "to_vector_of_nothing_wrong", {}, got.call() + " gave " + list(*got) + ", expected []");
   }
 }
 
@@ -281,6 +321,14 @@ TEST(Tensor, Reshape) {
   EXPECT_SHAPE(observe("reshape({-1, 3}) of a (0, 3) tensor", [&] { return empty.reshape({-1, 3}); }), Shape({0, 3}),
                "reshape_not_inferred");
   KILN_EXPECT_THROWS(empty.reshape({0, -1}), ShapeError, "reshape_minus_one_not_inferable", {"(0, 3)", "(0, -1)"});
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Sizes are std::int64_t: beside 2^32 the -1 of an empty tensor is inferred as 0, so (0, 3) as
+  // (-1, 4294967296) is (0, 4294967296). A product of the known sizes kept in an int is 0 there,
+  // and the -1 looks impossible to infer.
+  EXPECT_SHAPE(observe("reshape({-1, 4294967296}) of a (0, 3) tensor", [&] { return empty.reshape({-1, 4294967296}); }),
+               Shape({0, 4294967296}), "reshape_size_narrowed");
 }
 
 TEST(Tensor, Transpose) {
@@ -327,6 +375,29 @@ TEST(Tensor, Transpose) {
                              [&] { return x.transpose(dim0, dim1); });
     KILN_JUDGE testing::expect_throws<IndexError>(__FILE__, __LINE__, bad, "transpose_dim_not_checked");
   }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // A contiguous view at an offset (a random (2, 3) at storage position 5 of a longer buffer): its
+  // transpose starts where the view starts, and lists the view's own columns.
+  const TensorData w = data_of(random_tensor({2, 3}, 113));
+  const Tensor window = testing::at_offset(w, 114);
+  const auto moved = observe("transpose(0, 1) of a random (2, 3) view at storage offset 5",
+                             [&] { return window.transpose(0, 1); });
+  if (KILN_EXPECT_OK(moved, "transpose_ignores_offset")) {
+    KILN_JUDGE {
+      std::vector<float> expected;
+      for (int j = 0; j < 3; ++j)
+        for (int i = 0; i < 2; ++i) expected.push_back(w.values[static_cast<std::size_t>(i * 3 + j)]);
+      KILN_EXPECT(moved->offset == 5 && moved->values == expected, "transpose_ignores_offset", {},
+                  moved.call() + " has offset " + std::to_string(moved->offset) + " and lists " + list(moved->values) +
+                      ", expected offset 5 and " + list(expected));
+    }
+  }
+  // dims are std::int64_t: 2^32 and -(2^32 - 1) are outside a matrix, although narrowed to int
+  // they are 0 and 1.
+  KILN_EXPECT_THROWS(x.transpose(4294967296, 1), IndexError, "transpose_dim_narrowed");
+  KILN_EXPECT_THROWS(x.transpose(0, -4294967295), IndexError, "transpose_dim_narrowed");
 }
 
 TEST(Tensor, Unsqueeze) {
@@ -363,6 +434,11 @@ TEST(Tensor, Unsqueeze) {
   KILN_EXPECT_THROWS(c.unsqueeze(2), IndexError, "unsqueeze_dim_not_checked");
   KILN_EXPECT_THROWS(x.unsqueeze(5), IndexError, "unsqueeze_dim_not_checked");
   KILN_EXPECT_THROWS(c.unsqueeze(-1), IndexError, "unsqueeze_dim_not_checked");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // The position is a std::int64_t: 2^32 is past the end, although narrowed to int it is 0.
+  KILN_EXPECT_THROWS(c.unsqueeze(4294967296), IndexError, "unsqueeze_dim_narrowed");
 }
 
 TEST(Tensor, ExpandIsAView) {
@@ -443,6 +519,11 @@ TEST(Tensor, ExpandIsAView) {
   KILN_EXPECT_THROWS(c.expand({3, 2}), ShapeError, "expand_shape_error", {"(3)", "(3, 2)"});
   KILN_EXPECT_THROWS(x_matrix().expand({4, 3}), ShapeError, "expand_shape_error", {"(2, 3)", "(4, 3)"});
   KILN_EXPECT_THROWS(x_matrix().expand({3}), ShapeError, "expand_shape_error", {"(2, 3)", "(3)"});
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Target sizes are std::int64_t: 2^32 + 3 is not 3, although narrowed to int it is.
+  KILN_EXPECT_THROWS(c.expand({4294967299}), ShapeError, "expand_size_narrowed", {"(3)", "(4294967299)"});
 }
 
 TEST(Tensor, BroadcastShapes) {
@@ -471,6 +552,18 @@ TEST(Tensor, BroadcastShapes) {
   KILN_EXPECT_THROWS(broadcast_shapes({3}, {4}), ShapeError, "broadcast_error_missing", {"(3)", "(4)"});
   KILN_EXPECT_THROWS(broadcast_shapes({2, 1}, {8, 4, 3}), ShapeError, "broadcast_error_missing",
                      {"(2, 1)", "(8, 4, 3)"});
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Sizes are std::int64_t and no storage is made: 2^32 stays 2^32 (narrowed to int it is 0), and
+  // 2^32 + 3 does not match 3 (narrowed, it does).
+  const Shape huge{4294967296, 1}, three{1, 3};
+  const auto wide = observe("broadcast_shapes((4294967296, 1), (1, 3))", [&] { return broadcast_shapes(huge, three); });
+  if (KILN_EXPECT_OK(wide, "broadcast_size_narrowed"))
+    KILN_EXPECT(*wide == Shape({4294967296, 3}), "broadcast_size_narrowed", {},
+                wide.call() + " gave " + to_string(*wide) + ", expected (4294967296, 3)");
+  KILN_EXPECT_THROWS(broadcast_shapes({4294967299}, {3}), ShapeError, "broadcast_size_narrowed",
+                     {"(4294967299)", "(3)"});
 }
 
 // a op b with NumPy's broadcasting, by plain loops over the output's row-major index (trusted).
@@ -586,6 +679,33 @@ TEST(Tensor, ElementwiseBroadcasting) {
   const auto pq = KILN_OBSERVE(p * q);
   if (EXPECT_SHAPE(pq, Shape({4, 3, 5}), id))
     EXPECT_VALUES(pq, broadcast_reference(data_of(p), data_of(q), {4, 3, 5}, [](float u, float v) { return u * v; }), id);
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Contiguous views at an offset, on either side: random (2, 3) and (3) values 5 floats into
+  // storages of other numbers. Each is read from its own offset, not from the storage's first float.
+  const TensorData u = data_of(random_tensor({2, 3}, 115)), v = data_of(random_tensor({3}, 116));
+  const Tensor u_view = testing::at_offset(u, 117), v_view = testing::at_offset(v, 118);
+  const auto uv = observe("u - v for a (2, 3) u and a (3) v, both contiguous views at storage offset 5",
+                          [&] { return u_view - v_view; });
+  KILN_JUDGE {
+    if (EXPECT_SHAPE(uv, Shape({2, 3}), "elementwise_offset_ignored"))
+      EXPECT_VALUES(uv, broadcast_reference(u, v, {2, 3}, [](float s, float t) { return s - t; }),
+                    "elementwise_offset_ignored");
+  }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // Empty inputs: (0, 3) with (1, 3) broadcasts to (0, 3), and (3, 0) with (3, 1) to (3, 0), a
+  // 1 taking the other size, 0 included: results with no elements, of the broadcast shape.
+  const Tensor no_rows = Tensor::zeros({0, 3}), one_row = random_tensor({1, 3}, 123);
+  const Tensor no_columns = Tensor::zeros({3, 0}), one_column = random_tensor({3, 1}, 124);
+  const auto empty_rows = observe("x + y for x of shape (0, 3) and y of shape (1, 3)", [&] { return no_rows + one_row; });
+  if (EXPECT_SHAPE(empty_rows, Shape({0, 3}), "elementwise_empty_wrong")) {
+    const auto empty_columns = observe("x * y for x of shape (3, 1) and y of shape (3, 0)",
+                                       [&] { return one_column * no_columns; });
+    EXPECT_SHAPE(empty_columns, Shape({3, 0}), "elementwise_empty_wrong");
+  }
 }
 
 // The sums (or means) of a (3, 4, 5) tensor along its middle dimension, summed in double (trusted).
@@ -711,6 +831,53 @@ TEST(Tensor, SumAndMean) {
   KILN_EXPECT_THROWS(m.sum(2), IndexError, "reduce_dim_not_checked");
   KILN_EXPECT_THROWS(m.sum(-3), IndexError, "reduce_dim_not_checked");
   KILN_EXPECT_THROWS(m.mean(2), IndexError, "reduce_dim_not_checked");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // dim is a std::int64_t: 2^32 and 2^32 + 1 are outside a matrix, although narrowed to int they
+  // are 0 and 1.
+  KILN_EXPECT_THROWS(m.sum(4294967296), IndexError, "reduce_dim_narrowed");
+  KILN_EXPECT_THROWS(m.mean(4294967297), IndexError, "reduce_dim_narrowed");
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // A contiguous view at an offset: a random (3, 4) 5 floats into a storage of other numbers.
+  // contiguous() is the view itself, and its elements start at data(), not at storage_data().
+  const TensorData w = data_of(random_tensor({3, 4}, 119));
+  const Tensor window = testing::at_offset(w, 120);
+  const auto rows = observe("x.sum(1) of a random (3, 4) view at storage offset 5", [&] { return window.sum(1); });
+  const auto total = observe("x.sum() of a random (3, 4) view at storage offset 5", [&] { return window.sum(); });
+  const auto means = observe("x.mean(0) of a random (3, 4) view at storage offset 5", [&] { return window.mean(0); });
+  KILN_JUDGE {
+    std::vector<float> row_sums;
+    double all = 0;
+    for (std::size_t i = 0; i < 3; ++i) {
+      double row_total = 0;
+      for (std::size_t j = 0; j < 4; ++j) row_total += w.values[i * 4 + j];
+      row_sums.push_back(static_cast<float>(row_total));
+      all += row_total;
+    }
+    if (EXPECT_SHAPE(rows, Shape({3}), shape)) EXPECT_VALUES(rows, row_sums, "reduce_offset_ignored");
+    if (EXPECT_SHAPE(total, Shape({}), shape)) EXPECT_VALUES(total, {static_cast<float>(all)}, "reduce_offset_ignored");
+    std::vector<float> column_means;
+    for (std::size_t j = 0; j < 4; ++j) {
+      double column_total = 0;
+      for (std::size_t i = 0; i < 3; ++i) column_total += w.values[i * 4 + j];
+      column_means.push_back(static_cast<float>(column_total / 3));
+    }
+    if (EXPECT_SHAPE(means, Shape({4}), shape)) EXPECT_VALUES(means, column_means, "reduce_offset_ignored");
+  }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // The sum of nothing is 0: an empty (0, 3) view of x at offset 4 (its offset points at a stored
+  // 4) sums to 0 in all, and to [0, 0, 0] along its dimension of size 0.
+  const Tensor nothing = make_view(x_matrix(), {0, 3}, {3, 1}, 4);
+  const auto none_total = observe("x.sum() of x, a (0, 3) view at offset 4", [&] { return nothing.sum(); });
+  const auto none_rows = observe("x.sum(0) of x, a (0, 3) view at offset 4", [&] { return nothing.sum(0); });
+  if (EXPECT_SHAPE(none_total, Shape({}), shape)) EXPECT_VALUES(none_total, {0}, "sum_of_nothing_not_zero");
+  if (EXPECT_SHAPE(none_rows, Shape({3}), shape)) EXPECT_VALUES(none_rows, {0, 0, 0}, "sum_of_nothing_not_zero");
 }
 
 TEST(Tensor, FrobeniusNorm) {
@@ -750,6 +917,30 @@ TEST(Tensor, FrobeniusNorm) {
                   got.call() + ": got " + shown + ", expected " + expected);
     }
   }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // A contiguous view at an offset: a random (3, 4) 5 floats into a storage of other numbers.
+  const TensorData w = data_of(random_tensor({3, 4}, 121));
+  const Tensor window = testing::at_offset(w, 122);
+  const auto got = observe("norm() of a random (3, 4) view at storage offset 5", [&] { return window.norm(); });
+  if (!KILN_EXPECT_OK(got, "norm_offset_ignored")) return;
+  KILN_JUDGE {
+    double squares = 0;
+    for (float v : w.values) squares += static_cast<double>(v) * v;
+    const auto wanted = static_cast<float>(std::sqrt(squares));
+    const auto [shown, expected] = testing::format_pair(*got, wanted);
+    KILN_EXPECT(std::fabs(*got - wanted) <= 1e-5f * wanted, "norm_offset_ignored", {},
+                got.call() + ": got " + shown + ", expected " + expected);
+  }
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // named above: the cases below would report it again
+  }
+  // The norm of nothing is 0: an empty (0, 3) view of m at offset 4 (its offset points at a stored 5).
+  const Tensor nothing = make_view(m, {0, 3}, {3, 1}, 4);
+  const auto none = observe("norm() of a (0, 3) view at offset 4", [&] { return nothing.norm(); });
+  if (!KILN_EXPECT_OK(none, "norm_of_nothing_not_zero")) return;
+  KILN_EXPECT(*none == 0.0f, "norm_of_nothing_not_zero", {}, fmt::format("{} gave {}, expected 0", none.call(), *none));
 }
 
 }  // namespace

@@ -6,6 +6,12 @@
 // and returns x itself when x is one already, so never write into its data(): that would change
 // the caller's x); build the result with Tensor(x.shape(), values).
 // A small helper that returns a tensor's values as a std::vector<float> serves every function.
+// An empty x (of shape (0, 3), say) gives an empty result of its shape, as does a backward pass
+// given an empty x (or y) and grad_output.
+// Every tensor given here, y and grad_output included, may be a view, also a contiguous one that
+// starts inside its storage (a row of a matrix, a slice of a batch): read it through to_vector(),
+// or from data() after contiguous(), never from storage_data() as if it began at the storage's
+// first float.
 //
 // Every backward function first checks that grad_output has exactly the shape of its other
 // argument, and throws kiln::ShapeError naming both shapes (to_string(x.shape()) gives

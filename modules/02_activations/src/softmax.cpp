@@ -7,6 +7,10 @@
 // inner 7, each "row" a column whose elements lie 7 floats apart. Read x through
 // x.contiguous().data() (a view is copied first; x itself is returned when it is contiguous, so
 // write the result into a vector of its own) and loop over o, i, then j.
+// Every tensor given here, y and grad_output included, may be a view, also a contiguous one that
+// starts inside its storage (a row of a matrix, a slice of a batch): read it through to_vector(),
+// or from data() after contiguous(), never from storage_data() as if it began at the storage's
+// first float.
 //
 // A dimension of size 0 (x of shape (3, 0) along dim -1) makes rows of length 0: nothing to
 // normalise and no first element to start a maximum from; return the empty result of x's shape.

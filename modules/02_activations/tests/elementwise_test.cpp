@@ -93,6 +93,8 @@ std::vector<Case> cases(const std::vector<float>& hand, std::uint64_t stream) {
   out.push_back({"x = column 1 of a (31, 3) matrix (stride 3, offset 1)", make_view(tall, {31}, {3}, 1)});
   const Tensor v = random_tensor({7}, stream + 6, -4.0f, 4.0f);
   out.push_back({"x = a (7) vector broadcast to (3, 7) (strides (0, 1))", make_view(v, {3, 7}, {0, 1}, 0)});
+  // No elements: the result is empty, of x's shape.
+  out.push_back({"an empty (0, 3) x", Tensor::zeros({0, 3})});
   return out;
 }
 
@@ -170,6 +172,31 @@ bool check_backward(const char* file, int line, const std::string& name, const B
   return true;
 }
 
+// The backward pass on inputs that are contiguous views at an offset: a random (2, 3) x in
+// [-4, 4) (each value at least 0.01 from 0, for relu's kink); its first tensor (x, or y = exact(x)
+// for a backward that takes the output) and g each 5 floats into a storage of other numbers
+// (kiln/testing.h). Each must be read from its own first element, not from storage_data().
+bool check_backward_at_offset(const char* file, int line, const std::string& name, const Backward& backward,
+                              Formula exact, bool takes_output, std::uint64_t stream, const std::string& failure_id) {
+  std::vector<float> xs = data_of(random_tensor({2, 3}, stream, -4.0f, 4.0f)).values;
+  for (float& v : xs) {
+    if (std::fabs(v) < 0.01f) v = v < 0.0f ? -0.01f : 0.01f;
+  }
+  const TensorData x = data_of({2, 3}, xs);
+  const TensorData g = data_of(random_tensor({2, 3}, stream + 1, -1.0f, 1.0f));
+  const Tensor first = testing::at_offset(takes_output ? applied(exact, x.tensor()) : x, stream + 2);
+  const Tensor grad_output = testing::at_offset(g, stream + 3);
+  const auto grad = observe(fmt::format("{}({}, g) for a random (2, 3) {}, {} and g contiguous views at storage offset 5",
+                                        name, takes_output ? "y" : "x", takes_output ? "x, y = the forward pass of x" : "x",
+                                        takes_output ? "y" : "x"),
+                            [&] { return backward(first, grad_output); });
+  KILN_JUDGE {
+    return testing::expect_close(file, line, grad, finite_difference_gradient(exact, x.tensor(), g.tensor()), 1e-5,
+                                 failure_id, 1e-4);
+  }
+  return grad.ok();
+}
+
 // name(x) on the hand-worked x, a fresh contiguous tensor, must leave x as it was and return a
 // tensor of its own (kiln/testing.h).
 bool forward_is_new(const char* file, int line, const std::string& name, const Forward& forward,
@@ -205,6 +232,9 @@ bool backward_is_new(const char* file, int line, const std::string& name, const 
   backward_is_new(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, exact, \
                   takes_output, hand, id)
 
+#define CHECK_BACKWARD_AT_OFFSET(name, exact, takes_output, stream, id)                                          \
+  check_backward_at_offset(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, \
+                           exact, takes_output, stream, id)
 #define CHECK_FORWARD(name, exact, inputs, id) \
   check_forward(__FILE__, __LINE__, #name, [](const Tensor& x) { return name(x); }, exact, inputs, id)
 #define CHECK_SMALL_VALUES(name, exact, x, values, id) \
@@ -245,7 +275,8 @@ TEST(Activations, Relu) {
     return;
   if (!CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong"))
     return;
-  BACKWARD_IS_NEW(relu_backward, relu_exact, false, hand, "relu_in_place");
+  if (!BACKWARD_IS_NEW(relu_backward, relu_exact, false, hand, "relu_in_place")) return;
+  CHECK_BACKWARD_AT_OFFSET(relu_backward, relu_exact, false, 140, "relu_grad_offset_ignored");
 }
 
 TEST(Activations, Sigmoid) {
@@ -270,7 +301,8 @@ TEST(Activations, Sigmoid) {
   if (!CHECK_BACKWARD(sigmoid_backward, sigmoid_exact, true, cases(hand, 220), 230, "sigmoid_grad_wrong")) return;
   // New tensors, also for contiguous inputs: x, y and g keep their values.
   if (!FORWARD_IS_NEW(sigmoid, hand, "sigmoid_in_place")) return;
-  BACKWARD_IS_NEW(sigmoid_backward, sigmoid_exact, true, hand, "sigmoid_in_place");
+  if (!BACKWARD_IS_NEW(sigmoid_backward, sigmoid_exact, true, hand, "sigmoid_in_place")) return;
+  CHECK_BACKWARD_AT_OFFSET(sigmoid_backward, sigmoid_exact, true, 240, "sigmoid_grad_offset_ignored");
 }
 
 TEST(Activations, Tanh) {
@@ -290,7 +322,8 @@ TEST(Activations, Tanh) {
   // tanh_backward takes y = tanh(x): at x = 1, 1 - y² = 0.4199743.
   if (!CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong")) return;
   if (!FORWARD_IS_NEW(tanh_activation, hand, "tanh_in_place")) return;
-  BACKWARD_IS_NEW(tanh_backward, tanh_exact, true, hand, "tanh_in_place");
+  if (!BACKWARD_IS_NEW(tanh_backward, tanh_exact, true, hand, "tanh_in_place")) return;
+  CHECK_BACKWARD_AT_OFFSET(tanh_backward, tanh_exact, true, 340, "tanh_grad_offset_ignored");
 }
 
 TEST(Activations, Gelu) {
@@ -303,7 +336,8 @@ TEST(Activations, Gelu) {
   if (!CHECK_BACKWARD(gelu_backward, gelu_exact, false, cases(hand, 420), 430, "gelu_grad_wrong")) return;
   if (!FORWARD_IS_NEW(gelu, hand, "gelu_in_place")) return;
   if (!FORWARD_IS_NEW(gelu_tanh, hand, "gelu_in_place")) return;
-  BACKWARD_IS_NEW(gelu_backward, gelu_exact, false, hand, "gelu_in_place");
+  if (!BACKWARD_IS_NEW(gelu_backward, gelu_exact, false, hand, "gelu_in_place")) return;
+  CHECK_BACKWARD_AT_OFFSET(gelu_backward, gelu_exact, false, 440, "gelu_grad_offset_ignored");
 }
 
 TEST(Activations, GeluForms) {

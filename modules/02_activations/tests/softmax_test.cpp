@@ -223,6 +223,16 @@ TEST(Activations, Softmax) {
                           [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, "softmax_in_place"))
       return;
   }
+  // A contiguous view at an offset: a random (3, 7) x 5 floats into a storage of other numbers
+  // (kiln/testing.h), read from its own first element, not from storage_data().
+  const TensorData w = data_of(random_tensor({3, 7}, 620, -4.0f, 4.0f));
+  const Tensor window = testing::at_offset(w, 621);
+  const auto shifted = observe("softmax(x, -1) for a random (3, 7) x, a contiguous view at storage offset 5",
+                               [&] { return softmax(window, -1); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, shifted, expected_softmax(w.tensor(), -1, false), 1e-6,
+                          "softmax_offset_ignored", 1e-5);
+  }
 }
 
 TEST(Activations, LogSoftmax) {
@@ -237,6 +247,15 @@ TEST(Activations, LogSoftmax) {
                           [dim](const std::vector<Tensor>& in) { return log_softmax(in[0], dim); },
                           "log_softmax_in_place"))
       return;
+  }
+  // A contiguous view at an offset, as for softmax.
+  const TensorData w = data_of(random_tensor({3, 7}, 720, -4.0f, 4.0f));
+  const Tensor window = testing::at_offset(w, 721);
+  const auto shifted = observe("log_softmax(x, -1) for a random (3, 7) x, a contiguous view at storage offset 5",
+                               [&] { return log_softmax(window, -1); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, shifted, expected_softmax(w.tensor(), -1, true), 1e-5,
+                          "log_softmax_offset_ignored", 1e-5);
   }
 }
 
@@ -277,11 +296,24 @@ TEST(Activations, SoftmaxGradient) {
   // A new tensor, also for contiguous y and g: both keep their values.
   const TensorData probs = data_of(softmax_input(small_input().tensor(), -1));
   const TensorData grad = data_of({2, 3}, {0.5f, -1.0f, 1.5f, -2.0f, 0.25f, 3.0f});
-  KILN_CHECK_NEW_TENSOR(fmt::format("softmax_backward(y, g, -1) for y = softmax(x) of x = {}, g = {}", kSmall,
-                               testing::list(grad.values)),
-                   {{"y", probs}, {"g", grad}},
-                   [](const std::vector<Tensor>& in) { return softmax_backward(in[0], in[1], -1); },
-                   "softmax_grad_in_place");
+  if (!KILN_CHECK_NEW_TENSOR(fmt::format("softmax_backward(y, g, -1) for y = softmax(x) of x = {}, g = {}", kSmall,
+                                          testing::list(grad.values)),
+                              {{"y", probs}, {"g", grad}},
+                              [](const std::vector<Tensor>& in) { return softmax_backward(in[0], in[1], -1); },
+                              "softmax_grad_in_place"))
+    return;
+  // y and g contiguous views at an offset, each 5 floats into a storage of other numbers.
+  const TensorData x_values = data_of(random_tensor({3, 7}, 830, -4.0f, 4.0f));
+  const TensorData g_values = data_of(random_tensor({3, 7}, 831));
+  const Tensor y_view = testing::at_offset(data_of(softmax_input(x_values.tensor(), -1)), 832);
+  const Tensor g_view = testing::at_offset(g_values, 833);
+  const auto shifted = observe("softmax_backward(y, g, -1) with y = softmax(x) for a random (3, 7) x, y and g "
+                               "contiguous views at storage offset 5",
+                               [&] { return softmax_backward(y_view, g_view, -1); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, shifted, finite_difference_gradient(x_values.tensor(), g_values.tensor(), -1),
+                          1e-5, "softmax_grad_offset_ignored", 1e-4);
+  }
 }
 
 TEST(Activations, Errors) {

@@ -1,5 +1,10 @@
 // Einstein summation for one or two operands with an explicit output.
 //
+// Every tensor a function here is given may be a view, also a contiguous one that starts inside
+// its storage (contiguous() returns it as it is): read it through its offset and strides, or
+// from data(), never from storage_data() as if it began at the storage's first float;
+// linear_forward and linear_backward take views too.
+//
 // kiln/layers.h lists the rules and the errors. One general way to write it:
 //   1. Parse: split the spec at "->" and ",", and reject a malformed one with
 //      std::invalid_argument whose message quotes the spec (see the header's list). Look for

@@ -1,4 +1,8 @@
 // The Linear layer: Kaiming initialisation, y = x·W + b, and its backward pass by hand.
+// Every tensor a function here is given may be a view, also a contiguous one that starts inside
+// its storage (contiguous() returns it as it is): read it through its offset and strides, or
+// from data(), never from storage_data() as if it began at the storage's first float;
+// linear_forward and linear_backward take views too.
 #include <cmath>
 #include <optional>
 #include <vector>
@@ -34,6 +38,8 @@ LinearGradients linear_backward(const Tensor& x, const Tensor& weight, const Ten
   //   bias   = G summed over its rows (dimension 0) = (out) when has_bias, else Tensor(Shape{0}, {})
   // transpose(0, 1) gives a view; blas_matmul accepts views. Let the shapes check you: each
   // gradient has the shape of the tensor it belongs to.
+  // An empty batch (N = 0) is allowed: linear_backward then gives an input gradient (0, in) and
+  // weight and bias gradients of zeros, sums of no terms.
   throw kiln::NotImplemented();
 }
 

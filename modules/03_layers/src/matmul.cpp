@@ -5,6 +5,11 @@
 // not 2-D (a 3-D one too, even where its sizes would fit) or a.shape()[1] != b.shape()[0],
 // throw kiln::ShapeError with both shapes in the message (to_string(a.shape()) gives "(2, 3)").
 // A small helper that all three call keeps it in one place.
+// An empty output ((0, k)·(k, m) or (n, k)·(k, 0)) is an empty (n, m) tensor.
+// Every tensor a function here is given may be a view, also a contiguous one that starts inside
+// its storage (contiguous() returns it as it is): read it through its offset and strides, or
+// from data(), never from storage_data() as if it began at the storage's first float;
+// linear_forward and linear_backward take views too.
 #include <string>
 #include <vector>
 

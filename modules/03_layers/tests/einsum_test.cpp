@@ -247,6 +247,17 @@ TEST(Layers, Einsum) {
       }
     }
   }
+  // Contiguous views that start inside their storage: a random (3, 4) and (4, 2), each 5 floats
+  // into a storage of other numbers (kiln/testing.h). contiguous() returns each as it is, so its
+  // first element is at storage_data() + offset(), not at storage_data().
+  const TensorData a_values = data_of(random_tensor({3, 4}, 94)), b_values = data_of(random_tensor({4, 2}, 95));
+  const Tensor a_offset = testing::at_offset(a_values, 96), b_offset = testing::at_offset(b_values, 97);
+  const auto shifted = observe("einsum(\"ik,kj->ij\", a, b) with a (3, 4) and b (4, 2) contiguous views at storage offset 5",
+                               [&] { return einsum("ik,kj->ij", a_offset, b_offset); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, shifted, reference_matmul(a_values.tensor(), b_values.tensor()), 1e-5,
+                          "einsum_offset_ignored", 1e-5);
+  }
 }
 
 TEST(Layers, EinsumErrors) {

@@ -311,6 +311,16 @@ TEST(Layers, LinearForward) {
     }
     if (error.ok()) return;
   }
+  // Views: x the (4, 3) transpose of a random (3, 4) (strides (1, 4)), W (3, 2) and b (2)
+  // contiguous views 5 floats into storages of other numbers (kiln/testing.h). Each is read
+  // through its own offset and strides.
+  const Tensor x_view = make_view(random_tensor({3, 4}, 71), {4, 3}, {1, 4}, 0);
+  const Tensor w_view = testing::at_offset(data_of(random_tensor({3, 2}, 72)), 73);
+  const Tensor b_view = testing::at_offset(data_of(random_tensor({2}, 74)), 75);
+  const auto y_views = observe("linear_forward(x, W, b) with x the (4, 3) transpose of a (3, 4), W (3, 2) and b (2) "
+                               "contiguous views at storage offset 5",
+                               [&] { return linear_forward(x_view, w_view, b_view); });
+  KILN_EXPECT_CLOSE_REL(y_views, reference_linear(x_view, w_view, b_view), 1e-5, 1e-5, "linear_forward_view_misread");
 }
 
 TEST(Layers, LinearGradients) {
@@ -352,7 +362,33 @@ TEST(Layers, LinearGradients) {
                     numeric_gradient(values, 0, grad_output), 1e-2, "linear_input_grad_wrong");
     expect_gradient(__FILE__, __LINE__, through.call(), "weight_grad", through->second,
                     scaled(numeric_gradient(values, 1, grad_output), 2.0f), 1e-2, "linear_weight_grad_wrong");
+    if (::testing::Test::HasFailure()) return;
   }
+  // Views: x the (5, 4) transpose of a random (4, 5) (strides (1, 5)), W (4, 3) and G (5, 3)
+  // contiguous views 5 floats into storages of other numbers (kiln/testing.h).
+  const Tensor x_view = make_view(random_tensor({4, 5}, 76), {5, 4}, {1, 5}, 0);
+  const Tensor w_view = testing::at_offset(data_of(random_tensor({4, 3}, 77)), 78);
+  const Tensor g_view = testing::at_offset(data_of(random_tensor({5, 3}, 79, 0.5f, 1.5f)), 80);
+  const auto views = observe("linear_backward(x, W, G, false) with x the (5, 4) transpose of a (4, 5), W (4, 3) and "
+                             "G (5, 3) contiguous views at storage offset 5",
+                             [&] {
+                               const LinearGradients g = linear_backward(x_view, w_view, g_view, false);
+                               return std::pair(g.input, g.weight);
+                             });
+  if (!KILN_EXPECT_OK(views, "linear_grad_view_misread")) return;
+  KILN_JUDGE {
+    const std::vector<Tensor> values{x_view, w_view};
+    if (!expect_gradient(__FILE__, __LINE__, views.call(), "the input gradient", views->first,
+                         numeric_gradient(values, 0, g_view), 1e-3, "linear_grad_view_misread"))
+      return;
+    expect_gradient(__FILE__, __LINE__, views.call(), "the weight gradient", views->second,
+                    numeric_gradient(values, 1, g_view), 1e-3, "linear_grad_view_misread");
+    if (::testing::Test::HasFailure()) return;
+  }
+  // An empty batch: x (0, 4) and G (0, 3) give an input gradient (0, 4) and a weight gradient of
+  // zeros (a sum of no products).
+  CHECK_GRADIENTS((std::vector<Tensor>{Tensor::zeros({0, 4}), random_tensor({4, 3}, 83), random_tensor({3}, 84)}), ids,
+                  4248);
 }
 
 TEST(Layers, LinearBiasGradient) {
@@ -382,7 +418,27 @@ TEST(Layers, LinearBiasGradient) {
     layer.backward(Tensor::ones({5, 3}));
     return layer.bias_grad;
   });
-  KILN_EXPECT_CLOSE(through, data_of({3}, {5, 5, 5}), 1e-5, "linear_bias_grad_wrong");
+  if (!KILN_EXPECT_CLOSE(through, data_of({3}, {5, 5, 5}), 1e-5, "linear_bias_grad_wrong")) return;
+  // G a contiguous view 5 floats into a storage of other numbers (kiln/testing.h): its own rows
+  // are summed, read from its first element, not from the storage's first float.
+  const TensorData g_values = data_of(random_tensor({5, 3}, 81, 0.5f, 1.5f));
+  const Tensor g_view = testing::at_offset(g_values, 82);
+  const auto shifted = observe("linear_backward(x, W, G, true).bias with x (5, 4), W (4, 3) and G (5, 3) a contiguous "
+                               "view at storage offset 5",
+                               [&] { return linear_backward(x, weight, g_view, true).bias; });
+  KILN_JUDGE {
+    std::vector<float> sums;
+    for (std::size_t o = 0; o < 3; ++o) {
+      double total = 0;
+      for (std::size_t n = 0; n < 5; ++n) total += g_values.values[n * 3 + o];
+      sums.push_back(static_cast<float>(total));
+    }
+    testing::expect_close(__FILE__, __LINE__, shifted, data_of({3}, sums), 1e-5, "linear_bias_grad_view_misread", 1e-5);
+    if (::testing::Test::HasFailure()) return;
+  }
+  // An empty batch: G (0, 3) gives a bias gradient of zeros (a sum of no rows).
+  CHECK_GRADIENTS((std::vector<Tensor>{Tensor::zeros({0, 4}), random_tensor({4, 3}, 87), random_tensor({3}, 88)}), ids,
+                  4249);
 }
 
 }  // namespace kiln

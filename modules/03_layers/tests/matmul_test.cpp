@@ -77,6 +77,11 @@ std::vector<Case> ladder_cases() {
   const Tensor a_run = random_tensor({n, k}, 36), b_run = random_tensor({k, m}, 37);
   cases.push_back({fmt::format("({}, {})·({}, {}) of this run", n, k, k, m), a_run, b_run,
                    std::nullopt, 1e-5});
+  // Empty outputs: no rows, (0, 3)·(3, 2) is (0, 2); no columns, (2, 3)·(3, 0) is (2, 0).
+  cases.push_back({"(0, 3)·(3, 2), no rows", Tensor::zeros({0, 3}), random_tensor({3, 2}, 85), data_of(Shape{0, 2}, {}),
+                   0.0});
+  cases.push_back({"(2, 3)·(3, 0), no columns", random_tensor({2, 3}, 86), Tensor::zeros({3, 0}), data_of(Shape{2, 0}, {}),
+                   0.0});
   return cases;
 }
 
@@ -171,6 +176,20 @@ TEST(Layers, Dot) {
 TEST(Layers, MatmulLoops) {
   check_ladder(__FILE__, __LINE__, "matmul_loops", [](const Tensor& a, const Tensor& b) { return matmul_loops(a, b); },
                "loops_wrong");
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // a wrong product: named above
+  }
+  // Contiguous views that start inside their storage: a random (3, 4) and (4, 2), each 5 floats
+  // into a storage of other numbers (kiln/testing.h). contiguous() returns each as it is, so its
+  // first element is at storage_data() + offset(), not at storage_data().
+  const TensorData a = data_of(random_tensor({3, 4}, 90)), b = data_of(random_tensor({4, 2}, 91));
+  const Tensor a_view = testing::at_offset(a, 92), b_view = testing::at_offset(b, 93);
+  const auto got = observe("matmul_loops(a, b) on (3, 4)·(4, 2), both contiguous views at storage offset 5",
+                           [&] { return matmul_loops(a_view, b_view); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, got, reference_matmul(a.tensor(), b.tensor()), 1e-5,
+                          "loops_offset_ignored", 1e-5);
+  }
 }
 
 TEST(Layers, MatmulDot) {

@@ -12,6 +12,13 @@
 //     ("cross_entropy: target 7 of row 2 is not a class id in [0, 3)"): an id of C reads the
 //     next row's first score, and a negative one the previous row's last, without any error.
 // A loss is a scalar tensor, shape (): Tensor::scalar(value).
+// Any tensor given here may be a view, also a contiguous one that starts inside its storage
+// (contiguous() returns it as it is): read it through to_vector(), or from data() after
+// contiguous(), never from storage_data() as if it began at the storage's first float.
+// mse_loss and binary_cross_entropy_with_logits of two empty tensors give the mean of no values,
+// 0/0 = NaN, as a scalar.
+// An empty batch's backward pass (no elements, or logits (0, C) and no targets) gives an empty
+// gradient of the input's shape.
 #include <cmath>
 #include <string>
 #include <vector>

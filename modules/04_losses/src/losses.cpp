@@ -8,6 +8,13 @@
 //
 // A loss is a scalar tensor, shape (): return Tensor::scalar(value), not a tensor of shape (1).
 // Sum in double and divide by the number of elements n (the mean reduction).
+// Any tensor given here may be a view, also a contiguous one that starts inside its storage
+// (contiguous() returns it as it is): read it through to_vector(), or from data() after
+// contiguous(), never from storage_data() as if it began at the storage's first float.
+// mse_loss and binary_cross_entropy_with_logits of two empty tensors give the mean of no values,
+// 0/0 = NaN, as a scalar.
+// An empty batch's backward pass (no elements, or logits (0, C) and no targets) gives an empty
+// gradient of the input's shape.
 #include <algorithm>
 #include <cmath>
 #include <string>

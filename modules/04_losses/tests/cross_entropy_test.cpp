@@ -116,6 +116,15 @@ std::vector<Case> cases(const std::vector<Case>& hand, std::uint64_t stream, flo
   return out;
 }
 
+// (5, 3) scores in [low, high) as a contiguous view 5 floats into a storage of other numbers
+// (kiln/testing.h), with 5 targets of the run: read from its own first element, not from
+// storage_data().
+Case offset_case(std::uint64_t stream, float low, float high) {
+  return {"(5, 3) scores, a contiguous view at storage offset 5 of random values",
+          testing::at_offset(data_of(random_tensor({5, 3}, stream, low, high)), stream + 1),
+          random_ints(5, 3, stream + 2)};
+}
+
 std::vector<Case> logit_cases(std::uint64_t stream) {
   // ln 2 = 0.6931472; -log softmax([1, 2, 3])[2] = 0.4076059; and [0] = 2.4076059.
   return cases({{"[[0, 0]]", Tensor({1, 2}, {0, 0}), {0}},
@@ -198,8 +207,14 @@ TEST(Losses, CrossEntropy) {
                              [&] { return cross_entropy(no_rows, {}); });
   if (!KILN_EXPECT_OK(empty, "ce_empty_batch_not_nan")) return;
   KILN_JUDGE {
-    if (!is_nan_scalar(*empty)) KILN_FAIL("ce_empty_batch_not_nan", {}, describe_not_nan(empty.call(), *empty));
+    if (!is_nan_scalar(*empty)) {
+      KILN_FAIL("ce_empty_batch_not_nan", {}, describe_not_nan(empty.call(), *empty));
+      return;
+    }
   }
+  // Logits that are a contiguous view at an offset.
+  check_loss(__FILE__, __LINE__, "cross_entropy", FUNCTION(cross_entropy), {offset_case(120, -4.0f, 4.0f)},
+             KILN_JUDGE_ONLY(cross_entropy_exact), 1e-5, "ce_offset_ignored");
 }
 
 TEST(Losses, CrossEntropyGradient) {
@@ -213,8 +228,18 @@ TEST(Losses, CrossEntropyGradient) {
   const Tensor zeros({1, 2}, {0, 0});
   const auto by_hand = KILN_OBSERVE(cross_entropy_backward(zeros, {0}));
   if (!KILN_EXPECT_CLOSE(by_hand, data_of({1, 2}, {-0.5f, 0.5f}), 1e-7, "ce_grad_wrong")) return;
-  check_gradient(__FILE__, __LINE__, "cross_entropy_backward", FUNCTION(cross_entropy_backward), logit_cases(200),
-                 KILN_JUDGE_ONLY(cross_entropy_exact), "ce_grad_wrong");
+  if (!check_gradient(__FILE__, __LINE__, "cross_entropy_backward", FUNCTION(cross_entropy_backward), logit_cases(200),
+                      KILN_JUDGE_ONLY(cross_entropy_exact), "ce_grad_wrong"))
+    return;
+  // Logits that are a contiguous view at an offset.
+  if (!check_gradient(__FILE__, __LINE__, "cross_entropy_backward", FUNCTION(cross_entropy_backward),
+                      {offset_case(220, -4.0f, 4.0f)}, KILN_JUDGE_ONLY(cross_entropy_exact), "ce_grad_offset_ignored"))
+    return;
+  // An empty batch, logits (0, 3) and no targets: an empty gradient of the logits' shape.
+  const Tensor no_rows({0, 3}, {});
+  KILN_EXPECT_CLOSE(observe("cross_entropy_backward(logits, {}) for logits of shape (0, 3) and no targets",
+                            [&] { return cross_entropy_backward(no_rows, {}); }),
+                    data_of(Shape{0, 3}, {}), 0.0, "ce_grad_wrong");
 }
 
 TEST(Losses, CrossEntropyStable) {
@@ -291,8 +316,21 @@ TEST(Losses, NllLoss) {
   if (!KILN_EXPECT_CLOSE(KILN_OBSERVE(nll_loss_backward(hand.scores, hand.targets)),
                          data_of({2, 2}, {-0.5f, 0.0f, 0.0f, -0.5f}), 1e-7, "nll_grad_wrong"))
     return;
-  check_gradient(__FILE__, __LINE__, "nll_loss_backward", FUNCTION(nll_loss_backward), inputs,
-                 KILN_JUDGE_ONLY(nll_exact), "nll_grad_wrong");
+  if (!check_gradient(__FILE__, __LINE__, "nll_loss_backward", FUNCTION(nll_loss_backward), inputs,
+                      KILN_JUDGE_ONLY(nll_exact), "nll_grad_wrong"))
+    return;
+  // Log-probabilities that are a contiguous view at an offset, by either loss.
+  const std::vector<Case> shifted = {offset_case(420, -5.0f, 0.0f)};
+  if (!check_loss(__FILE__, __LINE__, "nll_loss", FUNCTION(nll_loss), shifted, KILN_JUDGE_ONLY(nll_exact), 1e-5,
+                  "nll_offset_ignored"))
+    return;
+  if (!check_loss(__FILE__, __LINE__, "nll_loss_one_hot", FUNCTION(nll_loss_one_hot), shifted, KILN_JUDGE_ONLY(nll_exact),
+                  1e-5, "nll_offset_ignored"))
+    return;
+  // An empty batch, log_probs (0, 3) and no targets: an empty gradient of their shape.
+  KILN_EXPECT_CLOSE(observe("nll_loss_backward(log_probs, {}) for log_probs of shape (0, 3) and no targets",
+                            [&] { return nll_loss_backward(no_rows, {}); }),
+                    data_of(Shape{0, 3}, {}), 0.0, "nll_grad_wrong");
 }
 
 }  // namespace kiln

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/losses.h"
 #include "kiln/testing.h"
@@ -135,6 +136,50 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 
 #define FUNCTION(name) [](const Tensor& a, const Tensor& b) { return name(a, b); }
 
+// A loss and its gradient on a pair of contiguous views at an offset: the random (3, 4) values
+// `first` and `second`, each 5 floats into a storage of other numbers (kiln/testing.h). Both must
+// be read from their own first element, not from storage_data(); judged against the same values
+// as fresh tensors.
+bool check_at_offset(const char* file, int line, const std::string& name, const Function& loss_function,
+                     const Function& grad_function, Loss exact, const TensorData& first, const TensorData& second,
+                     std::uint64_t stream, const std::string& failure_id) {
+  const Tensor a = testing::at_offset(first, stream), b = testing::at_offset(second, stream + 1);
+  const std::string what = " for a random (3, 4) pair, both contiguous views at storage offset 5";
+  const auto loss = observe(name + what, [&] { return loss_function(a, b); });
+  KILN_JUDGE {
+    const TensorData expected = data_of({}, {static_cast<float>(exact(doubles(first.tensor()), doubles(second.tensor())))});
+    if (!testing::expect_close(file, line, loss, expected, 1e-5, failure_id, 1e-5)) return false;
+  }
+  if (!loss.ok()) return false;
+  const auto grad = observe(name + "_backward" + what, [&] { return grad_function(a, b); });
+  KILN_JUDGE {
+    return testing::expect_close(file, line, grad, finite_difference_gradient(exact, first.tensor(), second.tensor()),
+                                 1e-5, failure_id, 1e-4);
+  }
+  return grad.ok();
+}
+
+// The loss of two empty tensors of shape (0): the mean of no values, 0/0 = NaN, as a scalar; and
+// its gradient, empty of shape (0).
+bool check_empty(const char* file, int line, const std::string& name, const Function& function,
+                 const std::string& failure_id, const Function& backward, const std::string& grad_failure_id) {
+  const Tensor none(Shape{0}, {}), other(Shape{0}, {});
+  const auto loss = observe(name + " for two empty tensors of shape (0)", [&] { return function(none, other); });
+  KILN_JUDGE {
+    if (!testing::expect_ok(file, line, loss, failure_id)) return false;
+    if (!(loss->shape == Shape{} && loss->values.size() == 1 && std::isnan(loss->values[0]))) {
+      testing::report_failure(file, line, failure_id, {},
+                              fmt::format("{} gave [{}] of shape {}, expected nan of shape ()", loss.call(),
+                                          fmt::join(loss->values, ", "), to_string(loss->shape)));
+      return false;
+    }
+  }
+  if (!loss.ok()) return false;
+  const auto grad = observe(name + "_backward for two empty tensors of shape (0)", [&] { return backward(none, other); });
+  KILN_JUDGE { return testing::expect_close(file, line, grad, data_of(Shape{0}, {}), 0.0, grad_failure_id); }
+  return grad.ok();
+}
+
 Tensor uniform_targets(const Shape& shape, std::uint64_t stream) { return random_tensor(shape, stream, -3.0f, 3.0f); }
 
 }  // namespace
@@ -183,8 +228,17 @@ TEST(Losses, Mse) {
                                                             Tensor({3}, {100000000.0f, 0, 0}))),
                              data_of({3}, {16.0f / 3.0f, 0.0f, 0.0f}), 0.0, 1e-6, "mse_grad_cancelled"))
     return;
-  check_gradient(__FILE__, __LINE__, "mse_loss_backward", FUNCTION(mse_loss_backward), inputs, KILN_JUDGE_ONLY(mse_exact),
-                 "mse_grad_wrong");
+  if (!check_gradient(__FILE__, __LINE__, "mse_loss_backward", FUNCTION(mse_loss_backward), inputs,
+                      KILN_JUDGE_ONLY(mse_exact), "mse_grad_wrong"))
+    return;
+  // Contiguous views at an offset, read from their own first element.
+  if (!check_at_offset(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), FUNCTION(mse_loss_backward),
+                       KILN_JUDGE_ONLY(mse_exact), data_of(random_tensor({3, 4}, 520, -3.0f, 3.0f)),
+                       data_of(uniform_targets({3, 4}, 521)), 522, "mse_offset_ignored"))
+    return;
+  // No elements: the mean of no squares is 0/0 = NaN (PyTorch's mse_loss of empty tensors too).
+  check_empty(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), "mse_empty_not_nan", FUNCTION(mse_loss_backward),
+              "mse_grad_wrong");
 }
 
 TEST(Losses, BinaryCrossEntropy) {
@@ -268,6 +322,16 @@ TEST(Losses, BinaryCrossEntropy) {
       }
     }
   }
+  if (!tiny_grad.ok()) return;
+  // Contiguous views at an offset, read from their own first element.
+  if (!check_at_offset(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
+                       FUNCTION(binary_cross_entropy_with_logits_backward), KILN_JUDGE_ONLY(bce_exact),
+                       data_of(random_tensor({3, 4}, 620, -4.0f, 4.0f)), data_of(binary_targets({3, 4}, 621)), 622,
+                       "bce_offset_ignored"))
+    return;
+  // No elements: the mean of no losses is 0/0 = NaN (PyTorch's too).
+  check_empty(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
+              "bce_empty_not_nan", FUNCTION(binary_cross_entropy_with_logits_backward), "bce_grad_wrong");
 }
 
 TEST(Losses, Errors) {

@@ -79,6 +79,13 @@ Tensor hashed_random_tensor(const Shape& shape, std::uint64_t stream, float low 
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t bound, std::uint64_t stream);
 std::vector<std::int64_t> random_ints(std::size_t count, std::int64_t low, std::int64_t high, std::uint64_t stream);
 
+// `values` as a contiguous view at an offset, built by trusted code: one storage holds `before`
+// floats drawn from Generator(stream) in [-8, 8), then the values in row-major order, then 3 more
+// such floats; the view has the values' shape, contiguous strides and offset `before`. Its
+// contiguous() is the view itself, so code that reads it from storage_data() (the floats before
+// it) or ignores offset() reads other numbers: the input for "a tensor may be a view at an offset".
+Tensor at_offset(const TensorData& values, std::uint64_t stream, std::int64_t before = 5);
+
 // ---------------------------------------------------------------------------------------------
 // Names: how a call's name and a message write numbers (both the observed program and the judge)
 

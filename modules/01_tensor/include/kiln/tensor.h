@@ -9,6 +9,13 @@
 // storage. reshape (of a contiguous tensor), transpose, unsqueeze and expand return views that
 // share the storage too; expand gives a broadcast dimension the stride 0, so one value is read
 // many times and nothing is copied. clone() and contiguous() make real copies.
+//
+// Any tensor may be a view that starts inside its storage (a row of a matrix, a slice of a batch),
+// contiguous or not: read it from data() or through offset() and strides(), never from
+// storage_data() as if it began at the storage's first float; a view's transpose, unsqueeze and
+// expand keep its offset.
+// Sizes, indices, positions and dims are std::int64_t and may pass 2^31 (a shape needs no
+// storage): never narrow one to int, where 2^32 becomes 0, a valid index, dim or size.
 #pragma once
 
 #include <cstdint>
@@ -71,13 +78,13 @@ class Tensor {
   bool is_contiguous() const;
 
   // Element access. An index has one entry per dimension; each must lie in [0, size).
-  // Throws IndexError otherwise.
+  // Throws IndexError otherwise; a refused set() writes nothing.
   float at(const Shape& index) const;
   void set(const Shape& index, float value);
   // The value of a tensor with exactly one element.
   float item() const;
 
-  // All elements in row-major order, also for a view.
+  // All elements in row-major order, also for a view; a view with no elements lists nothing.
   std::vector<float> to_vector() const;
 
   // A view with a new shape and the same elements in row-major order. One size may be -1: it is
@@ -117,11 +124,11 @@ class Tensor {
   // sum(dim, keepdim) divided by the size of dim, also when that size is 0: the mean of nothing
   // is 0/0 = NaN, as in PyTorch (a (0, 3) tensor's mean(0) is [NaN, NaN, NaN]).
   Tensor mean(std::int64_t dim, bool keepdim = false) const;
-  // Sum of all elements, as a scalar tensor.
+  // Sum of all elements, as a scalar tensor; the sum of no elements is 0.
   Tensor sum() const;
   // Frobenius norm: the square root of the sum of the squares of all elements. Right wherever the
   // norm is a float: [3e20, 4e20] gives 5e20 and [3e-30, 4e-30] gives 5e-30, although their
-  // squares lie outside float's range (square and add in double).
+  // squares lie outside float's range (square and add in double). The norm of no elements is 0.
   float norm() const;
 
   // Autograd, defined by module 06 (kiln/autograd.h): whether gradients flow into this tensor,
@@ -152,6 +159,7 @@ class Tensor {
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, std::int64_t offset);
 
 // Elementwise operations with broadcasting: the result has broadcast_shapes(a.shape(), b.shape()).
+// Empty inputs give an empty result of that shape: (0, 3) with (1, 3) is (0, 3).
 enum class BinaryOp { add, subtract, multiply, divide, equal, less, greater };
 Tensor elementwise(const Tensor& a, const Tensor& b, BinaryOp op);
 

@@ -12,6 +12,8 @@
 //   wherever the view keeps it, and return a new contiguous tensor of the same shape. Every
 //   function here leaves the tensors it is given as they were: for a contiguous x,
 //   x.contiguous() is x itself, so the result must not be computed in its data().
+//   An empty x (of shape (0, 3), say) gives an empty result of its shape, as does a backward pass
+//   given an empty x (or y) and grad_output.
 //   softmax, log_softmax and softmax_backward work along one dimension `dim` of any shape:
 //   with shape (s0, ..., s_{k-1}) and d = dim, every "row" is the s_d elements that share all
 //   other indices. For a contiguous tensor, row (outer, inner) holds the elements
@@ -19,6 +21,10 @@
 //   where outer runs over the product of the sizes before d and inner over inner_size, the
 //   product of the sizes after d. dim = -1 (the last) is the usual case; dim 0 of a (3, 7)
 //   matrix normalises each of its 7 columns.
+//   Every tensor given here, y and grad_output included, may be a view, also a contiguous one that
+//   starts inside its storage (a row of a matrix, a slice of a batch): read it through to_vector(),
+//   or from data() after contiguous(), never from storage_data() as if it began at the storage's
+//   first float.
 //
 // Errors:
 //   ShapeError  a backward function whose two tensors differ in shape (the message names both

@@ -16,6 +16,10 @@
 //              y (N, out_features) = x·weight + bias, the bias added to every row
 //              (kiln keeps the weight (in, out) so that y = x·W reads like the math; PyTorch
 //              stores the transpose, (out, in), and computes x·Wᵀ)
+//   Every tensor a function here is given may be a view, also a contiguous one that starts inside
+//   its storage (contiguous() returns it as it is): read it through its offset and strides, or
+//   from data(), never from storage_data() as if it began at the storage's first float;
+//   linear_forward and linear_backward take views too.
 #pragma once
 
 #include <cstdint>
@@ -52,6 +56,7 @@ Tensor blas_matmul(const Tensor& a, const Tensor& b);
 // (n, m) tensor. When either is not 2-D (a (2, 3, 4) a with a (3, 5) b too, although its
 // second size fits) or the inner sizes differ it throws ShapeError whose message names both
 // shapes, e.g. "(2, 3)" and "(4, 2)", before any loop runs.
+// An empty output ((0, k)·(k, m) or (n, k)·(k, 0)) is an empty (n, m) tensor.
 
 // Σ_p u[p]·v[p] of two 1-D tensors of the same length, views included (a column has a stride
 // other than 1). Throws ShapeError naming both shapes when either is not 1-D or the lengths differ.
@@ -116,6 +121,8 @@ struct LinearGradients {
 };
 
 // The backward pass of linear_forward(x, weight, bias), for any G = grad_output (N, out).
+// An empty batch (N = 0) is allowed: linear_backward then gives an input gradient (0, in) and
+// weight and bias gradients of zeros, sums of no terms.
 LinearGradients linear_backward(const Tensor& x, const Tensor& weight, const Tensor& grad_output,
                                 bool has_bias);
 

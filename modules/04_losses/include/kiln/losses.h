@@ -12,6 +12,13 @@
 //   targets            std::vector<std::int64_t> of N class ids, targets[n] in [0, C)
 //   mse's prediction and target, bce's logits and targets: any shape, the two shapes equal
 //   bce's targets are floats, 0 or 1, one per logit
+//   Any tensor given here may be a view, also a contiguous one that starts inside its storage
+//   (contiguous() returns it as it is): read it through to_vector(), or from data() after
+//   contiguous(), never from storage_data() as if it began at the storage's first float.
+//   mse_loss and binary_cross_entropy_with_logits of two empty tensors give the mean of no values,
+//   0/0 = NaN, as a scalar.
+//   An empty batch's backward pass (no elements, or logits (0, C) and no targets) gives an empty
+//   gradient of the input's shape.
 //
 // Errors (checked before anything is computed):
 //   ShapeError  the two tensors of mse or bce differ in shape; logits or log_probs not 2-D (a
