@@ -2,6 +2,8 @@
 // Conventions (kiln/profiling.h): a multiply-add is 2 FLOPs, every other operation on a float 1;
 // every input read once and every output written once, 4 bytes a float32, 8 an int64.
 // Work in std::int64_t throughout: a convolution's FLOPs pass 2³¹ at modest sizes.
+// Every size, count and byte total is a std::int64_t, and so is every product of sizes: a
+// shape's sizes, and what they multiply to, may pass 2³¹ - 1, the largest int.
 #include <cstdint>
 #include <stdexcept>
 #include <string>

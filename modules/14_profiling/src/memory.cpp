@@ -1,6 +1,8 @@
 // Memory of a training step, from the shapes a profile saw: what the forward keeps for backward,
 // the largest transient of backward, and the peak with the parameters and their gradients.
 // numel(shape) (module 01) is the product of a shape's sizes.
+// Every size, count and byte total is a std::int64_t, and so is every product of sizes: a
+// shape's sizes, and what they multiply to, may pass 2³¹ - 1, the largest int.
 #include <algorithm>
 #include <cstdint>
 #include <vector>

@@ -1,5 +1,7 @@
 // The profiler: a Sequential's forward pass run child by child, each child's call timed alone
 // between two readings of the clock it is given, after warm-up passes that are not recorded.
+// Every size, count and byte total is a std::int64_t, and so is every product of sizes: a
+// shape's sizes, and what they multiply to, may pass 2³¹ - 1, the largest int.
 #include <cstddef>
 #include <memory>
 #include <stdexcept>

@@ -145,6 +145,20 @@ TEST(Profiling, Conv2dCost) {
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 4, 4}, 0, 3, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_output_shape({1, 1, 4, 4}, 1, 0, 1, 0), std::invalid_argument, "conv_arguments_unchecked");
   KILN_EXPECT_THROWS(conv2d_cost({1, 1, 2, 2}, 1, 5, 1, 1, true), std::invalid_argument, "conv_arguments_unchecked");
+  if (::testing::Test::HasFailure()) return;
+
+  // Images 2³¹ = 2,147,483,648 rows tall, the first height an int cannot hold: a 3×3 kernel with
+  // padding 1 keeps the height, (1, 1, 2147483648, 5). The shape is computed, nothing allocated.
+  const Shape tall = {1, 1, 2147483648, 5};
+  const auto tall_shape = observe("conv2d_output_shape((1, 1, 2147483648, 5), 1, 3, 1, 1)",
+                                  [&] { return conv2d_output_shape(tall, 1, 3, 1, 1); });
+  const testing::Params tall_params = {{"input", shape_text(tall)}};
+  if (!KILN_EXPECT_OK(tall_shape, "conv_shape_narrowed", tall_params)) return;
+  KILN_JUDGE {
+    const Shape want = trusted_conv_shape(tall, 1, 3, 1, 1);
+    if (*tall_shape != want)
+      KILN_FAIL("conv_shape_narrowed", tall_params, "got " + shape_text(*tall_shape) + ", expected " + shape_text(want));
+  }
 }
 
 TEST(Profiling, ReluAndPoolCost) {
@@ -187,6 +201,14 @@ TEST(Profiling, ReluAndPoolCost) {
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 8, 8}, 2, 2), std::invalid_argument, "pool_arguments_unchecked");
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 0, 8, 8}, 2, 2), std::invalid_argument, "pool_arguments_unchecked");
   KILN_EXPECT_THROWS(maxpool2d_cost({1, 1, 8, 8}, 0, 1), std::invalid_argument, "pool_arguments_unchecked");
+  if (::testing::Test::HasFailure()) return;
+
+  // Images 2³¹ + 1 rows tall with a 2×2 window at stride 1: out_h = 2³¹ = 2,147,483,648, the first
+  // output height an int cannot hold. The cost is computed, nothing allocated.
+  const Shape tall = {1, 1, 2147483649, 2};
+  const testing::Params tall_params = {{"input", shape_text(tall)}};
+  EXPECT_COST("maxpool2d_cost((1, 1, 2147483649, 2), 2, 1)", maxpool2d_cost(tall, 2, 1), trusted_pool(tall, 2, 1),
+              "pool_cost_narrowed", tall_params);
 }
 
 TEST(Profiling, CrossEntropyCost) {
@@ -199,6 +221,9 @@ TEST(Profiling, CrossEntropyCost) {
                      trusted_cross_entropy(batch, classes), "cross_entropy_cost_wrong", params))
       return;
   }
+  // 65,536 rows of 65,536 classes: 2³² logits, which an int holds as 0.
+  EXPECT_COST("cross_entropy_cost(65536, 65536)", cross_entropy_cost(65536, 65536),
+              trusted_cross_entropy(65536, 65536), "cross_entropy_cost_narrowed", {});
 }
 
 }  // namespace kiln

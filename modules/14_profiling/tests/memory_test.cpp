@@ -143,6 +143,18 @@ TEST(Profiling, SavedActivations) {
       }
     }
   }
+  // A ReLU on (65536, 32768) then a Linear(32768, 10): the ReLU keeps 4·2³¹ = 8,589,934,592 bytes,
+  // past what an int holds. Records only: nothing allocated.
+  const std::vector<LayerRecord> large = {record("ReLU", {65536, 32768}, {65536, 32768}),
+                                          record("Linear", {65536, 32768}, {65536, 10})};
+  const auto got = observe("saved_activation_bytes(the records of a ReLU on (65536, 32768) then Linear(32768, 10))",
+                           [&] { return saved_activation_bytes(large); });
+  if (!KILN_EXPECT_OK(got, "activations_narrowed")) return;
+  KILN_JUDGE {
+    const std::int64_t want = trusted_activations(large);
+    if (*got != want)
+      KILN_FAIL("activations_narrowed", {}, fmt::format("got {}, expected {}", testing::counted(*got, "byte"), want));
+  }
 }
 
 TEST(Profiling, Transient) {

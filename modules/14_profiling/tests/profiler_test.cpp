@@ -228,6 +228,16 @@ TEST(Profiling, LayerCost) {
       }
     }
   }
+  // A ReLU on (65536, 65536): 2³² elements, a count an int holds as 0. Only the shape is given.
+  const auto big = observe("layer_cost(ReLU, (65536, 65536))", [&] {
+    const Cost cost = layer_cost(nn::ReLU(), {65536, 65536});
+    return PlainCost{cost.flops, cost.bytes};
+  });
+  if (!KILN_EXPECT_OK(big, "layer_cost_narrowed")) return;
+  KILN_JUDGE {
+    const PlainCost want = trusted_relu(std::int64_t{65536} * 65536);
+    if (*big != want) KILN_FAIL("layer_cost_narrowed", {}, got_expected(*big, want));
+  }
 }
 
 TEST(Profiling, ProfileOrder) {

@@ -24,6 +24,8 @@ float ActivationObserver::scale() const {
 QuantizedTensor quantize_activations(const Tensor& x, float scale) {
   // ShapeError naming the shape unless x is 2-D. rows, cols, scale; then
   // codes[m·cols + k] = quantize_value(x[m, k], scale), which clamps what lies beyond the range.
+  // A contiguous view at an offset (a slice of a larger tensor) is read from data(), where its
+  // values start, not from storage_data(), the storage's first float.
   throw kiln::NotImplemented();
 }
 

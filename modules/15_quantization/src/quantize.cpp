@@ -16,7 +16,9 @@ std::int8_t quantize_value(float value, float scale) {
 
 QuantizedWeight quantize_per_channel(const Tensor& weight) {
   // ShapeError naming the shape unless weight is 2-D. rows, cols from the shape; read the values
-  // through the strides (to_vector() does). For each row r:
+  // through the strides (to_vector() does). A contiguous view at an offset (a slice of a larger
+  // tensor) is read from data(), where its values start, not from storage_data(), the storage's
+  // first float. For each row r:
   //   largest = max |weight[r, c]|;  scales[r] = largest / max_code, or 1 when largest is 0
   //   (no lower bound otherwise: a tiny row keeps its tiny scale; only where largest / max_code
   //   rounds to 0 in float, below about 8.9e-44, the smallest positive float,

@@ -9,6 +9,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/quantization.h"
 #include "kiln/testing.h"
@@ -256,6 +257,26 @@ TEST(Quantization, QuantizeActivations) {
   const auto got = observe(fmt::format("quantize_activations(x {}, 0.01)", cube_shape),
                            [&] { return parts_of(quant::quantize_activations(run_cube, 0.01f)); });
   KILN_JUDGE { testing::expect_throws<ShapeError>(__FILE__, __LINE__, got, "activation_shape_error", {cube_shape}); }
+  if (got.ok()) return;
+
+  // A contiguous view at an offset: (3, 4) activations of the run in [-1, 1), 5 floats into a
+  // storage of other numbers. Its values start at data(), not at the storage's first float.
+  std::vector<float> shifted_values = data_of(testing::random_tensor({3, 4}, 1561)).values;
+  away_from_ties(shifted_values, 0, 12, 1, 0.01f);
+  const Tensor shifted = testing::at_offset(data_of({3, 4}, shifted_values), 1562);
+  const auto offset_codes = observe("quantize_activations(x, 0.01) of a (3, 4) contiguous view at offset 5",
+                                    [&] { return parts_of(quant::quantize_activations(shifted, 0.01f)); });
+  if (!KILN_EXPECT_OK(offset_codes, "activation_offset_ignored")) return;
+  KILN_JUDGE {
+    const auto& codes = std::get<0>(*offset_codes);
+    std::vector<std::int64_t> expected, got_codes(codes.begin(), codes.end());
+    for (const float v : shifted_values) expected.push_back(trusted_code(static_cast<double>(v) / 0.01f));
+    if (got_codes != expected) {
+      KILN_FAIL("activation_offset_ignored", {},
+                fmt::format("{} gave codes {}, expected {}", offset_codes.call(), fmt::join(got_codes, ", "),
+                            fmt::join(expected, ", ")));
+    }
+  }
 }
 
 }  // namespace kiln

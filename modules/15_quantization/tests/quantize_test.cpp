@@ -12,6 +12,7 @@
 #include <vector>
 
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include "kiln/quantization.h"
 #include "kiln/testing.h"
@@ -210,6 +211,31 @@ TEST(Quantization, QuantizeWeights) {
   if (::testing::Test::HasFailure()) return;
   const Tensor flat({6}, {1, 2, 3, 4, 5, 6});
   KILN_EXPECT_THROWS(quant::quantize_per_channel(flat), ShapeError, "quantize_shape_error", {"(6)"});
+  if (::testing::Test::HasFailure()) return;
+
+  // A contiguous view at an offset: a tie-free (3, 5) weight of the run 5 floats into a storage of
+  // other numbers (in [-8, 8), so that a read before the view changes scales and codes). Its
+  // values start at data(), not at the storage's first float.
+  const Tensor shifted = testing::at_offset(data_of(tie_free_weight(3, 5, 1521)), 1522);
+  const TensorData shifted_values = data_of(shifted);
+  const auto offset_parts = observe("quantize_per_channel(weight) of a (3, 5) contiguous view at offset 5",
+                                    [&] { return parts_of(quant::quantize_per_channel(shifted)); });
+  if (!KILN_EXPECT_OK(offset_parts, "quantize_offset_ignored")) return;
+  KILN_JUDGE {
+    const auto& [codes, scales, rows, cols] = *offset_parts;
+    const Quantized expected = trusted_quantize(shifted_values);
+    bool same = rows == 3 && cols == 5 && scales.size() == expected.scales.size() && codes.size() == expected.codes.size();
+    for (std::size_t r = 0; same && r < scales.size(); ++r)
+      same = std::fabs(double{scales[r]} - expected.scales[r]) <= 1e-6 * expected.scales[r];
+    for (std::size_t i = 0; same && i < codes.size(); ++i) same = codes[i] == expected.codes[i];
+    if (!same) {
+      std::vector<std::int64_t> got_codes(codes.begin(), codes.end());
+      KILN_FAIL("quantize_offset_ignored", {},
+                fmt::format("{} gave scales {} and codes {}, expected scales {} and codes {}", offset_parts.call(),
+                            testing::list(scales), fmt::join(got_codes, ", "), testing::list(expected.scales),
+                            fmt::join(expected.codes, ", ")));
+    }
+  }
 }
 
 TEST(Quantization, Dequantize) {

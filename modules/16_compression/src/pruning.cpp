@@ -14,7 +14,9 @@ Tensor magnitude_mask(const Tensor& weight, double sparsity) {
   // n = weight.numel(); count = std::llround(sparsity * n), the product in double (llround itself:
   // adding 0.5 and truncating rounds 0.49999999999999994 up to 1).
   // Order the flat indices 0 .. n-1 by |w| ascending, and among equal |w| by index ascending
-  // (weight.to_vector() gives the values in row-major order, views too). The first count
+  // (weight.to_vector() gives the values in row-major order, views too). A contiguous view at an
+  // offset (a slice of a larger tensor) is read from data(), where its values start, not from
+  // storage_data(), the storage's first float. The first count
   // indices of that order get 0 in the mask, every other index 1.
   // Return the mask as a new tensor of weight's shape.
   throw kiln::NotImplemented();
@@ -25,6 +27,8 @@ Tensor prune_magnitude(Tensor& weight, double sparsity) {
   // mask is 0. Write into the weight's own storage: assigning a new tensor to `weight` would
   // change only this handle, not the optimizer's or the model's. weight.data() is the weight's
   // first element (for a view at an offset, float offset() of the storage), not storage_data().
+  // A sparsity outside [0, 1] raises magnitude_mask's std::invalid_argument before anything is
+  // written: the weight is left as it was.
   // Return the mask.
   throw kiln::NotImplemented();
 }

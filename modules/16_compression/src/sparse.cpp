@@ -20,7 +20,9 @@ Tensor csr_matmul(const CsrMatrix& a, const Tensor& b) {
   // c (a.rows, m) starts at zeros. For each row i, for p in [row_offsets[i], row_offsets[i + 1]):
   //   c[i, :] += values[p] · b[column_indices[p], :]
   // the stored entries only: never the zeros CSR leaves out (0·inf would add NaN where b is inf).
-  // Read b through its strides, or make it contiguous once before the loops.
+  // Read b through its strides, or make it contiguous once before the loops. A contiguous view at
+  // an offset (a slice of a larger tensor) is read from data(), where its values start, not from
+  // storage_data(), the storage's first float.
   throw kiln::NotImplemented();
 }
 

@@ -165,6 +165,21 @@ TEST(Compression, MagnitudeMask) {
   const double sparsity = static_cast<double>(random_ints(1, 1, 20, 1607)[0]) / 20.0;
   CHECK_MASK("a (31, 33) weight of tied magnitudes", tied_tensor({31, 33}, 1608), sparsity);
   CHECK_MASK("a (7, 3) weight of tied magnitudes", tied_tensor({7, 3}, 1609), 0.5);
+  // A contiguous view at an offset: a (3, 5) weight of the run 5 floats into a storage of other
+  // numbers. Its entries start at data(), not at the storage's first float.
+  const Tensor shifted = testing::at_offset(data_of(random_tensor({3, 5}, 1615)), 1616);
+  const std::vector<float> shifted_values = data_of(shifted).values;
+  const auto offset_mask = observe("magnitude_mask(a (3, 5) contiguous view at offset 5, 0.4)",
+                                   [&] { return magnitude_mask(shifted, 0.4); });
+  if (!KILN_EXPECT_OK(offset_mask, "mask_offset_ignored")) return;
+  KILN_JUDGE {
+    const std::vector<float> expected = expected_mask(shifted_values, 0.4);
+    if (offset_mask->shape != Shape{3, 5} || offset_mask->values != expected) {
+      KILN_FAIL("mask_offset_ignored", {},
+                fmt::format("{} gave {} of shape {}, expected {}", offset_mask.call(), testing::list(offset_mask->values, 15),
+                            to_string(offset_mask->shape), testing::list(expected, 15)));
+    }
+  }
 }
 
 TEST(Compression, PruneInPlace) {

@@ -229,6 +229,16 @@ TEST(Compression, CsrMatmul) {
         return;
     }
   }
+
+  // b as a contiguous view at an offset: a (7, 3) matrix of the run 5 floats into a storage of
+  // other numbers. Its rows start at data(), not at the storage's first float.
+  const Tensor dense_a = sparse_tensor(4, 7, 1651);
+  const CsrMatrix offset_a = csr_of(dense_a);
+  const Tensor offset_b = testing::at_offset(data_of(random_tensor({7, 3}, 1652)), 1653);
+  const auto offset_product = observe("csr_matmul(a (4, 7), b (7, 3) a contiguous view at offset 5)",
+                                      [&] { return csr_matmul(offset_a, offset_b); });
+  KILN_EXPECT_CLOSE_REL(offset_product, testing::reference_matmul(dense_a, offset_b), 1e-5, 1e-5,
+                        "csr_matmul_offset_ignored");
 }
 
 TEST(Compression, CsrBytes) {
@@ -373,6 +383,32 @@ TEST(Compression, Errors) {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "rank_not_rejected",
                                                     {std::to_string(rank), shape_text}, params);
       if (::testing::Test::HasFailure()) return;
+    }
+  }
+  // prune_magnitude refuses what magnitude_mask refuses, before it writes anything: after a
+  // sparsity of 1.5 or -0.5 the weight (of the run) is as it was, every entry.
+  const std::vector<float> before = data_of(random_tensor({2, 3}, 1671)).values;
+  for (const double sparsity : {1.5, -0.5}) {
+    const auto refused = observe(fmt::format("prune_magnitude(w (2, 3), {}), then w's values", sparsity), [&] {
+      Tensor weight({2, 3}, before);
+      bool threw = false;
+      try {
+        compress::prune_magnitude(weight, sparsity);
+      } catch (const std::invalid_argument&) {
+        threw = true;
+      }
+      return std::make_pair(threw, weight.to_vector());
+    });
+    const testing::Params params = {{"sparsity", fmt::format("{}", sparsity)}};
+    if (!KILN_EXPECT_OK(refused, "prune_refusal_changed_weight", params)) return;
+    KILN_JUDGE {
+      if (!refused->first || refused->second != before) {
+        KILN_FAIL("prune_refusal_changed_weight", params,
+                  fmt::format("{}: {}; w is {}, was {}", refused.call(),
+                              refused->first ? "raised std::invalid_argument" : "did not raise std::invalid_argument",
+                              testing::list(refused->second), testing::list(before)));
+        return;
+      }
     }
   }
 }

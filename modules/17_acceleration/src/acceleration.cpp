@@ -5,6 +5,9 @@
 // Reminders (kiln/acceleration.h has the full contract):
 //   Matrices are row-major: element (i, j) of an (n, m) matrix is data[i·m + j]. data() needs a
 //   contiguous tensor: call contiguous() on an input first (a transposed view is not).
+//   A contiguous view at an offset (a slice of a larger tensor) starts at data(), offset() floats
+//   into its storage, not at storage_data(), the storage's first float: read every input from
+//   data() after contiguous().
 //   Images x are (N, C, H, W), convolution weights (out_ch, C, k, k), bias (out_ch).
 //   out_h = (H + 2·padding - k) / stride + 1, and the same for out_w, rounded down (integer
 //   division): a window that would hang past the padded image is no window.

@@ -195,6 +195,19 @@ TEST(Acceleration, Im2colConv2d) {
       if (refused.ok()) return;
     }
   }
+  // x (1, 2, 5, 4), weight (3, 2, 3, 3) and bias (3), each a contiguous view at an offset, 5
+  // floats into a storage of other numbers, as slices of larger tensors are: each starts at
+  // data(), not at the storage's first float.
+  const Tensor x_offset = testing::at_offset(data_of(random_tensor({1, 2, 5, 4}, 100, -0.5f, 0.5f)), 101);
+  const Tensor w_offset = testing::at_offset(data_of(random_tensor({3, 2, 3, 3}, 102, -0.5f, 0.5f)), 103);
+  const Tensor b_offset = testing::at_offset(data_of(random_tensor({3}, 104, -0.5f, 0.5f)), 105);
+  const auto offsets = observe("im2col_conv2d(x, weight, bias, 1, 1) of x (1, 2, 5, 4), weight (3, 2, 3, 3) and bias (3), "
+                               "each a contiguous view at offset 5",
+                               [&] { return im2col_conv2d(x_offset, w_offset, b_offset, 1, 1); });
+  KILN_JUDGE {
+    const TensorData expected = direct_conv(data_of(x_offset), data_of(w_offset), data_of(b_offset), 1, 1);
+    EXPECT_CLOSE_AS(offsets, expected, 1e-5, "conv_offset_ignored", {});
+  }
 }
 
 TEST(Acceleration, Im2colConv2dFunction) {

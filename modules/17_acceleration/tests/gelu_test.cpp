@@ -107,6 +107,14 @@ TEST(Acceleration, FusedGelu) {
   // written into the caller's input.
   KILN_CHECK_NEW_TENSOR("fused_gelu(x) for x = [1, -1, 2]", {{"x", data_of({3}, {1.0f, -1.0f, 2.0f})}},
                         [](const std::vector<Tensor>& in) { return fused_gelu(in[0]); }, "gelu_in_place");
+
+  // A contiguous view at an offset: (3, 4) values in [-4, 4), 5 floats into a storage of other
+  // numbers. contiguous() returns it as it is, and its values start at data(), not at the
+  // storage's first float.
+  const Tensor offset_x = testing::at_offset(data_of(random_tensor({3, 4}, 2, -4.0f, 4.0f)), 3);
+  const TensorData offset_values = data_of(offset_x);
+  const auto shifted = observe("fused_gelu(x) of a (3, 4) contiguous view at offset 5", [&] { return fused_gelu(offset_x); });
+  KILN_EXPECT_CLOSE(shifted, gelu_of(offset_values), 1e-5, "gelu_offset_ignored");
 }
 
 }  // namespace

@@ -224,6 +224,36 @@ TEST(Acceleration, Im2col) {
                                  [&] { return im2col(x, r.k, r.stride, r.padding); });
     if (!refused_as_promised(refused, r, "im2col_arguments_unchecked")) return;
   }
+
+  // A contiguous view at an offset: a (2, 3, 5, 4) batch 5 floats into a storage of other numbers.
+  // contiguous() returns it as it is, and its values start at data(), not at the storage's first
+  // float.
+  const Tensor x_offset = testing::at_offset(data_of(random_tensor({2, 3, 5, 4}, 80)), 81);
+  const TensorData x_offset_values = data_of(x_offset);
+  const auto offset_cols = observe("im2col(x, 3, 1, 1) of a (2, 3, 5, 4) contiguous view at offset 5",
+                                   [&] { return im2col(x_offset, 3, 1, 1); });
+  KILN_EXPECT_CLOSE(offset_cols, patches(x_offset_values, 3, 1, 1), 1e-6, "im2col_offset_ignored");
+}
+
+// Trusted: col2im by the chapter's formula, every row of cols added back where its window lay.
+[[maybe_unused]] TensorData scattered(const TensorData& cols, const Shape& x_shape, int k, int stride, int padding) {
+  const std::int64_t batch = x_shape[0], channels = x_shape[1], height = x_shape[2], width = x_shape[3];
+  const std::int64_t out_h = out_size(height, k, stride, padding), out_w = out_size(width, k, stride, padding);
+  const std::int64_t columns = channels * k * k;
+  std::vector<double> image(static_cast<std::size_t>(numel(x_shape)), 0.0);
+  for (std::int64_t n = 0; n < batch; ++n)
+    for (std::int64_t oh = 0; oh < out_h; ++oh)
+      for (std::int64_t ow = 0; ow < out_w; ++ow)
+        for (std::int64_t c = 0; c < channels; ++c)
+          for (std::int64_t kh = 0; kh < k; ++kh)
+            for (std::int64_t kw = 0; kw < k; ++kw) {
+              const std::int64_t ih = oh * stride - padding + kh, iw = ow * stride - padding + kw;
+              if (ih < 0 || ih >= height || iw < 0 || iw >= width) continue;
+              const std::int64_t row = (n * out_h + oh) * out_w + ow, column = (c * k + kh) * k + kw;
+              image[static_cast<std::size_t>(((n * channels + c) * height + ih) * width + iw)] +=
+                  cols.values[static_cast<std::size_t>(row * columns + column)];
+            }
+  return data_of(x_shape, std::vector<float>(image.begin(), image.end()));
 }
 
 double dot(const TensorData& a, const TensorData& b) {
@@ -300,6 +330,15 @@ TEST(Acceleration, Col2im) {
                                  [&] { return col2im(y, r.x_shape, r.k, r.stride, r.padding); });
     if (!refused_as_promised(refused, r, "col2im_arguments_unchecked")) return;
   }
+
+  // cols as a contiguous view at an offset: the (20, 18) patch matrix of a (1, 2, 5, 4) image with
+  // k = 3 and padding 1, 5 floats into a storage of other numbers. contiguous() returns it as it
+  // is, and its values start at data(), not at the storage's first float.
+  const Tensor y_offset = testing::at_offset(data_of(random_tensor({20, 18}, 82)), 83);
+  const TensorData y_offset_values = data_of(y_offset);
+  const auto offset_back = observe("col2im(cols, (1, 2, 5, 4), 3, 1, 1) of a (20, 18) contiguous view at offset 5",
+                                   [&] { return col2im(y_offset, {1, 2, 5, 4}, 3, 1, 1); });
+  KILN_EXPECT_CLOSE(offset_back, scattered(y_offset_values, {1, 2, 5, 4}, 3, 1, 1), 1e-5, "col2im_offset_ignored");
 }
 
 }  // namespace

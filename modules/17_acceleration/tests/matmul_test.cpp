@@ -135,6 +135,17 @@ TEST(Acceleration, VectorizedMatmul) {
     EXPECT_SHAPE_ERROR(tiled_vector, "shape_error_missing",
                        {{"function", "tiled_matmul"}, {"inputs", "(3) by (4, 2)"}}, {"(3)", "(4, 2)"});
   }
+  // Contiguous views at an offset, (5, 7) by (7, 3), each 5 floats into a storage of other
+  // numbers: contiguous() returns each as it is, and its values start at data(), not at the
+  // storage's first float.
+  const Tensor a_offset = testing::at_offset(testing::data_of(random_tensor({5, 7}, 8)), 9);
+  const Tensor b_offset = testing::at_offset(testing::data_of(random_tensor({7, 3}, 10)), 11);
+  const auto offsets = observe("tiled_matmul(a, b, 4) of (5, 7) and (7, 3) contiguous views at offset 5",
+                               [&] { return tiled_matmul(a_offset, b_offset, 4); });
+  KILN_JUDGE {
+    EXPECT_PRODUCT(offsets, reference_matmul(a_offset, b_offset), 1e-5, 0.0, "tiled_offset_ignored",
+                   {{"inputs", "(5, 7) and (7, 3) contiguous views at offset 5"}});
+  }
 }
 
 TEST(Acceleration, TiledMatmul) {
@@ -277,6 +288,18 @@ TEST(Acceleration, BlockedMatmul) {
   const Tensor left = random_tensor({2, 3}, 53), right = random_tensor({4, 2}, 54);
   const auto mismatch = KILN_OBSERVE(blocked_matmul(left, right));
   KILN_JUDGE { EXPECT_SHAPE_ERROR(mismatch, "blocked_shape_error", {}, {"(2, 3)", "(4, 2)"}); }
+  if (mismatch.ok()) return;
+
+  // Contiguous views at an offset, (13, 37) by (37, 35), each 5 floats into a storage of other
+  // numbers: their values start at data(), not at the storage's first float.
+  const Tensor a_offset = testing::at_offset(testing::data_of(random_tensor({13, 37}, 55)), 56);
+  const Tensor b_offset = testing::at_offset(testing::data_of(random_tensor({37, 35}, 57)), 58);
+  const auto offsets = observe("blocked_matmul(a, b) of (13, 37) and (37, 35) contiguous views at offset 5",
+                               [&] { return blocked_matmul(a_offset, b_offset); });
+  KILN_JUDGE {
+    EXPECT_PRODUCT(offsets, reference_matmul(a_offset, b_offset), 1e-4, 1e-5, "blocked_offset_ignored",
+                   {{"inputs", "(13, 37) and (37, 35) contiguous views at offset 5"}});
+  }
 }
 
 }  // namespace

@@ -893,6 +893,27 @@ TEST(Memoization, PastMaxLength) {
                                                     {{"prompt", tokens_text(prompt_length)}, {"n_new", std::to_string(n_new)}});
     }
   }
+  if (::testing::Test::HasFailure()) return;
+  // The token 2³² = 4,294,967,296 on an empty cache: far outside [0, V), and 0, a token of the
+  // table, once held in an int.
+  const std::int64_t past_int = std::int64_t{1} << 32;
+  const auto wide_token = observe(fmt::format("forward_step of token {} on an empty cache, {}", past_int, sizes_text(s)), [&] {
+    nn::GPT model = gpt_with(s, p);
+    nn::KVCache cache(model.config);
+    return nn::forward_step(model, cache, past_int);
+  });
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, wide_token, "token_narrowed", {std::to_string(past_int)},
+                                       {{"vocab", std::to_string(s.vocab)}});
+  }
+  if (wide_token.ok()) return;
+  // n_new = 2³² after a prompt of 1 token: far longer than max_length 3, and 0 new tokens once
+  // held in an int.
+  const std::vector<std::int64_t> one = random_ints(1, s.vocab, 1839);
+  const auto wide_n_new = observe_greedy(s, p, one, past_int);
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, wide_n_new, "n_new_narrowed", {"3"});
+  }
 }
 
 }  // namespace kiln

@@ -31,8 +31,11 @@ Model load_model(std::span<const std::uint8_t> bytes) {
 }
 
 Tensor predict(const Model& model, const Tensor& images) {
-  // Throw ShapeError naming images' shape unless images is (N, model.input_width).
-  // x starts as images (row-major, contiguous). Each layer maps x (N, in) to y (N, out):
+  // Throw ShapeError naming images' shape unless images is (N, model.input_width). An empty batch,
+  // (0, input_width) images, gives (0, output_width) logits and no error.
+  // x starts as images (row-major, contiguous). Images that are a contiguous view at an offset
+  // (a slice of a larger batch) are read from data(), where their values start, not from
+  // storage_data(), the storage's first float. Each layer maps x (N, in) to y (N, out):
   //   dense        y[n, j] = Σ_i weight[j·in + i]·x[n, i] + bias[j]
   //   dense_int8   y[n, j] = scale[j]·Σ_i code[j·in + i]·x[n, i] + bias[j]   (the sum, then scaled once)
   //   sparse_int8  y[n, j] = scale[j]·Σ_{e = row_start[j]}^{row_start[j+1]-1} code[e]·x[n, column[e]] + bias[j]

@@ -243,6 +243,24 @@ TEST(Capstone, LoadAndPredict) {
   std::uint64_t stream = 2101;
   for (const Case& c : cases)
     if (!judge_case(c, stream++)) return;
+
+  // Images that are a contiguous view at an offset: (4, 5) images of the run 5 floats into a
+  // storage of other numbers, as a slice of a larger batch is. They start at data(), not at the
+  // storage's first float.
+  const std::vector<std::uint8_t> bytes = capstone_testing::write({dense(5, 3, 2121)});
+  const Tensor shifted = testing::at_offset(data_of(random_tensor({4, 5}, 2122, -2.0f, 2.0f)), 2123);
+  const TensorData shifted_values = data_of(shifted);
+  const auto got = observe("predict(load_model(a 5 → 3 dense model), (4, 5) images that are a contiguous view at offset 5)",
+                           [&] { return capstone::predict(capstone::load_model(bytes), shifted); });
+  if (!KILN_EXPECT_OK(got, "predict_offset_ignored")) return;
+  KILN_JUDGE {
+    std::string problem;
+    const auto trusted = capstone_testing::read(bytes, problem);
+    const std::vector<double> want = capstone_testing::logits(
+        *trusted, std::vector<double>(shifted_values.values.begin(), shifted_values.values.end()), 4);
+    const std::string wrong = capstone_testing::compare_logits(want, *got, 4, 3, "a 5 → 3 dense model");
+    if (!wrong.empty()) KILN_FAIL("predict_offset_ignored", {}, wrong);
+  }
 }
 
 // A valid small model to damage: dense_int8 4 → 3, relu, sparse_int8 3 → 2 (offsets below).
@@ -471,6 +489,16 @@ TEST(Capstone, PredictShapes) {
   const Tensor flat = random_tensor({3}, 2303);
   KILN_EXPECT_THROWS(capstone::predict(capstone::load_model(bytes), wide), ShapeError, "predict_shape_error", {"(2, 4)"});
   KILN_EXPECT_THROWS(capstone::predict(capstone::load_model(bytes), flat), ShapeError, "predict_shape_error", {"(3)"});
+  if (::testing::Test::HasFailure()) return;
+  // An empty batch, (0, 3) images: rows of the right width, none of them; (0, 2) logits, no error.
+  const Tensor none = Tensor::zeros({0, 3});
+  const auto empty = observe("predict(a model of 3 inputs, (0, 3) images)",
+                             [&] { return capstone::predict(capstone::load_model(bytes), none); });
+  if (!KILN_EXPECT_OK(empty, "empty_batch_refused")) return;
+  KILN_JUDGE {
+    if (empty->shape != Shape{0, 2})
+      KILN_FAIL("empty_batch_refused", {}, empty.call() + " has shape " + to_string(empty->shape) + ", expected (0, 2)");
+  }
 }
 
 }  // namespace

@@ -14,6 +14,9 @@
 //               backward runs.
 //           What each layer saves is listed at saved_activation_bytes.
 //
+// Every size, count and byte total is a std::int64_t, and so is every product of sizes: a
+// shape's sizes, and what they multiply to, may pass 2³¹ - 1, the largest int.
+//
 // Layouts are those of the modules the layers come from: x (N, features) for Linear (module 08,
 // weight (in, out)); images (N, C, H, W) for Conv2d and MaxPool2d (module 09).
 #pragma once

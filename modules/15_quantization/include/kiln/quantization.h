@@ -75,6 +75,8 @@ std::int8_t quantize_value(float value, float scale);
 // [1e-6, -4e-7] gets scale 1e-6/127 = 7.874e-9 and codes [127, -51]. A weight of no columns,
 // (rows, 0), has rows of no values: the largest of nothing is 0, so each gets scale 1, and there
 // are no codes. Throws ShapeError naming the shape when weight is not 2-D.
+// A contiguous view at an offset (a slice of a larger tensor) is read from data(), where its
+// values start, not from storage_data(), the storage's first float.
 QuantizedWeight quantize_per_channel(const Tensor& weight);
 
 // The float tensor the codes stand for: (rows, cols), element [r, c] = codes[r·cols + c]·scales[r].
@@ -113,6 +115,8 @@ class ActivationObserver {
 // Per-tensor quantization of x (rows, cols) with a calibrated scale (> 0): codes[m·cols + k] =
 // quantize_value(x[m, k], scale). Values beyond ±127·scale, outside the calibrated range, clamp
 // to ±127. Views included. Throws ShapeError naming the shape when x is not 2-D.
+// A contiguous view at an offset (a slice of a larger tensor) is read from data(), where its
+// values start, not from storage_data(), the storage's first float.
 QuantizedTensor quantize_activations(const Tensor& x, float scale);
 
 // ---------------------------------------------------------------------------------------------

@@ -39,6 +39,8 @@ namespace kiln::compress {
 // truncating rounds the sum up to 1), the others 1. The pruned entries are those with the smallest |w|; among
 // entries of equal |w|, the one with the LOWER flat index is pruned first. Views are read in
 // row-major order of their own shape. Returns a new contiguous tensor of the weight's shape.
+// A contiguous view at an offset (a slice of a larger tensor) is read from data(), where its
+// values start, not from storage_data(), the storage's first float.
 // Throws std::invalid_argument, naming the sparsity, unless 0 ≤ sparsity ≤ 1.
 Tensor magnitude_mask(const Tensor& weight, double sparsity);
 
@@ -47,7 +49,9 @@ Tensor magnitude_mask(const Tensor& weight, double sparsity);
 // optimizer's too, sees it), leaves the kept entries as they are, and returns the mask.
 // The weight must be contiguous (a parameter is, and so is a block of whole rows of a matrix, a
 // view at an offset): its entries start at weight.data(), which for a view is float offset() of
-// the storage, not storage_data(), and nothing outside them is written.
+// the storage, not storage_data(), and nothing outside them is written. A sparsity outside [0, 1]
+// raises magnitude_mask's std::invalid_argument before anything is written: the weight is left as
+// it was.
 Tensor prune_magnitude(Tensor& weight, double sparsity);
 
 // One optimizer step of a pruned model that keeps it pruned. For every k, weights[k] is a
@@ -94,6 +98,8 @@ CsrMatrix to_csr(const Tensor& dense);
 // column_indices[p] of b (an empty row gives zeros), and nothing else: the zeros CSR does not
 // store are never multiplied, so an inf or NaN of b that only they meet stays out of the result
 // ([[1, 0]] as CSR times b [[2], [inf]] is [[2]], where the dense product's 0·inf gives NaN).
+// A contiguous view at an offset (a slice of a larger tensor) is read from data(), where its
+// values start, not from storage_data(), the storage's first float.
 // Throws ShapeError naming both shapes,
 // "(rows, cols)" and b's, unless b is 2-D with cols rows.
 Tensor csr_matmul(const CsrMatrix& a, const Tensor& b);

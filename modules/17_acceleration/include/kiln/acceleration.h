@@ -12,6 +12,9 @@
 //                      column per (c, kh, kw) at (c·k + kh)·k + kw, the order of the flattened weight
 //   output size        out_h = (H + 2·padding - k) / stride + 1, and the same for out_w, in
 //                      integer division: rounded down, never up (no window past the padded image)
+// A contiguous view at an offset (a slice of a larger tensor) starts at data(), offset() floats
+// into its storage, not at storage_data(), the storage's first float: read every input from
+// data() after contiguous().
 #pragma once
 
 #include <memory>

@@ -71,7 +71,8 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 // position of the sequence so far. Throws kiln::IndexError naming the position and max_length when
 // the cache is full (cache.length == max_length), before anything is written, and kiln::IndexError
 // when token is not in [0, V). The full cache is checked first: on it, every token gets that error.
-// A refused step leaves the cache as it was.
+// A refused step leaves the cache as it was. The token is a std::int64_t, compared in 64 bits:
+// 2³² is refused, not wrapped to the token 0.
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 
 // Yours (src/generate_cached.cpp): module 13's generate() with a cache. The model goes into
@@ -86,7 +87,8 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 // and leaves `generator` where generate() leaves it: every draw comes from the caller's generator.
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
 // prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
-// else: a refused call leaves the model as it was, in training mode too.
+// else: a refused call leaves the model as it was, in training mode too. n_new is a std::int64_t,
+// compared in 64 bits: 2³² is refused, not wrapped to 0.
 Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature,
                         std::int64_t top_k, WichmannHill& generator);
 

@@ -100,7 +100,10 @@ constexpr double kLargestLogit = 10000;
 Model load_model(std::span<const std::uint8_t> bytes);
 
 // The logits of images (N, input_width), row-major: (N, output_width). Throws kiln::ShapeError
-// when images is not 2-D or its rows are not input_width wide.
+// when images is not 2-D or its rows are not input_width wide. Images that are a contiguous view
+// at an offset (a slice of a larger batch) are read from data(), where their values start, not
+// from storage_data(), the storage's first float. An empty batch, (0, input_width) images, gives
+// (0, output_width) logits and no error.
 Tensor predict(const Model& model, const Tensor& images);
 
 // The timed function: your model's logits (N, 10) for Fashion-MNIST images (N, 784) in [0, 1].
