@@ -7,6 +7,8 @@
 // Walk memory directly: t.contiguous() gives a row-major tensor and data() its first element.
 // For a view that is already contiguous (one image of a batch) contiguous() is the view itself,
 // at its offset: data() points there, the storage's first float is another image.
+// Every tensor forward and backward read (x, the weight, the bias, grad_output) may be a
+// contiguous view at an offset: read it from data(), where it starts, never storage_data().
 // Name loop indices after what they index: n, oc, c, kh, kw, oh, ow.
 #include <cmath>
 #include <string>
@@ -42,7 +44,8 @@ Tensor Conv2dFunction::forward() {
   //   out[n, oc, oh, ow] = bias[oc] + Σ over c, kh, kw of x[n, c, ih, iw] · weight[oc, c, kh, kw]
   //   with ih = oh·stride - padding + kh and iw = ow·stride - padding + kw;
   //   terms whose (ih, iw) lies outside the image are zero (padding): skip them.
-  // out_h and out_w come from conv_output_size.
+  // out_h and out_w come from conv_output_size. An empty batch (N = 0) gives an empty output
+  // (0, out_ch, out_h, out_w).
   throw kiln::NotImplemented();
 }
 
@@ -58,6 +61,7 @@ std::vector<Tensor> Conv2dFunction::backward(const Tensor& grad_output) {
 
 Tensor MaxPool2dFunction::forward() {
   // x = inputs[0] (N, C, H, W). out (N, C, out_h, out_w) with out_h = (H - kernel_size) / stride + 1.
+  // An empty batch (N = 0) gives an empty output (0, C, out_h, out_w).
   // out[n, c, oh, ow] is the largest x[n, c, oh·stride + kh, ow·stride + kw] over kh, kw in
   // [0, kernel_size). Record in argmax (resize it to out's element count), at out's row-major
   // position, the row-major index into x of that element; on a tie keep the first one. A window

@@ -120,6 +120,13 @@ TensorData reference_maxpool_grad(const TensorData& x, std::int64_t k, std::int6
   return data_of(x.shape, grad);
 }
 
+// Image n of a batch of images of shape `image` (1, C, H, W), as a tensor's values of its own.
+TensorData image_of(const TensorData& batch, std::size_t n, const Shape& image) {
+  const std::size_t size = static_cast<std::size_t>(image[1] * image[2] * image[3]);
+  const auto first = batch.values.begin() + static_cast<std::ptrdiff_t>(n * size);
+  return data_of(image, std::vector<float>(first, first + static_cast<std::ptrdiff_t>(size)));
+}
+
 std::string shape_text(const TensorData& t) { return to_string(t.shape); }
 
 // "x (2, 3, 5, 7), weight (4, 3, 3, 3), bias (4), stride 2, padding 1"
@@ -175,19 +182,25 @@ Tensor transposed_view(const TensorData& x) {
 // failure_ids[i] is not empty with central differences of reference_conv. An error, or a wrong
 // number of gradients, is reported under the first non-empty id. Returns whether all matched (in
 // the observed program: whether backward returned).
-// With x_as_view, the node's x is transposed_view of the same values; with g_as_view, w is.
+// With x_as_view, the node's x is transposed_view of the same values; with g_as_view, w is. With
+// at_offset, x, weight, bias and w are each testing::at_offset of their values: contiguous views
+// at offset 5 of a storage whose other floats are random.
 bool check_conv_gradients(const char* file, int line, const std::vector<TensorData>& in, int stride, int padding,
                           std::uint64_t weight_stream, const std::vector<std::string>& failure_ids,
-                          bool x_as_view = false, bool g_as_view = false) {
+                          bool x_as_view = false, bool g_as_view = false, bool at_offset = false) {
   const TensorData weights = data_of(random_tensor(conv_out_shape(in, stride, padding), weight_stream, 0.5f, 1.5f));
-  const std::string x_text =
-      std::string(x_as_view ? ", x a transposed view," : "") + (g_as_view ? ", w a transposed view," : "");
+  const std::string x_text = std::string(x_as_view ? ", x a transposed view," : "") +
+                             (g_as_view ? ", w a transposed view," : "") +
+                             (at_offset ? ", x, weight, bias and w each a contiguous view at offset 5," : "");
   const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding) + x_text, [&] {
     auto node = std::make_shared<Conv2dFunction>();
     node->stride = stride;
     node->padding = padding;
-    for (std::size_t i = 0; i < in.size(); ++i)
-      node->inputs.push_back(i == 0 && x_as_view ? transposed_view(in[0]) : in[i].tensor());
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      if (at_offset) node->inputs.push_back(testing::at_offset(in[i], weight_stream + 1 + i));
+      else node->inputs.push_back(i == 0 && x_as_view ? transposed_view(in[0]) : in[i].tensor());
+    }
+    if (at_offset) return node->backward(testing::at_offset(weights, weight_stream + 4));
     return node->backward(g_as_view ? transposed_view(weights) : weights.tensor());
   });
   KILN_JUDGE {
@@ -298,7 +311,18 @@ TEST(Convolutions, OutputShape) {
         return;
       KILN_EXPECT(out->shape == expected, "conv_output_shape_wrong",
                   {{"got", to_string(out->shape)}, {"expected", to_string(expected)}}, out.call());
+      if (out->shape != expected) return;
     }
+  }
+  // An empty batch: x (0, 3, 7, 5) has no images, and its output (0, 4, 7, 5) none either.
+  const std::vector<TensorData> empty_in = random_conv_inputs({0, 3, 7, 5}, 4, 3, true, 5);
+  const auto empty_out = observe_conv(empty_in, 1, 1);
+  KILN_JUDGE {
+    const Shape expected{0, 4, 7, 5};
+    if (!KILN_EXPECT_OK(empty_out, "conv_output_shape_wrong", {{"got", "an error"}, {"expected", to_string(expected)}}))
+      return;
+    KILN_EXPECT(empty_out->shape == expected, "conv_output_shape_wrong",
+                {{"got", to_string(empty_out->shape)}, {"expected", to_string(expected)}}, empty_out.call());
   }
 }
 
@@ -355,19 +379,29 @@ TEST(Convolutions, ForwardValues) {
                                  return Conv2dFunction::apply(image_1, view_in[1].tensor(), view_in[2].tensor(), 1, 1);
                                });
   KILN_JUDGE {
-    // The two images of the batch, each as a (1, 2, 4, 5) of its own.
-    const auto image = [&](std::size_t n) {
-      const auto first = batch.values.begin() + static_cast<std::ptrdiff_t>(n * 40);
-      return data_of({1, 2, 4, 5}, std::vector<float>(first, first + 40));
+    // The output of each image of the batch, taken as a (1, 2, 4, 5) of its own.
+    const auto output_of = [&](std::size_t n) {
+      return reference_conv({image_of(batch, n, {1, 2, 4, 5}), view_in[1], view_in[2]}, 1, 1);
     };
-    const TensorData expected = reference_conv({image(1), view_in[1], view_in[2]}, 1, 1);
     const testing::Params params = {{"offset", "40"}};
     if (!KILN_EXPECT_OK(of_view, "conv_view_offset_ignored", params)) return;
-    const testing::Comparison right = testing::compare(*of_view, expected, 1e-4);
-    const bool image_0 = testing::compare(*of_view, reference_conv({image(0), view_in[1], view_in[2]}, 1, 1), 1e-4).close;
+    const testing::Comparison right = testing::compare(*of_view, output_of(1), 1e-4);
+    const bool image_0 = testing::compare(*of_view, output_of(0), 1e-4).close;
     KILN_EXPECT(right.close, "conv_view_offset_ignored", params,
                 of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's output" : ""));
+    if (!right.close) return;
   }
+
+  // The weight and the bias contiguous views at an offset (testing::at_offset: 5 random floats
+  // before the values): forward must read them from data() too, not from storage_data().
+  const std::vector<TensorData> offset_in = random_conv_inputs({2, 2, 5, 4}, 3, 3, true, 94);
+  const auto of_offset = observe("Conv2dFunction::apply(x (2, 2, 5, 4), weight (3, 2, 3, 3), bias (3), stride 1, "
+                                 "padding 1) with the weight and the bias each a contiguous view at offset 5",
+                                 [&] {
+                                   return Conv2dFunction::apply(offset_in[0].tensor(), testing::at_offset(offset_in[1], 98),
+                                                                testing::at_offset(offset_in[2], 99), 1, 1);
+                                 });
+  KILN_EXPECT_CLOSE(of_offset, reference_conv(offset_in, 1, 1), 1e-4, "conv_weight_offset_ignored");
 }
 
 // read(layer) of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5,
@@ -565,8 +599,18 @@ TEST(Convolutions, InputGradient) {
                             (std::vector<std::string>{"input_grad_wrong", "", ""}), true))
     return;
   // grad_output a view: backward(g) gets any tensor of the output's shape, a transpose's too.
-  CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream + 4), c.stride, c.padding, stream + 7,
-                       (std::vector<std::string>{"grad_output_view_unread", "", ""}), false, true);
+  if (!CHECK_CONV_GRADIENTS(random_conv_inputs(c.x, c.out_ch, c.k, true, stream + 4), c.stride, c.padding, stream + 7,
+                            (std::vector<std::string>{"grad_output_view_unread", "", ""}), false, true))
+    return;
+  // x, weight, bias and grad_output contiguous views at an offset (a slice of a batch, of a
+  // larger buffer): contiguous() of each is the view itself, so backward must read them from
+  // data(), where they start, not from storage_data(). All three gradients are judged: a slip on
+  // x shows in the weight's gradient, one on the weight in x's, one on grad_output in all.
+  const GradientCase& o = gradient_cases()[0];
+  CHECK_CONV_GRADIENTS(random_conv_inputs(o.x, o.out_ch, o.k, true, stream + 8), o.stride, o.padding, stream + 11,
+                       (std::vector<std::string>{"conv_grad_view_offset_ignored", "conv_grad_view_offset_ignored",
+                                                 "conv_grad_view_offset_ignored"}),
+                       false, false, true);
 }
 
 TEST(Convolutions, WeightBiasGradient) {
@@ -663,31 +707,39 @@ TEST(Convolutions, MaxPoolForward) {
                                  return MaxPool2d(2).forward(image_1);
                                });
   KILN_JUDGE {
-    // The two images of the batch, each as a (1, 2, 4, 6) of its own.
-    const auto image = [&](std::size_t n) {
-      const auto first = batch.values.begin() + static_cast<std::ptrdiff_t>(n * 48);
-      return data_of({1, 2, 4, 6}, std::vector<float>(first, first + 48));
-    };
+    // The maxima of each image of the batch, taken as a (1, 2, 4, 6) of its own.
+    const auto maxima_of = [&](std::size_t n) { return reference_maxpool(image_of(batch, n, {1, 2, 4, 6}), 2, 2).out; };
     const testing::Params params = {{"offset", "48"}};
     if (!KILN_EXPECT_OK(of_view, "maxpool_view_offset_ignored", params)) return;
-    const testing::Comparison right = testing::compare(*of_view, reference_maxpool(image(1), 2, 2).out, 0.0);
-    const bool image_0 = testing::compare(*of_view, reference_maxpool(image(0), 2, 2).out, 0.0).close;
+    const testing::Comparison right = testing::compare(*of_view, maxima_of(1), 0.0);
+    const bool image_0 = testing::compare(*of_view, maxima_of(0), 0.0).close;
     KILN_EXPECT(right.close, "maxpool_view_offset_ignored", params,
                 of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's maxima" : ""));
+    if (!right.close) return;
   }
+  // An empty batch: x (0, 2, 4, 6) has no images, and its maxima (0, 2, 2, 3) none either.
+  const Tensor no_images = Tensor::zeros({0, 2, 4, 6});
+  KILN_EXPECT_CLOSE(observe("MaxPool2d(2).forward(x) with x (0, 2, 4, 6), a batch of no images",
+                            [&] { return MaxPool2d(2).forward(no_images); }),
+                    data_of({0, 2, 2, 3}, {}), 0.0, "maxpool_values_wrong");
 }
 
 // MaxPool2dFunction::apply (given) runs the node's forward, which records argmax; then the node's
 // backward(g), called directly.
-// With g_as_view, g is handed over as transposed_view of its values.
+// How g is handed to backward: a fresh tensor, transposed_view of its values, or
+// testing::at_offset of them (a contiguous view at offset 5 of a storage of random floats).
+enum class GradAs { fresh, transposed, at_offset };
+
 Observed<TensorData> observe_maxpool_grad(const std::string& what, const TensorData& x, int kernel, int stride,
-                                          const TensorData& g, bool g_as_view = false) {
+                                          const TensorData& g, GradAs g_as = GradAs::fresh) {
   return observe(fmt::format("MaxPool2dFunction::apply(x, {}, {}), then its backward(g), with {}", kernel, stride, what),
                  [&] {
                    const Tensor input = x.tensor().set_requires_grad(true);
                    const Tensor y = MaxPool2dFunction::apply(input, kernel, stride);
-                   const std::vector<Tensor> grads =
-                       y.autograd()->grad_fn->backward(g_as_view ? transposed_view(g) : g.tensor());
+                   const Tensor grad_output = g_as == GradAs::transposed  ? transposed_view(g)
+                                              : g_as == GradAs::at_offset ? testing::at_offset(g, 95)
+                                                                          : g.tensor();
+                   const std::vector<Tensor> grads = y.autograd()->grad_fn->backward(grad_output);
                    if (grads.size() != 1)
                      throw std::length_error("backward returned " + std::to_string(grads.size()) + " gradients for 1 input");
                    return grads[0];
@@ -779,9 +831,17 @@ TEST(Convolutions, MaxPoolBackward) {
   // g a view that is not contiguous: backward(g) gets any tensor of the output's shape.
   const TensorData r3 = data_of(random_tensor({1, 2, 4, 6}, 88));
   const TensorData g3 = data_of(random_tensor({1, 2, 2, 3}, 89, 0.5f, 1.5f));
-  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 2, 4, 6) and g a transposed view (strides (12, 6, 1, 2))", r3, 2,
-                                         2, g3, true),
-                    reference_maxpool_grad(r3, 2, 2, g3), 1e-6, "maxpool_grad_view_unread");
+  if (!KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (1, 2, 4, 6) and g a transposed view (strides (12, 6, 1, 2))",
+                                              r3, 2, 2, g3, GradAs::transposed),
+                         reference_maxpool_grad(r3, 2, 2, g3), 1e-6, "maxpool_grad_view_unread"))
+    return;
+  // g a contiguous view at an offset: its contiguous() is the view itself, so backward must read
+  // it from data(), where it starts, not from the storage's first float.
+  const TensorData r4 = data_of(random_tensor({2, 2, 4, 6}, 96));
+  const TensorData g4 = data_of(random_tensor({2, 2, 2, 3}, 97, 0.5f, 1.5f));
+  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (2, 2, 4, 6) and g a contiguous view at offset 5", r4, 2, 2, g4,
+                                         GradAs::at_offset),
+                    reference_maxpool_grad(r4, 2, 2, g4), 1e-6, "maxpool_grad_view_offset_ignored");
 }
 
 }  // namespace

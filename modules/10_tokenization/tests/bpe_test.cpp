@@ -270,6 +270,10 @@ TEST(Tokenization, BpeStop) {
                                    "vocab_size_not_checked"))
       return;
   }
+  // vocab_size is an std::int64_t: 2^32 + 257 leaves room for every merge, so "aaabdaaabac" learns
+  // its 3 and stops, where its low 32 bits, 257, would allow only 1.
+  expect_training(__FILE__, __LINE__, "\"aaabdaaabac\"", "aaabdaaabac", 4294967553, KILN_JUDGE_ONLY(kWikipediaMerges),
+                  "vocab_size_narrowed", {}, /*count_only=*/true);
 }
 
 TEST(Tokenization, BpeIncremental) {
@@ -352,6 +356,9 @@ TEST(Tokenization, BpeIncremental) {
   }
   const std::string any = random_bytes(300, stream++);
   cases.push_back({"300 random bytes of the run", any, 1000000, "incremental_merges_wrong"});
+  // vocab_size is an std::int64_t: 2^32 + 257 leaves room for every merge (its low 32 bits, 257,
+  // for one).
+  cases.push_back({"\"aaabdaaabac\"", "aaabdaaabac", 4294967553, "incremental_vocab_size_narrowed"});
   for (const Case& c : cases) {
     if (!expect_training(__FILE__, __LINE__, c.what, c.corpus, c.vocab_size,
                          KILN_JUDGE_ONLY(trusted_train(c.corpus, c.vocab_size)), c.failure_id, {}, false,
@@ -486,6 +493,16 @@ TEST(Tokenization, RoundTrip) {
                         "decode_bad_id_not_reported", params))
         return;
     }
+  }
+  // An id is an std::int64_t: 2^32 + 97 is far outside [0, 261) (in 32 bits it would be 97, "a").
+  const auto wide = observe("decode([4294967393]) with 3 merges and 2 special tokens", [&] {
+    BpeTokenizer tokenizer(merges_of(kWikipediaMerges));
+    tokenizer.add_special("<|endoftext|>");
+    tokenizer.add_special("<|pad|>");
+    return bytes_of(tokenizer.decode({4294967393}));
+  });
+  KILN_JUDGE {
+    expect_error(__FILE__, __LINE__, wide, "kiln::IndexError", {"4294967393"}, {{"", 261}}, "decode_id_narrowed", {});
   }
 }
 

@@ -168,6 +168,12 @@ TEST(Tokenization, CharErrors) {
         return;
     }
   }
+  // An id is an std::int64_t: 2^32 + 1 is far outside [0, 4) (in 32 bits it would be 1, 'h').
+  const auto wide = observe("CharVocab(\"hello\").decode([4294967297])",
+                            [&] { return bytes_of(CharVocab("hello").decode({4294967297})); });
+  KILN_JUDGE {
+    expect_error(__FILE__, __LINE__, wide, "kiln::IndexError", {"4294967297"}, {{"", 4}}, "char_id_narrowed", {});
+  }
 }
 
 }  // namespace kiln

@@ -164,6 +164,10 @@ TEST(Tokenization, BpePretokenized) {
                        tie == TieRule::smallest_ids ? "pretokenized_merges_wrong" : "bytes_tie_wrong"});
     }
   }
+  // vocab_size is an std::int64_t: 2^32 + 257 leaves room for every merge ("aaa aaa aaa" learns
+  // 3 and stops), where its low 32 bits, 257, would allow 1.
+  cases.push_back({"\"aaa aaa aaa\"", "aaa aaa aaa", 4294967553, {}, TieRule::smallest_ids,
+                   "pretokenized_vocab_size_narrowed"});
   for (const Case& c : cases) {
     const std::string call = fmt::format("train_bpe_pretokenized(<{}>, {}, {} specials, TieRule::{})", c.what,
                                          c.vocab_size, c.specials.size(), tie_name(c.tie));

@@ -20,8 +20,10 @@ Tensor one_hot(const Indices& indices, std::int64_t num_classes) {
 
 Tensor embedding_lookup(const Tensor& weight, const Indices& indices) {
   // weight (rows, dim), 2-D (ShapeError otherwise), possibly a view: call contiguous() first,
-  // then row r starts at data() + r·dim. out (n, dim): copy row indices[k] into row k
-  // (std::copy_n does a row at once). The result must equal one_hot(indices, rows)·weight.
+  // then row r starts at data() + r·dim. weight may be a contiguous view at an offset too: read
+  // it from data(), where it starts, never storage_data(). out (n, dim): copy row indices[k]
+  // into row k (std::copy_n does a row at once). The result must equal
+  // one_hot(indices, rows)·weight.
   // rows is shape()[0], also for a table of dim 0, whose rows are empty: (5, 0) has 5 of them.
   throw kiln::NotImplemented();
 }

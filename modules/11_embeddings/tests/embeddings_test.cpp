@@ -198,7 +198,19 @@ TEST(Embeddings, Lookup) {
   const Tensor run_cube = random_tensor({a, b, c}, 1118);
   const auto run_cube_lookup = observe(fmt::format("embedding_lookup(W, {{0, 1}}) with W ({}, {}, {})", a, b, c),
                                        [&] { return embedding_lookup(run_cube, {0, 1}); });
-  KILN_JUDGE { testing::expect_throws<ShapeError>(__FILE__, __LINE__, run_cube_lookup, "lookup_shape_error"); }
+  KILN_JUDGE {
+    testing::expect_throws<ShapeError>(__FILE__, __LINE__, run_cube_lookup, "lookup_shape_error");
+    if (::testing::Test::HasFailure()) return;
+  }
+
+  // A table that is a contiguous view at an offset (testing::at_offset: 5 random floats before
+  // its values, as rows 1 to n of a larger matrix are): its contiguous() is the view itself, so
+  // its rows must be read from data(), where it starts, not from storage_data().
+  const TensorData offset_values = data_of(random_tensor({9, 5}, 1119));
+  const Indices offset_ids = random_ids(12, 9, 1120);
+  KILN_EXPECT_CLOSE(observe("embedding_lookup(W, ids) with W (9, 5) a contiguous view at offset 5 and 12 ids",
+                            [&] { return embedding_lookup(testing::at_offset(offset_values, 1121), offset_ids); }),
+                    trusted_one_hot_product(offset_values, offset_ids), 0.0, "lookup_view_offset_ignored");
 }
 
 TEST(Embeddings, IndexOutOfRange) {
@@ -508,6 +520,13 @@ TEST(Embeddings, LearnedPositional) {
   KILN_JUDGE {
     testing::expect_throws<IndexError>(__FILE__, __LINE__, run_beyond, "positions_too_long",
                                        {std::to_string(beyond), std::to_string(max_length)});
+    if (::testing::Test::HasFailure()) return;
+  }
+  // length is an std::int64_t: 2^32 + 3 is far beyond max_length 8 (in 32 bits it would be 3, a
+  // length the table holds).
+  const auto wide = too_long(8, 4294967299);
+  KILN_JUDGE {
+    testing::expect_throws<IndexError>(__FILE__, __LINE__, wide, "positions_length_narrowed", {"4294967299", "8"});
   }
 }
 

@@ -995,6 +995,15 @@ TEST(Attention, ShapeErrors) {
   KILN_EXPECT_THROWS(split_heads(x124, 0), ShapeError, "shape_not_reported", {"(1, 2, 4)", "0"});
   KILN_EXPECT_THROWS(split_heads(x124, -2), ShapeError, "shape_not_reported", {"(1, 2, 4)", "-2"});
   KILN_EXPECT_THROWS(merge_heads(x124, 0), ShapeError, "shape_not_reported", {"(1, 2, 4)", "0"});
+  if (::testing::Test::HasFailure()) return;
+  // heads is an std::int64_t: 2^32 + 1 heads divide neither 3 columns nor 3 sequences (held in an
+  // int they would be 1 head, which divides everything, and x would come back as it is).
+  const Tensor x123 = random_tensor({1, 2, 3}, 1331), x321 = random_tensor({3, 2, 1}, 1332);
+  KILN_EXPECT_THROWS(split_heads(x123, 4294967297), ShapeError, "heads_narrowed", {"(1, 2, 3)", "4294967297"},
+                     {{"function", "split_heads"}, {"shape", "(1, 2, 3)"}});
+  if (::testing::Test::HasFailure()) return;
+  KILN_EXPECT_THROWS(merge_heads(x321, 4294967297), ShapeError, "heads_narrowed", {"(3, 2, 1)", "4294967297"},
+                     {{"function", "merge_heads"}, {"shape", "(3, 2, 1)"}});
 }
 
 }  // namespace kiln

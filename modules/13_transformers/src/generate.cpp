@@ -11,7 +11,8 @@ namespace kiln::nn {
 
 std::int64_t sample_token(const std::vector<float>& logits, double temperature, std::int64_t top_k,
                           WichmannHill& generator) {
-  // std::invalid_argument for no logits or a negative temperature.
+  // std::invalid_argument for no logits or a negative temperature. The refusal comes before any
+  // draw: the generator is left as it was.
   // temperature 0: the first index of the largest logit, and no draw.
   // Otherwise (any temperature above 0, however small, samples and draws):
   //   rank the ids by logit, largest first, equal logits by the lower id (std::stable_sort of
@@ -26,10 +27,12 @@ std::int64_t sample_token(const std::vector<float>& logits, double temperature, 
 
 Indices generate(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature, std::int64_t top_k,
                  WichmannHill& generator) {
-  // std::invalid_argument for an empty prompt or n_new < 0. model.eval() and a NoGradGuard for
-  // the whole loop. Each step: the context is the last min(size, model.config.max_length) tokens
-  // of the sequence so far; logits = model(token_tensor(context, 1)), (1, T, V); the next token is
-  // sample_token of the V logits at position T - 1; append it. Return prompt + the n_new tokens.
+  // std::invalid_argument for an empty prompt or n_new < 0. The refusal comes before any effect:
+  // the model stays in the mode it was in, and nothing is drawn. Then model.eval() and a
+  // NoGradGuard for the whole loop. Each step: the context is the last min(size,
+  // model.config.max_length) tokens of the sequence so far; logits = model(token_tensor(context,
+  // 1)), (1, T, V); the next token is sample_token of the V logits at position T - 1; append it.
+  // Return prompt + the n_new tokens.
   throw kiln::NotImplemented();
 }
 

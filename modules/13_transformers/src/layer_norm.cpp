@@ -28,7 +28,8 @@ Tensor LayerNormFunction::forward() {
   // r = 1/√(σ² + eps), x̂_j = (x_j - μ)·r, y_j = gain_j·x̂_j + bias_j
   // from that double x̂, rounded to float once (not from the float x̂ stored in normalized).
   // Keep normalized = x̂ as (rows, D) and inv_std = r as (rows) for backward(); return y with x's
-  // shape.
+  // shape. x, gain, bias and grad_output may each be a contiguous view at an offset: read them
+  // from data(), where they start, never storage_data().
   throw kiln::NotImplemented();
 }
 

@@ -300,6 +300,20 @@ TEST(Transformer, LayerNorm) {
                      {"(2, 3, 4)", "(4, 1)"});
   const Tensor point(Shape{}, {2.0f}), gain1 = random_tensor({1}, 1318), bias1 = random_tensor({1}, 1319);
   KILN_EXPECT_THROWS(nn::layer_norm(point, gain1, bias1), ShapeError, "layer_norm_scalar_not_reported");
+  if (::testing::Test::HasFailure()) return;
+
+  // x, gain and bias contiguous views at an offset (testing::at_offset: 5 random floats before the
+  // values, as a slice of a larger buffer is): contiguous() of each is the view itself, so each
+  // must be read from data() or through its strides, where it starts, not from storage_data().
+  const TensorData view_x = data_of(random_tensor({3, 7}, 1328, -2.0f, 2.0f));
+  const TensorData view_gain = data_of(random_tensor({7}, 1329, 0.5f, 1.5f)), view_bias = data_of(random_tensor({7}, 1330));
+  const auto of_views =
+      observe("layer_norm(x, gain, bias) with x (3, 7), gain (7) and bias (7) each a contiguous view at offset 5", [&] {
+        return nn::layer_norm(testing::at_offset(view_x, 1331), testing::at_offset(view_gain, 1332),
+                              testing::at_offset(view_bias, 1333));
+      });
+  KILN_EXPECT_CLOSE(of_views, floats({3, 7}, trusted_layer_norm(doubles(view_x), 7, doubles(view_gain), doubles(view_bias))),
+                    1e-5, "layer_norm_view_offset_ignored");
 }
 
 TEST(Transformer, LayerNormGradients) {
@@ -340,6 +354,41 @@ TEST(Transformer, LayerNormGradients) {
           KILN_FAIL(checks[which].second, {}, grads.call() + ": " + detail);
           return;
         }
+      }
+    }
+  }
+
+  // G a contiguous view at an offset (5 random floats before it), handed straight to the node's
+  // backward: contiguous() of it is the view itself, so it must be read from data(), where it
+  // starts, not from storage_data().
+  const Shape shape{3, 6};
+  const Tensor x = random_tensor(shape, 1340, -2.0f, 2.0f);
+  const Tensor gain = random_tensor({6}, 1341, 0.5f, 1.5f), bias = random_tensor({6}, 1342);
+  const TensorData g = data_of(random_tensor(shape, 1343));
+  const auto grads = observe(
+      "layer_norm(x, gain, bias) with x (3, 6), then its node's backward(G) with G a contiguous view at offset 5", [&] {
+        Tensor leaf_x = fresh(x), leaf_gain = fresh(gain), leaf_bias = fresh(bias);
+        leaf_x.set_requires_grad(true);
+        leaf_gain.set_requires_grad(true);
+        leaf_bias.set_requires_grad(true);
+        const Tensor y = nn::layer_norm(leaf_x, leaf_gain, leaf_bias);
+        const std::vector<Tensor> node_grads = y.autograd()->grad_fn->backward(testing::at_offset(g, 1344));
+        if (node_grads.size() != 3)
+          throw std::length_error("backward returned " + std::to_string(node_grads.size()) + " gradients for 3 inputs");
+        return std::tuple(node_grads[0], node_grads[1], node_grads[2]);
+      });
+  if (!KILN_EXPECT_OK(grads, "ln_grad_view_offset_ignored")) return;
+  KILN_JUDGE {
+    const auto f = [](const std::vector<Values>& in) { return trusted_layer_norm(in[0], 6, in[1], in[2]); };
+    const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
+    const TensorData* observed[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
+    const Shape shapes[] = {shape, {6}, {6}};
+    for (std::size_t which = 0; which < 3; ++which) {
+      std::string detail;
+      if (!gradient_close(*observed[which], shapes[which], testing::double_numeric_gradient(f, inputs, which, doubles(g)),
+                          &detail)) {
+        KILN_FAIL("ln_grad_view_offset_ignored", {}, grads.call() + ": " + detail);
+        return;
       }
     }
   }
@@ -1036,6 +1085,59 @@ TEST(Transformer, Sampling) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+  // A refusal comes before any effect: after refusing a negative temperature, or no logits, the
+  // generator's next value is still its first.
+  for (const auto& refusal : std::vector<std::pair<std::vector<float>, double>>{{three, -1.0}, {{}, 1.0}}) {
+    const std::vector<float>& logits = refusal.first;
+    const double temperature = refusal.second;
+    const std::uint64_t seed = drawn_seed(draw);
+    const auto refused = observe(
+        fmt::format("sample_token({}, {}, 0, generator), refused, then generator.next()", testing::list(logits), temperature),
+        [&] {
+          WichmannHill generator(seed);
+          bool threw = false;
+          try {
+            nn::sample_token(logits, temperature, 0, generator);
+          } catch (const std::invalid_argument&) {
+            threw = true;
+          }
+          return std::pair(threw, generator.next());
+        });
+    if (!KILN_EXPECT_OK(refused, "sample_refusal_draws")) return;
+    KILN_JUDGE {
+      const double first_draw = TrustedWichmannHill(seed).next();
+      if (refused->first && refused->second != first_draw) {
+        KILN_FAIL("sample_refusal_draws", {},
+                  fmt::format("{}: {}, not the generator's first value ({})", refused.call(), refused->second, first_draw));
+        return;
+      }
+    }
+  }
+
+  // top_k is an std::int64_t: 2^32 + 1 is at least V, so every id is a candidate (in 32 bits it
+  // would be 1, the argmax alone). 60 draws at temperature 1 replay as with top_k = 0.
+  {
+    const std::vector<float> logits{0.5f, 2, -1, 1.5f, 1};
+    const std::uint64_t seed = drawn_seed(draw);
+    constexpr std::int64_t kWide = 4294967297;
+    const auto wide = observe("60 draws of sample_token({0.5, 2, -1, 1.5, 1}, 1, 4294967297, generator)", [&] {
+      WichmannHill generator(seed);
+      std::vector<std::int64_t> tokens;
+      for (int n = 0; n < 60; ++n) tokens.push_back(nn::sample_token(logits, 1.0, kWide, generator));
+      return tokens;
+    });
+    if (!KILN_EXPECT_OK(wide, "top_k_narrowed")) return;
+    KILN_JUDGE {
+      const std::vector<std::int64_t> expected = trusted_samples(logits, 1.0, 0, seed, 60);
+      if (*wide != expected) {
+        KILN_FAIL("top_k_narrowed", {},
+                  fmt::format("{}: got {}, expected {} (every id a candidate)", wide.call(),
+                              testing::list(std::vector<float>(wide->begin(), wide->end()), 20),
+                              testing::list(std::vector<float>(expected.begin(), expected.end()), 20)));
+        return;
+      }
+    }
+  }
 }
 
 TEST(Transformer, Generate) {
@@ -1216,6 +1318,45 @@ TEST(Transformer, Generate) {
   const auto no_prompt = arguments({}, 3);
   KILN_JUDGE {
     testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, no_prompt, "generate_arguments_unchecked");
+    if (::testing::Test::HasFailure()) return;
+  }
+  // A refusal comes before any effect: the model stays in training mode (as it was built) and
+  // the generator's next value is still its first.
+  for (const auto& refusal : std::vector<std::pair<std::vector<std::int64_t>, std::int64_t>>{{{2, 5}, -1}, {{}, 3}}) {
+    const std::vector<std::int64_t>& prompt = refusal.first;
+    const std::int64_t n_new = refusal.second;
+    const auto after = observe(
+        fmt::format("generate(model, prompt, {}, 1, 0, WichmannHill({})) with a prompt of {}, refused, then "
+                    "model.training() and generator.next()",
+                    n_new, seed, testing::counted(prompt.size(), "token")),
+        [&] {
+          nn::GPT model = gpt_with(s, p);
+          WichmannHill generator(seed);
+          bool threw = false;
+          try {
+            nn::generate(model, prompt, n_new, 1.0, 0, generator);
+          } catch (const std::invalid_argument&) {
+            threw = true;
+          }
+          return std::tuple(threw, model.training(), generator.next());
+        });
+    if (!KILN_EXPECT_OK(after, "generate_refusal_has_effects")) return;
+    KILN_JUDGE {
+      const auto& [threw, training, next] = *after;
+      const double first_draw = TrustedWichmannHill(seed).next();
+      if (threw && (!training || next != first_draw)) {
+        KILN_FAIL("generate_refusal_has_effects", {},
+                  fmt::format("{}: training() is {}, and the next value {} the generator's first ({})", after.call(),
+                              training, next == first_draw ? "is" : "is not", first_draw));
+        return;
+      }
+    }
+  }
+  // n_new is an std::int64_t: -2^32 is negative (its low 32 bits are 0, which an int would take
+  // for "no new tokens" and return the prompt).
+  const auto far_negative = arguments({2, 5}, -4294967296);
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, far_negative, "generate_count_narrowed");
   }
 }
 

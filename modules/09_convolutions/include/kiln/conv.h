@@ -33,6 +33,8 @@ std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, in
 //           may be a view (a transposed image batch, or one image of a batch at an offset), which
 //           forward and backward read from where it starts, through its strides
 //   output: (N, out_ch, out_h, out_w)
+// Every tensor forward and backward read (x, the weight, the bias, grad_output) may be a
+// contiguous view at an offset: read it from data(), where it starts, never storage_data().
 struct Conv2dFunction : autograd::Function {
   int stride = 1;
   int padding = 0;
@@ -44,6 +46,7 @@ struct Conv2dFunction : autograd::Function {
                       int stride, int padding);
 
   // out[n, oc, oh, ow] = bias[oc] + Σ_{c, kh, kw} x[n, c, oh·s - p + kh, ow·s - p + kw]·weight[oc, c, kh, kw]
+  // An empty batch (N = 0) gives an empty output (0, out_ch, out_h, out_w).
   // Throws ShapeError naming both shapes when x's channels differ from the weight's.
   Tensor forward() override;
 
@@ -67,9 +70,12 @@ struct MaxPool2dFunction : autograd::Function {
   // W) and records a node with inputs {x}.
   static Tensor apply(const Tensor& x, int kernel_size, int stride);
 
+  // An empty batch (N = 0) gives an empty output (0, C, out_h, out_w).
   Tensor forward() override;
   // The gradient of x: each output's gradient goes to the input element it took (argmax);
   // every other element gets 0. Where windows overlap an element may receive several.
+  // grad_output may be a view, a contiguous one at an offset too: read it from data(), where it
+  // starts, never storage_data().
   std::vector<Tensor> backward(const Tensor& grad_output) override;
 };
 

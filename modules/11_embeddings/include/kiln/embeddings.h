@@ -39,7 +39,8 @@ using Indices = std::vector<std::int64_t>;
 Tensor one_hot(const Indices& indices, std::int64_t num_classes);
 
 // The gather: row k of the (n, dim) result is row indices[k] of weight (num_embeddings, dim),
-// which may be a view. num_embeddings is weight's first size, also when dim is 0: a (5, 0) table
+// which may be a view, a contiguous one at an offset too: read it from data(), where it starts,
+// never storage_data(). num_embeddings is weight's first size, also when dim is 0: a (5, 0) table
 // has 5 rows of no values, and looking up {0, 4} gives an empty (2, 0) result. Throws ShapeError
 // when weight is not 2-D, and IndexError naming the id and the table's number of rows when an id
 // is not in [0, num_embeddings).

@@ -67,7 +67,8 @@ namespace kiln::nn {
 // float, whose error the gain multiplies where gain·x̂ and bias nearly cancel).
 
 // The node. inputs: {x (..., D), gain (D), bias (D)}; output: x's shape. Every dimension before
-// the last is a row: x (B, T, D) has B·T rows.
+// the last is a row: x (B, T, D) has B·T rows. x, gain, bias and grad_output may each be a
+// contiguous view at an offset: read them from data(), where they start, never storage_data().
 struct LayerNormFunction : autograd::Function {
   double eps = 1e-5;
   // Kept by forward() for backward():
@@ -244,7 +245,8 @@ Indices token_ids(const Tensor& tokens);
 //                     and the result is the first id, walking ids 0, 1, ..., V-1, whose cumulative
 //                     probability p_0 + ... + p_id exceeds u (if rounding leaves none, the largest
 //                     candidate id).
-// Throws std::invalid_argument when logits is empty or temperature is negative.
+// Throws std::invalid_argument when logits is empty or temperature is negative. The refusal comes
+// before any draw: the generator is left as it was.
 std::int64_t sample_token(const std::vector<float>& logits, double temperature, std::int64_t top_k,
                           WichmannHill& generator);
 
@@ -253,7 +255,8 @@ std::int64_t sample_token(const std::vector<float>& logits, double temperature, 
 // batch, and sample_token picks the next one from the logits at the LAST position, T-1.
 // Returns prompt followed by the n_new tokens. The same seed gives the same tokens; temperature 0
 // is greedy decoding and draws nothing. Throws std::invalid_argument when prompt is empty or
-// n_new < 0.
+// n_new < 0. The refusal comes before any effect: the model stays in the mode it was in, and
+// nothing is drawn.
 Indices generate(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature, std::int64_t top_k,
                  WichmannHill& generator);
 
