@@ -28,6 +28,7 @@ IdxHeader parse_idx_header(const std::vector<std::uint8_t>& bytes, const std::st
   //   (byte 2); byte 3, the dimension count n, zero (byte 3); fewer than 4 + 4n bytes (name the
   //   file's end, bytes.size()). Only then read dimension d with big_endian_u32(bytes, 4 + 4d).
   // type = byte 2, data_offset = 4 + 4n.
+  // Sizes are unsigned 32-bit and kept whole: 4294967295 stays 4294967295 (an int would make it -1).
   throw kiln::NotImplemented();
 }
 

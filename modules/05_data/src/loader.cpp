@@ -34,6 +34,8 @@ Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices) {
   // starts i·(pixels per image) floats in. Labels likewise. Always a copy, consecutive indices
   // too: a view of the dataset's images would let a write into the batch change the dataset.
   // IndexError for an index outside [0, data.size()).
+  // data.images may be a view at an offset: its images start at data(), not at storage_data().
+  // An index is compared as the int64 it is: 2^32 + 2 is outside the dataset, not image 2.
   throw kiln::NotImplemented();
 }
 
@@ -41,6 +43,7 @@ std::int64_t DataLoader::num_batches() const {
   // N = data_.size(): ⌈N / batch_size_⌉ in integers is N / batch_size_ whole batches, plus one
   // when N % batch_size_ != 0; with drop_last_ it is N / batch_size_. (The classic
   // (N + batch_size_ - 1) / batch_size_ overflows for a batch size near INT64_MAX.)
+  // A dataset of no examples has 0 batches.
   throw kiln::NotImplemented();
 }
 

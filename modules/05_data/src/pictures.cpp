@@ -17,6 +17,9 @@ std::string image_svg(const Tensor& image, int cell_size) {
   // value clipped to [0, 1] (std::clamp) before rounding: 255·inf, or 255·1e17, does not fit the
   // long that std::lround returns. Written fill="rgb(G,G,G)". image.at({r, c}) reads a
   // view too. ShapeError when image is not 2-D; std::invalid_argument when cell_size < 1.
+  // image may be a view, transposed or at an offset. Sizes and positions are 64-bit: at cell size
+  // 2^30, cols·cell_size and c·cell_size pass 2^31 and are written as they are. An image of no
+  // rows, (0, 3), is an svg cols·cell_size wide and 0 high, with no squares.
   throw kiln::NotImplemented();
 }
 
@@ -25,6 +28,7 @@ std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins,
   // since every comparison with NaN is false (v < low or v >= high lets NaN through). Add 1 to bin
   // floor((v - low) / (high - low) · bins). std::invalid_argument when bins < 1, high <= low, or
   // high - low is not finite (std::isfinite): an infinite bound, or -1e308 and 1e308.
+  // No values give `bins` counts of 0.
   throw kiln::NotImplemented();
 }
 

@@ -129,6 +129,35 @@ TEST(Data, Dataset) {
   KILN_JUDGE {
     testing::expect_throws<FormatError>(__FILE__, __LINE__, column, "dataset_not_checked", {"(7, 1)"},
                                         {{"images", "(7, 3, 5)"}, {"labels", "(7, 1)"}, {"names", "the labels' shape (7, 1)"}});
+    if (::testing::Test::HasFailure()) return;
+  }
+
+  // No images: a file of (0, rows, cols) holds no bytes, and the dataset has no examples. Of
+  // images 65536 × 65536 (sizes a damaged or a generated file can hold), rows·cols is 2^32,
+  // which an int holds as 0: flattened, the shape is (0, 4294967296), not (0, 0).
+  const IdxArray no_labels = array_of({0}, {});
+  const std::vector<std::pair<Shape, bool>> empties = {{{0, 28, 28}, false}, {{0, 28, 28}, true},
+                                                       {{0, 65536, 65536}, true}};
+  for (const auto& [dims, flatten] : empties) {
+    const IdxArray no_images = array_of(dims, {});
+    const Shape expected = flatten ? Shape{0, dims[1] * dims[2]} : dims;
+    const testing::Params params = {{"images", to_string(dims)}, {"expected", to_string(expected)}};
+    const auto got = observe(fmt::format("make_dataset(images {}, labels (0), flatten {})", to_string(dims), flatten),
+                             [&] {
+                               const Dataset d = make_dataset(no_images, no_labels, flatten);
+                               return std::pair(d.images.shape(), d.labels.size());
+                             });
+    // Where rows·cols is past an int, a wrong shape is that mistake; elsewhere the empty dataset's.
+    const char* id = dims[1] * dims[2] > 2147483647 ? "dataset_size_narrowed" : "dataset_empty_wrong";
+    if (!KILN_EXPECT_OK(got, id, params)) return;
+    KILN_JUDGE {
+      if (got->first != expected || got->second != 0) {
+        KILN_FAIL(id, params,
+                  fmt::format("{} gave images of shape {} and {}", got.call(), to_string(got->first),
+                              testing::counted(got->second, "label")));
+        return;
+      }
+    }
   }
 }
 
@@ -221,6 +250,40 @@ TEST(Data, Normalisation) {
                                                     {{"call", call}, {"kind", "std::invalid_argument"}});
       if (::testing::Test::HasFailure()) return;
     }
+  }
+
+  // A contiguous view at an offset (images 5 to 7 of a batch, say): its elements start at data(),
+  // 5 floats into a storage whose other floats are random numbers in [-8, 8). Its contiguous() is
+  // the view itself, so code that reads it from storage_data() reads those other numbers.
+  const Tensor shifted = testing::at_offset(data_of(random_tensor({4, 6}, 563, 0.0f, 1.0f)), 564);
+  const std::string shifted_what = "a (4, 6) contiguous view at offset 5 of a larger storage";
+  const auto shifted_stats = observe("mean_and_std(" + shifted_what + ")", [&] { return mean_and_std(shifted); });
+  if (!KILN_EXPECT_OK(shifted_stats, "statistics_offset_ignored", {{"what", shifted_what}})) return;
+  KILN_JUDGE {
+    const auto [mean, std] = reference_statistics(data_of(shifted));
+    if (!(std::fabs(shifted_stats->first - mean) <= 1e-6) || !(std::fabs(shifted_stats->second - std) <= 1e-6)) {
+      KILN_FAIL("statistics_offset_ignored", {{"what", shifted_what}},
+                fmt::format("{} gave ({}, {}), expected ({}, {})", shifted_stats.call(), shifted_stats->first,
+                            shifted_stats->second, mean, std));
+      return;
+    }
+  }
+  const auto shifted_normal =
+      observe("normalize(" + shifted_what + ", mean 0.5, std 0.25)", [&] { return normalize(shifted, 0.5, 0.25); });
+  KILN_JUDGE {
+    const TensorData in = data_of(shifted);
+    std::vector<float> expected;
+    for (const float v : in.values) expected.push_back(static_cast<float>((v - 0.5) / 0.25));
+    if (!KILN_EXPECT_CLOSE_REL(shifted_normal, data_of(in.shape, expected), 1e-5, 1e-5, "normalize_offset_ignored",
+                               {{"what", shifted_what}}))
+      return;
+  }
+  if (!shifted_normal.ok()) return;
+  // No elements: normalize of a (0, 3) tensor is a (0, 3) tensor (there is nothing to divide).
+  const Tensor nothing = Tensor::zeros({0, 3});
+  const auto normal_nothing = observe("normalize(a (0, 3) tensor, 0.5, 0.25)", [&] { return normalize(nothing, 0.5, 0.25); });
+  KILN_JUDGE {
+    KILN_EXPECT_CLOSE(normal_nothing, data_of({0, 3}, {}), 0.0, "normalize_wrong");
   }
 }
 

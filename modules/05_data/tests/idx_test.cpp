@@ -130,6 +130,8 @@ TEST(Data, IdxHeader) {
       {"a label file of 7 bytes", {7}, {9, 2, 1, 1, 6, 1, 4}},
       {"a (1, 2, 1, 3) file", {1, 2, 1, 3}, random_bytes(6, 503)},
       {"the header of the Fashion-MNIST test images", {10000, 28, 28}, {}},
+      // Sizes of 2^31 and above, which an int holds as negative numbers (-1 and -2147483648).
+      {"a header of sizes (4294967295, 2147483648)", {4294967295LL, 2147483648LL}, {}},
       {fmt::format("a header of sizes ({}, {})", big[0], big[1]), {big[0], big[1]}, {}},
   };
   for (const Header& h : headers) {
@@ -142,6 +144,13 @@ TEST(Data, IdxHeader) {
     KILN_JUDGE {
       const auto& [type, dims, data_offset] = *got;
       const std::int64_t expected_offset = 4 + 4 * static_cast<std::int64_t>(h.dims.size());
+      // Sizes read right but held in an int (negative from 2^31 on) are that mistake.
+      Shape wrapped;
+      for (const std::int64_t size : h.dims) wrapped.push_back(static_cast<std::int32_t>(static_cast<std::uint32_t>(size)));
+      if (type == 0x08 && data_offset == expected_offset && dims != h.dims && dims == wrapped) {
+        KILN_FAIL("idx_size_narrowed", {{"sizes", to_string(h.dims)}, {"got", to_string(dims)}}, got.call());
+        return;
+      }
       if (type != 0x08 || dims != h.dims || data_offset != expected_offset) {
         KILN_FAIL("idx_header_wrong", {},
                   fmt::format("{} gave type {}, dims {} and data_offset {}; expected 8, {} and {}", got.call(), type,

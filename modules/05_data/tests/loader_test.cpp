@@ -247,6 +247,62 @@ TEST(Data, Batching) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+
+  // An index past 2^32: 4294967298 is far outside 7 images, but held in an int it is 2, an image
+  // that exists.
+  {
+    const std::int64_t past_int = (std::int64_t{1} << 32) + 2;
+    const std::string call = fmt::format("collate(<7 images (3, 5)>, [0, {}])", past_int);
+    const auto got = observe(call, [&] { return collate(images, {0, past_int}).labels; });
+    KILN_JUDGE {
+      testing::expect_throws<IndexError>(__FILE__, __LINE__, got, "collate_index_narrowed", {},
+                                         {{"call", call}, {"index", std::to_string(past_int)}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  // A dataset of no examples has no batches, with drop_last or without: ⌈0 / B⌉ = 0. The formula
+  // 1 + (N - 1) / B, which avoids N + B - 1, gives 1 there ((0 - 1) / B is 0 in C++).
+  for (const bool drop_last : {false, true}) {
+    const Dataset nothing = run_dataset(0, 2, 3, true, 577);
+    const auto got = observe(fmt::format("DataLoader(<0 examples>, 3, false, 0, {}).num_batches()", drop_last),
+                             [&] { return DataLoader(nothing, 3, false, 0, drop_last).num_batches(); });
+    const testing::Params params = {{"batch_size", "3"}, {"drop_last", drop_last ? "true" : "false"}};
+    if (!KILN_EXPECT_OK(got, "num_batches_empty_wrong", params)) return;
+    KILN_JUDGE {
+      if (*got != 0) {
+        KILN_FAIL("num_batches_empty_wrong", params, fmt::format("{} gave {}, expected 0", got.call(), *got));
+        return;
+      }
+    }
+  }
+
+  // A dataset whose images are a contiguous view at an offset (the images of a larger block, 5
+  // floats in, the floats before them random numbers): its contiguous() is the view itself, and
+  // its images start at data(), not at storage_data().
+  Dataset shifted;
+  shifted.images = testing::at_offset(data_of(testing::random_tensor({5, 3, 4}, 578, 0.0f, 1.0f)), 579);
+  for (std::int64_t i = 0; i < 5; ++i) shifted.labels.push_back(10 * i + 3);
+  const std::vector<std::int64_t> picks = {3, 0, 4};
+  const auto got = observe(fmt::format("collate(<5 images (3, 4), a view at offset 5 of a larger storage>, {})",
+                                       list_of(picks)),
+                           [&] {
+                             const Batch b = collate(shifted, picks);
+                             return std::pair(b.images, b.labels);
+                           });
+  if (!KILN_EXPECT_OK(got, "collate_offset_ignored")) return;
+  KILN_JUDGE {
+    const auto [expected_images, expected_labels] = reference_collate(shifted, picks);
+    const testing::Comparison c = testing::compare(got->first, expected_images, 0.0);
+    if (!c.close || got->second != expected_labels) {
+      KILN_FAIL("collate_offset_ignored", {},
+                got.call() + ": " +
+                    (!c.shapes_match ? "the images have shape " + to_string(got->first.shape) + ", expected " +
+                                           to_string(expected_images.shape)
+                     : !c.close      ? "the images: " + c.describe()
+                                : "the labels are " + list_of(got->second) + ", expected " + list_of(expected_labels)));
+    }
+  }
 }
 
 namespace {

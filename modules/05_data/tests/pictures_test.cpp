@@ -151,12 +151,13 @@ bool gray_ok(int gray, float v) {
 // Judges the observed SVG of `image` (rows, cols) at cell size `cell`. Reports svg_layout_wrong or
 // svg_gray_wrong; returns false after reporting. Judging only: called inside KILN_JUDGE.
 bool expect_svg(const char* file, int line, const testing::Observed<std::string>& got, const TensorData& image,
-                int cell) {
-  if (!testing::expect_ok(file, line, got, "svg_layout_wrong")) return false;
+                std::int64_t cell, std::string_view layout_id = "svg_layout_wrong",
+                std::string_view gray_id = "svg_gray_wrong") {
+  if (!testing::expect_ok(file, line, got, layout_id)) return false;
   const Picture p = read_svg(*got);
   const std::int64_t rows = image.shape[0], cols = image.shape[1];
   auto layout = [&](const std::string& what) {
-    testing::report_failure(file, line, "svg_layout_wrong", {}, got.call() + ": " + what);
+    testing::report_failure(file, line, layout_id, {}, got.call() + ": " + what);
     return false;
   };
   if (!p.problem.empty()) return layout(p.problem);
@@ -188,7 +189,7 @@ bool expect_svg(const char* file, int line, const testing::Observed<std::string>
       const int gray = square_of[static_cast<std::size_t>(r * cols + c)]->gray;
       if (!gray_ok(gray, v)) {
         testing::report_failure(
-            file, line, "svg_gray_wrong", {},
+            file, line, gray_id, {},
             fmt::format("{}: pixel ({}, {}) of value {} has gray {}, expected {}", got.call(), r, c, v, gray,
                         std::lround(255.0 * std::clamp(static_cast<double>(v), 0.0, 1.0))));
         return false;
@@ -264,6 +265,34 @@ TEST(Data, ImageSvg) {
       if (::testing::Test::HasFailure()) return;
     }
   }
+
+  // A contiguous view at an offset (one image of a batch): its pixels start 5 floats into a
+  // storage whose other floats are random numbers in [-8, 8), so reading from storage_data()
+  // draws those numbers (clipped black or white) instead of the image.
+  const Tensor shifted = testing::at_offset(data_of(testing::random_tensor({3, 4}, 595, 0.0f, 1.0f)), 596);
+  const auto shifted_svg = observe("image_svg(a (3, 4) image that is a view at offset 5 of a larger storage, 2)",
+                                   [&] { return image_svg(shifted, 2); });
+  KILN_JUDGE {
+    if (!expect_svg(__FILE__, __LINE__, shifted_svg, data_of(shifted), 2, "svg_layout_wrong", "svg_offset_ignored"))
+      return;
+  }
+  if (!shifted_svg.ok()) return;
+  // A cell size of 2^30, which the int parameter holds: a (1, 3) image is 3·2^30 = 3221225472
+  // wide and its last square is at x = 2^31, past what an int holds. Three squares, a short text.
+  const int huge_cell = 1 << 30;
+  const Tensor wide = testing::random_tensor({1, 3}, 597, 0.0f, 1.0f);
+  const auto wide_svg = observe(fmt::format("image_svg(a (1, 3) image of the run, {})", huge_cell),
+                                [&] { return image_svg(wide, huge_cell); });
+  KILN_JUDGE {
+    if (!expect_svg(__FILE__, __LINE__, wide_svg, data_of(wide), huge_cell, "svg_size_narrowed")) return;
+  }
+  if (!wide_svg.ok()) return;
+  // An image of no rows, (0, 3), is still 2-D: an svg 3·cell_size wide and 0 high, with no squares.
+  const Tensor no_rows = Tensor::zeros({0, 3});
+  const auto empty_svg = observe("image_svg(a (0, 3) image, 2)", [&] { return image_svg(no_rows, 2); });
+  KILN_JUDGE {
+    expect_svg(__FILE__, __LINE__, empty_svg, data_of(no_rows), 2);
+  }
 }
 
 TEST(Data, Histogram) {
@@ -309,6 +338,8 @@ TEST(Data, Histogram) {
   std::vector<double> run_values;
   for (const float v : data_of(testing::random_tensor({33}, 602, -2.0f, 1.5f)).values) run_values.push_back(v);
   in_range.push_back({"33 values of the run", run_values, 7, -2.0, 1.5});
+  // No values: every bin counts 0.
+  in_range.push_back({"no values", {}, 3, 0.0, 1.0});
 
   for (const Case& c : in_range) {
     const testing::Params params = {

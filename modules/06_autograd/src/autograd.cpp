@@ -38,9 +38,13 @@ void Tensor::backward(const Tensor& grad_output) {
   //    entry = entry + gradient, a new tensor: an entry may share its storage with another
   //    input's entry (a node may hand one tensor to both inputs) or be grad_output itself, which
   //    the caller gets back as it was. For a
-  //    leaf (no grad_fn), add the gradient into meta->grad (a std::optional): keep what earlier
-  //    backward() calls left there, and store a copy (clone()), never a handle to a temporary.
+  //    leaf (no grad_fn), set its gradient aside (it is whole once the leaf is reached); after
+  //    the walk, add it into meta->grad (a std::optional): keep what earlier backward() calls
+  //    left there, and store a copy (clone()), never a handle to a temporary.
   //    This tensor too, when it is a leaf: x.backward(g) on a leaf x gives x.grad() = g.
+  // A refused walk changes no gradient: every node's backward runs before any leaf receives its
+  // gradient, so a node that returns a wrong count leaves every leaf as it was. grad_output may
+  // be a view at an offset: a leaf receives its own elements (clone() copies them).
   // Skip every input that does not require grad: it must not receive a gradient, nor pass one on
   // (a result switched off with set_requires_grad(false) cuts the graph there). Walk every
   // tensor that has an entry, also when its gradient is all zeros: zeros are a gradient too, and

@@ -16,6 +16,8 @@ Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
   // 2. Then for every dimension d where shape[d] == 1 but grad's size is larger, sum over d with
   //    keepdim = true. Example: (2, 3, 4) to (3, 1) sums dimension 0, then dimension 1 of (3, 4).
   // The result has exactly `shape`.
+  // grad may be a view, at an offset too: read it through tensor operations or data(), never
+  // storage_data().
   throw kiln::NotImplemented();
 }
 
@@ -68,6 +70,8 @@ std::vector<Tensor> TransposeFunction::backward(const Tensor& grad_output) {
 std::vector<Tensor> ReluFunction::backward(const Tensor& grad_output) {
   // relu'(x) is 1 where the INPUT x > 0 and 0 elsewhere (take 0 at x = 0, and at a NaN x, where
   // relu gave 0): multiply grad_output by that mask (greater(x, 0) gives 1.0 and 0.0).
+  // x and grad_output may be views at an offset: read them through tensor operations or data(),
+  // never storage_data().
   throw kiln::NotImplemented();
 }
 

@@ -223,6 +223,19 @@ TEST(Autograd, ReduceToShape) {
   EXPECT_REDUCED(Tensor::zeros({0, 3}), "an empty (0, 3) gradient", (Shape{1, 3}));
   EXPECT_REDUCED(Tensor::zeros({2, 0}), "an empty (2, 0) gradient", (Shape{2, 1}));
   EXPECT_REDUCED(Tensor::zeros({0, 3}), "an empty (0, 3) gradient", (Shape{3}));
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+  // A gradient that is a contiguous view at an offset, 5 floats into a storage whose other floats
+  // are random numbers (a slice that a caller's backward(g) may pass): its elements start at
+  // data(), and its contiguous() is the view itself, so reading from storage_data() sums others.
+  const TensorData shifted = data_of(random_tensor({2, 3}, 3));
+  const auto got = observe("reduce_to_shape(a random (2, 3) gradient that is a view at offset 5 of a larger storage, (3))",
+                           [&] { return ag::reduce_to_shape(testing::at_offset(shifted, 4), Shape{3}); });
+  KILN_JUDGE {
+    testing::expect_close(__FILE__, __LINE__, got, reduced(shifted, {3}), 1e-4, "reduce_offset_ignored", 1e-5);
+  }
 }
 
 TEST(Autograd, BroadcastGradients) {
@@ -383,8 +396,33 @@ TEST(Autograd, ReluGradients) {
     const bool one = at_nan->size() == 1;
     KILN_EXPECT(one, "relu_grad_nan_passed", {}, fmt::format("{} returned, expected 1", gradients(at_nan->size())));
     if (!one) return;
-    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_nan.call(), (*at_nan)[0]),
-                          data_of({5}, {0.0f, 0.0f, 5.0f, 0.0f, 5.0f}), 0.0, "relu_grad_nan_passed", 0.0);
+    if (!testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(at_nan.call(), (*at_nan)[0]),
+                               data_of({5}, {0.0f, 0.0f, 5.0f, 0.0f, 5.0f}), 0.0, "relu_grad_nan_passed", 0.0))
+      return;
+  }
+  if (!at_nan.ok()) return;
+  // Views at an offset: the input x (a leaf) and g are each a contiguous view 5 floats into a
+  // storage whose other floats are random numbers in [-8, 8) (rows of a larger batch). Their
+  // elements start at data(); contiguous() of such a view is the view itself, so a mask or a
+  // product read from storage_data() takes other numbers.
+  TensorData xs = data_of(random_tensor({2, 3}, 164));
+  for (float& v : xs.values) v = v >= 0.0f ? v + 0.05f : v - 0.05f;
+  const TensorData gs = data_of(random_tensor({2, 3}, 165, 0.5f, 1.5f));
+  const auto shifted = observe("ReluFunction::backward(g) for relu of a random (2, 3) x, x and g each a view at offset 5 "
+                               "of a larger storage",
+                               [&] {
+                                 Tensor leaf = testing::at_offset(xs, 166).set_requires_grad(true);
+                                 return ag::relu(leaf).autograd()->grad_fn->backward(testing::at_offset(gs, 167));
+                               });
+  if (!KILN_EXPECT_OK(shifted, "relu_grad_offset_ignored")) return;
+  KILN_JUDGE {
+    const bool one = shifted->size() == 1;
+    KILN_EXPECT(one, "relu_grad_offset_ignored", {}, fmt::format("{} returned, expected 1", gradients(shifted->size())));
+    if (!one) return;
+    TensorData expected = gs;
+    for (std::size_t i = 0; i < expected.values.size(); ++i) expected.values[i] = xs.values[i] > 0.0f ? gs.values[i] : 0.0f;
+    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(shifted.call(), (*shifted)[0]), expected, 0.0,
+                          "relu_grad_offset_ignored", 0.0);
   }
 }
 
@@ -654,6 +692,21 @@ TEST(Autograd, AccumulatesAcrossCalls) {
       if (!KILN_EXPECT_CLOSE(value, zeros, 0.0, "zero_gradient_dropped")) return;
     }
   }
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+  // g a contiguous view at an offset, 5 floats into a storage whose other floats are random
+  // numbers (a slice of a larger block of gradients): the leaf's gradient is g's own elements,
+  // which start at g.data(); a copy read from storage_data() takes the floats before them.
+  const TensorData g_shifted = data_of(random_tensor({2, 3}, 90));
+  const auto shifted = observe(
+      "x.grad() after x.backward(g) on a leaf x of shape (2, 3), g a view at offset 5 of a larger storage", [&] {
+        Tensor leaf = data_of(random_tensor({2, 3}, 93)).tensor().set_requires_grad(true);
+        leaf.backward(testing::at_offset(g_shifted, 94));
+        return leaf.grad();
+      });
+  KILN_EXPECT_CLOSE(shifted, g_shifted, 0.0, "leaf_grad_offset_ignored");
 }
 
 TEST(Autograd, BackwardShapeErrors) {
@@ -782,6 +835,36 @@ TEST(Autograd, BackwardShapeErrors) {
     KILN_JUDGE testing::expect_throws<std::logic_error>(__FILE__, __LINE__, miscounted, "gradient_count_unchecked",
                                                         {std::to_string(count), "2"}, {{"returned", gradients(count)}});
     if (miscounted.ok()) return;
+  }
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+  // A refused walk changes no gradient: y = sum(m + c), where the product node m returns 3
+  // gradients for 2 inputs. A depth-first walk reaches the leaf c before m (c is the later input
+  // of the add), so a walk that adds into each leaf as it goes has given c its gradient before m
+  // refuses. Every node's backward must have returned before any leaf receives anything.
+  const auto refused = observe(
+      "c.has_grad() after y.backward() raised on y = sum(m + c), m a product node whose backward returns 3 gradients "
+      "for 2 inputs, c a leaf of shape (2, 3)",
+      [&] {
+        Tensor a = x.tensor().set_requires_grad(true), b = x.tensor().set_requires_grad(true);
+        Tensor c = data_of(random_tensor({2, 3}, 86)).tensor().set_requires_grad(true);
+        auto node = std::make_shared<MiscountedMul>();
+        node->count = 3;
+        bool raised = false;
+        try {
+          trusted_sum(trusted_add(ag::Function::apply(node, {a, b}), c)).backward();
+        } catch (const std::logic_error&) {
+          raised = true;
+        }
+        return std::pair(raised, ag::has_grad(c));
+      });
+  if (!KILN_EXPECT_OK(refused, "gradient_before_refusal")) return;
+  KILN_JUDGE {
+    KILN_EXPECT(refused->first && !refused->second, "gradient_before_refusal", {},
+                refused->first ? refused.call() + ": c holds a gradient"
+                               : refused.call() + ": y.backward() did not raise std::logic_error");
   }
 }
 

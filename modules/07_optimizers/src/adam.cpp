@@ -11,6 +11,8 @@ void Adam::update(bool decoupled_weight_decay) {
   // For each parameter k with a gradient (skip it, state and all, when !autograd::has_grad):
   //   t = ++steps_[k] (this parameter's steps, this one included: 1 on its first)
   //   g = parameter.grad().contiguous(), p = parameter.data(), m = exp_avg_[k], v = exp_avg_sq_[k]
+  //   (p and g from their offsets: the parameter, and its gradient, may be views into a larger
+  //   buffer: not storage_data())
   //   For each element i, with lr = learning_rate():
   //     AdamW (decoupled_weight_decay):  p[i] -= lr·weight_decay_·p[i], and use g[i] as it is
   //     Adam:                            use g[i] + weight_decay_·p[i]

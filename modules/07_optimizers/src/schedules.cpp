@@ -24,6 +24,8 @@ float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warm
   //   step < warmup_steps: base_lr · step / warmup_steps (0 at step 0);
   //   otherwise min_lr + (base_lr - min_lr) · (1 + cos(π · s / d)) / 2 with s = step - warmup_steps
   //   and d = total_steps - warmup_steps.
+  // step, total_steps and warmup_steps are subtracted as ints and converted to double, never to
+  // float: exact past 2^24 (step 16777217 after a warm-up of 16777216 is one step of the cosine).
   throw kiln::NotImplemented();
 }
 

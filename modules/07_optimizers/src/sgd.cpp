@@ -16,6 +16,8 @@ void SGD::step() {
   // For each parameter k with a gradient (skip it, state and all, when !autograd::has_grad):
   //   g = parameter.grad().contiguous(), p = parameter.data(): numel() floats, row-major, from
   //   the parameter's offset (it may be a view into a larger buffer: not storage_data()).
+  //   Its gradient may be a contiguous view at an offset too: read it from data(), never from
+  //   storage_data().
   //   For each element i, with lr = learning_rate():
   //     d = g[i] + weight_decay_·p[i]
   //     when momentum_ ≠ 0:  buf[i] = d on this parameter's first step (its buffer is still empty),

@@ -534,6 +534,27 @@ TEST(Optimizers, SGD) {
       return;
     }
   }
+
+  // A gradient that is a contiguous view at an offset too, 5 floats into a storage whose other
+  // floats are random numbers in [-8, 8): the step reads it from the gradient's data(), at its
+  // offset. lr 0.5 on a (2, 3) parameter of the run, itself a view at an offset.
+  const TensorData p_values = data_of(random_tensor({2, 3}, 510));
+  const TensorData g_values = data_of(random_tensor({2, 3}, 511));
+  const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage, lr 0.5";
+  const auto shifted = observe("SGD(lr 0.5) for 1 step on " + shifted_case + ": the parameter", [&] {
+    Tensor p = testing::at_offset(p_values, 512);
+    p.set_requires_grad();
+    optim::SGD optimizer({p}, 0.5f);
+    p.autograd()->grad = testing::at_offset(g_values, 513);
+    optimizer.step();
+    return p;
+  });
+  KILN_JUDGE {
+    std::vector<float> expected;
+    for (std::size_t i = 0; i < p_values.values.size(); ++i) expected.push_back(p_values.values[i] - 0.5f * g_values.values[i]);
+    KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "sgd_gradient_offset_ignored",
+                          {{"case", shifted_case}});
+  }
 }
 
 TEST(Optimizers, Momentum) {
@@ -667,6 +688,35 @@ TEST(Optimizers, Adam) {
       {"random (3, 7) and (1,) parameters, gradients below 1e-3, lr 0.1, eps 1", small_gradients}};
   for (const auto& [what, run] : with_eps)
     if (!EXPECT_REPLAYED(run, large_eps, what, "adam_eps_ignored")) return;
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+  // A parameter that is a contiguous view at an offset (a slice of a flat buffer of parameters),
+  // 5 floats into a storage whose other floats are random numbers, and a gradient that is such a
+  // view too. The first step moves each of the parameter's own elements by lr·g/(|g| + eps):
+  // read and written from parameter.data() and the gradient's data(), at their offsets, not
+  // from the storages' first floats (which would leave the parameter as it was).
+  const TensorData p_values = data_of(random_tensor({2, 3}, 980));
+  const TensorData g_values = data_of(random_tensor({2, 3}, 981, 0.5f, 1.5f));
+  const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage";
+  const auto shifted = observe("Adam(lr 0.1) for 1 step on " + shifted_case + ": the parameter", [&] {
+    Tensor p = testing::at_offset(p_values, 982);
+    p.set_requires_grad();
+    optim::Adam optimizer({p}, 0.1f);
+    p.autograd()->grad = testing::at_offset(g_values, 983);
+    optimizer.step();
+    return p;
+  });
+  KILN_JUDGE {
+    std::vector<float> expected;
+    for (std::size_t i = 0; i < p_values.values.size(); ++i) {
+      const double g = g_values.values[i];
+      expected.push_back(static_cast<float>(p_values.values[i] - 0.1 * g / (std::fabs(g) + 1e-8)));
+    }
+    KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "adam_offset_ignored",
+                          {{"case", shifted_case}});
+  }
 }
 
 TEST(Optimizers, AdamW) {
@@ -1005,6 +1055,35 @@ TEST(Optimizers, WarmupCosine) {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "schedule_arguments_unchecked",
                                                     {r.name}, params);
       if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  // Steps past 2^24, where a float no longer holds every integer (a schedule counted in
+  // iterations gets there): step 16777217 is 1 step into a cosine of 2 after a warm-up of
+  // 16777216, so halfway down (progress 1/2); through floats step and warm-up are both 2^24 and the
+  // rate stays at base_lr. And step 16777217 of a warm-up of 16777219 is 16777217/16777219 of
+  // base_lr, which floats make 16777216/16777220. The rate of the run scales both.
+  struct Far {
+    int step, total_steps, warmup_steps;
+  };
+  const float far_rate = draw.uniform(0.5f, 1.0f);
+  for (const Far& f : {Far{16777217, 16777218, 16777216}, Far{16777217, 16777220, 16777219}}) {
+    const auto got = observe(fmt::format("cosine_lr({}, 0, {}, {}, {})", far_rate, f.step, f.total_steps, f.warmup_steps),
+                             [&] { return optim::cosine_lr(far_rate, 0.0f, f.step, f.total_steps, f.warmup_steps); });
+    testing::Params params{{"base_lr", fmt::format("{}", far_rate)}, {"step", std::to_string(f.step)},
+                           {"total_steps", std::to_string(f.total_steps)},
+                           {"warmup_steps", std::to_string(f.warmup_steps)}};
+    if (!KILN_EXPECT_OK(got, "schedule_counts_in_float", params)) return;
+    KILN_JUDGE {
+      const bool rising = f.step < f.warmup_steps;
+      const double expected = reference_cosine_lr(far_rate, 0.0f, f.step, f.total_steps, f.warmup_steps);
+      const double tolerance = rising ? 0.0 : 1e-6 * std::fabs(expected);
+      if (!(std::fabs(*got - expected) <= tolerance)) {
+        const auto [a, e] = testing::format_pair(*got, expected);
+        params.insert(params.end(), {{"got", a}, {"expected", e}});
+        KILN_FAIL("schedule_counts_in_float", params, got.call());
+        return;
+      }
     }
   }
 }

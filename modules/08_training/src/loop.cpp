@@ -13,7 +13,8 @@ std::vector<std::int64_t> argmax_rows(const Tensor& logits) {
   // ShapeError naming the shape unless logits is 2-D with at least one column. Read the values
   // with to_vector() (row-major: (n, c) at n·C + c). For each row keep the first maximum: replace
   // the best so far only when a value is strictly greater (> , not >=), so ties go to the lowest
-  // index.
+  // index. logits may be a view, at an offset too: read them through to_vector(), never
+  // storage_data(). Logits (0, C) with C >= 1, a batch of no rows, give no classes.
   throw kiln::NotImplemented();
 }
 

@@ -34,7 +34,8 @@ void save_safetensors(const std::string& path, const std::vector<std::pair<std::
   //   std::snprintf(buffer, size, "\\u%04x", byte)); begin/end in BYTES (4 per float), each
   //   tensor beginning where the last ended; then spaces until header.size() % 8 == 0.
   // The file: the header's length as 8 bytes, least significant first (byte b = length >> 8·b),
-  // the header, then every tensor's to_vector() floats, 4 bytes each (std::memcpy).
+  // the header, then every tensor's to_vector() floats, 4 bytes each (std::memcpy). A view at an
+  // offset is written by its own elements, from its offset, never from storage_data().
   throw kiln::NotImplemented();
 }
 
@@ -55,6 +56,8 @@ void load_parameters(Module& model, const std::string& path) {
   // file is a parameter (FormatError naming path and the tensor; for a shape both shapes).
   // Only then copy each tensor's values into its parameter's storage (parameter.data()), so that
   // the model, and an optimizer holding the same handles, see them.
+  // A parameter may be a contiguous view at an offset: its values are written from
+  // parameter.data(), never from storage_data().
   throw kiln::NotImplemented();
 }
 

@@ -363,6 +363,36 @@ TEST(Training, Predict) {
                 fmt::format("the forward passes' modes (1 training, 0 evaluation): [{}]; whether their outputs required "
                             "grad: [{}]; the mode after: {}",
                             fmt::join(modes, ", "), fmt::join(recorded, ", "), training_after));
+    if (!evaluated) return;
+  }
+  if (!how.ok()) return;
+
+  // Logits that are a contiguous view at an offset (rows of a larger batch of logits), 3 floats
+  // into a storage whose other floats are random numbers in [-8, 8): each row starts at data(),
+  // and contiguous() of such a view is the view itself, so rows read from storage_data() are others
+  // (3 is not a whole row, so no row read there is a row of x; 8 rows leave no chance to agree).
+  const TensorData shifted_values = data_of(random_tensor({8, 5}, 896));
+  const Tensor shifted = testing::at_offset(shifted_values, 897, 3);
+  const auto shifted_classes =
+      observe("argmax_rows(x) with x (8, 5) of the run, a view at offset 3 of a larger storage",
+              [&] { return nn::argmax_rows(shifted); });
+  KILN_JUDGE {
+    const std::vector<std::int64_t> expected = tt::argmax(tt::matrix_of(shifted_values));
+    if (!KILN_EXPECT_OK(shifted_classes, "argmax_offset_ignored", {{"got", "an error"}, {"expected", show(expected)}}))
+      return;
+    if (*shifted_classes != expected) {
+      KILN_FAIL("argmax_offset_ignored", {{"got", show(*shifted_classes)}, {"expected", show(expected)}},
+                shifted_classes.call());
+      return;
+    }
+  }
+  if (!shifted_classes.ok()) return;
+  // A batch of no rows: logits (0, 3) have columns, so they are no error, and give no classes.
+  const Tensor no_rows = Tensor::zeros({0, 3});
+  const auto none = observe("argmax_rows(x) with x (0, 3)", [&] { return nn::argmax_rows(no_rows); });
+  KILN_JUDGE {
+    if (!KILN_EXPECT_OK(none, "argmax_no_rows_wrong", {{"got", "an error"}})) return;
+    KILN_EXPECT(none->empty(), "argmax_no_rows_wrong", {{"got", show(*none)}}, none.call());
   }
 }
 

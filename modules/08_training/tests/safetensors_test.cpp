@@ -194,6 +194,12 @@ bool expect_tensors(const char* file, int line, const testing::Observed<std::vec
   return true;
 }
 
+// A module of one parameter "w": the tensor it is given (a contiguous view at an offset, say).
+struct OneParameter : nn::Module {
+  explicit OneParameter(Tensor w) { register_parameter("w", std::move(w)); }
+  Tensor forward(const Tensor& x) override { return x; }
+};
+
 // A named list of trusted tensors.
 std::vector<std::pair<std::string, TensorData>> plain(const std::vector<std::pair<std::string, Tensor>>& tensors) {
   std::vector<std::pair<std::string, TensorData>> out;
@@ -297,6 +303,30 @@ TEST(Training, SafetensorsWrite) {
                                                               : "it can no longer be read"));
         return;
       }
+    }
+  }
+
+  KILN_JUDGE {
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+  // A tensor that is a contiguous view at an offset (a slice of a flat block of parameters), 5
+  // floats into a storage whose other floats are random numbers: its contiguous() is the view
+  // itself, and its elements start at data(), not at storage_data().
+  const std::string shifted_case = "\"w\", a (2, 3) tensor that is a view at offset 5 of a larger storage, and \"b\" (3)";
+  const std::vector<std::pair<std::string, Tensor>> shifted = {
+      {"w", testing::at_offset(data_of(random_tensor({2, 3}, 940)), 941)}, {"b", random_tensor({3}, 942)}};
+  const auto shifted_file = observe("save_safetensors(path, tensors) with " + shifted_case + ", then the file's bytes", [&] {
+    if (!scratch) scratch.emplace("write");
+    const std::string path = scratch->path_of("shifted.safetensors");
+    nn::save_safetensors(path, shifted);
+    return as_ints(tt::read_bytes(path));
+  });
+  if (!KILN_EXPECT_OK(shifted_file, "write_layout_wrong", {{"case", shifted_case}, {"what", "it threw"}})) return;
+  KILN_JUDGE {
+    const Verdict v = read_independently(*shifted_file, plain(shifted));
+    if (!v.failure.empty()) {
+      KILN_FAIL(v.failure == "write_data_wrong" ? "write_offset_ignored" : v.failure,
+                {{"case", shifted_case}, {"what", v.what}, {"name", v.name}});
     }
   }
 }
@@ -415,6 +445,28 @@ TEST(Training, SafetensorsRead) {
         {"0.weight", values[0]}, {"0.bias", values[1]}, {"2.weight", values[2]}, {"2.bias", values[3]}};
     for (std::size_t k = 0; k < 4; ++k) expected.emplace_back("the optimizer's " + expected[k].first, expected[k].second);
     expect_tensors(__FILE__, __LINE__, loaded, expected, "load_parameters_wrong", "a file listing the parameters backwards");
+    if (::testing::Test::HasFailure()) return;  // one failure per check: the first
+  }
+
+  // A parameter that is a contiguous view at an offset (a model that keeps its parameters in one
+  // flat buffer), 5 floats into a storage whose other floats are random numbers: its values are
+  // written from parameter.data(), at the offset; storage_data() would write the floats before it.
+  const TensorData w_values = data_of(random_tensor({2, 3}, 925));
+  const auto shifted = observe(
+      "load_parameters(model, path) on a model whose one parameter \"w\" (2, 3) is a view at offset 5 of a larger "
+      "storage, from a file holding \"w\"; then named_parameters()",
+      [&] {
+        const auto [entries, data] = layout({{"w", w_values}});
+        scratch->write("offset.safetensors", file_bytes(header_of(entries, false), data));
+        OneParameter model(testing::at_offset(data_of({2, 3}, std::vector<float>(6, 0.0f)), 926));
+        nn::load_parameters(model, scratch->path_of("offset.safetensors"));
+        std::vector<std::pair<std::string, Tensor>> seen;
+        for (const auto& [name, p] : model.named_parameters()) seen.emplace_back(name, autograd::detach(p).clone());
+        return seen;
+      });
+  KILN_JUDGE {
+    expect_tensors(__FILE__, __LINE__, shifted, {{"w", w_values}}, "load_offset_ignored",
+                   "a parameter that is a view at offset 5 of a larger storage");
   }
 }
 

@@ -3,6 +3,7 @@
 #include <stdexcept>
 #include <unordered_map>
 #include <unordered_set>
+#include <utility>
 #include <vector>
 
 #include "kiln/autograd.h"
@@ -61,6 +62,9 @@ void Tensor::backward(const Tensor& grad_output) {
   // The gradient each tensor has received so far from the tensors computed from it.
   std::unordered_map<AutogradMeta*, Tensor> pending;
   pending[root] = grad_output;
+  // The leaves reached and their whole gradients, added into grad only after the walk: a node
+  // that refuses (a wrong count of gradients) must leave every gradient as it was.
+  std::vector<std::pair<AutogradMeta*, Tensor>> leaves;
 
   // In topological order, every tensor's consumers have passed on their gradient before the
   // tensor itself is processed.
@@ -70,8 +74,9 @@ void Tensor::backward(const Tensor& grad_output) {
     const Tensor grad = found->second;
 
     if (!meta->grad_fn) {
-      // A leaf: add to what earlier backward calls left (a copy, never a handle to a temporary).
-      meta->grad = meta->grad ? *meta->grad + grad : grad.clone();
+      // A leaf: its pending gradient is whole once it is reached (every tensor computed from it
+      // came before it); it is credited after the walk.
+      leaves.emplace_back(meta, grad);
       continue;
     }
     const std::vector<Tensor>& inputs = meta->grad_fn->inputs;
@@ -92,6 +97,9 @@ void Tensor::backward(const Tensor& grad_output) {
       }
     }
   }
+  // Every node has returned: add each leaf's gradient to what earlier backward calls left (a copy,
+  // never a handle to a temporary).
+  for (const auto& [meta, grad] : leaves) meta->grad = meta->grad ? *meta->grad + grad : grad.clone();
 }
 
 }  // namespace kiln

@@ -76,6 +76,7 @@ std::uint32_t big_endian_u32(const std::vector<std::uint8_t>& bytes, std::size_t
 //   * byte 3 is 0: no dimensions, at byte 3
 //   * fewer than 4 + 4n bytes: the file ends at byte size(), inside the sizes of the dimensions
 //     (a 3-dimensional file cut at byte 10 gives "... ends at byte 10 ...")
+// Sizes are unsigned 32-bit and kept whole: 4294967295 stays 4294967295 (an int would make it -1).
 IdxHeader parse_idx_header(const std::vector<std::uint8_t>& bytes, const std::string& name);
 
 // Parses a whole IDX file: the header, then exactly numel(dims) bytes of data. Throws what
@@ -113,6 +114,8 @@ struct Dataset {
 // images are float(byte)/255, shaped (N, rows, cols), or (N, rows·cols) when `flatten`, and whose
 // labels are the label bytes as integers. Throws FormatError when images is not 3-D or labels is
 // not 1-D, naming the shape, and when the counts differ, naming both counts.
+// No images give a dataset of size 0: images (0, rows, cols), or (0, rows·cols) when flatten, and
+// no labels; rows·cols is a 64-bit product (two sizes of 65536 make 2^32).
 Dataset make_dataset(const IdxArray& images, const IdxArray& labels, bool flatten);
 
 // Given: make_dataset(read_idx(images_path), read_idx(labels_path), flatten).
@@ -121,11 +124,14 @@ Dataset load_dataset(const std::string& images_path, const std::string& labels_p
 // The mean and the (population) standard deviation of all the elements of x, any shape:
 //   mean = Σ x / n,   std = √(Σ (x - mean)² / n)
 // accumulated in double (7,840,000 floats summed in float lose digits). Throws ShapeError when x
-// has no elements.
+// has no elements. x may be a view, transposed or at an offset: read it through to_vector() or
+// contiguous().data(), never from storage_data().
 std::pair<double, double> mean_and_std(const Tensor& x);
 
 // (x - mean) / std elementwise: a new contiguous float tensor of x's shape (x may be a view).
-// Throws std::invalid_argument when std is not greater than 0.
+// Throws std::invalid_argument when std is not greater than 0. x may be a view, transposed or at an
+// offset: read it through to_vector() or contiguous().data(), never from storage_data(). A tensor
+// with no elements gives a tensor of its shape with no elements.
 Tensor normalize(const Tensor& x, double mean, double std);
 
 // ---------------------------------------------------------------------------------------------
@@ -155,7 +161,9 @@ struct Batch {
 // Copies the images and labels at `indices` into a Batch: its images share nothing with
 // data.images, consecutive indices included. No indices give B = 0: images of shape
 // (0, rows, cols) or (0, rows·cols), no labels. Throws IndexError when an index is not in
-// [0, data.size()).
+// [0, data.size()). data.images may be a view at an offset: its images start at data(), not at
+// storage_data(). An index is compared as the int64 it is: 2^32 + 2 is outside the dataset, not
+// image 2.
 Batch collate(const Dataset& data, const std::vector<std::int64_t>& indices);
 
 // Given: one epoch's batches, collated only when visited:
@@ -201,7 +209,7 @@ class DataLoader {
 
   // How many batches an epoch has: ⌈N / batch_size⌉, or ⌊N / batch_size⌋ with drop_last, for
   // every batch_size the constructor accepts, INT64_MAX included (where N + batch_size - 1
-  // overflows).
+  // overflows). A dataset of no examples has 0 batches.
   std::int64_t num_batches() const;
 
   // The index batches of the next epoch: the order 0, 1, …, N-1, or, when shuffling,
@@ -237,7 +245,10 @@ class DataLoader {
 // for pixel (r, c): X = c·cell_size, Y = r·cell_size, S = cell_size, and the gray level
 // G = round(255·v) of its value v clipped to [0, 1] (0 black, 1 white; 0.5 gives 128), clipped
 // before it is rounded, so that inf and 1e17 are white (255·v would not fit a long).
-// Throws ShapeError when image is not 2-D, std::invalid_argument when cell_size < 1.
+// Throws ShapeError when image is not 2-D, std::invalid_argument when cell_size < 1. image may be a
+// view, transposed or at an offset. Sizes and positions are 64-bit: at cell size 2^30,
+// cols·cell_size and c·cell_size pass 2^31 and are written as they are. An image of no rows,
+// (0, 3), is an svg cols·cell_size wide and 0 high, with no squares.
 std::string image_svg(const Tensor& image, int cell_size);
 
 // How many of `values` fall into each of `bins` equal bins over [low, high): v goes into bin
@@ -245,6 +256,7 @@ std::string image_svg(const Tensor& image, int cell_size);
 // NaN, which lies in no range.
 // Throws std::invalid_argument when bins < 1, when high <= low, and when high - low is not finite
 // (an infinite bound, or bounds too far apart: -1e308 and 1e308), which leaves the bins no width.
+// No values give `bins` counts of 0.
 std::vector<std::int64_t> histogram(const std::vector<double>& values, int bins, double low, double high);
 
 // Given: a grid of images (each image_svg(images[i], cell_size), 2-D or 784 = 28·28 flat),

@@ -89,6 +89,8 @@ Tensor detach(const Tensor& t);
 // Sums a gradient that broadcasting stretched back down to `shape`: leading dimensions that
 // broadcasting added are summed away, and dimensions where `shape` has size 1 are summed with
 // keepdim. Example: a (2, 3, 4) gradient reduced to (3, 1) sums over dimensions 0 and 2.
+// grad may be a view, at an offset too: read it through tensor operations or data(), never
+// storage_data().
 Tensor reduce_to_shape(const Tensor& grad, const Shape& shape);
 
 // The differentiable operations. Each computes the same values as module 01's plain operation
@@ -151,6 +153,8 @@ struct TransposeFunction : Function {
 };
 
 // backward: grad_output ⊙ [x > 0], x the input: 0 at x = 0 and at a NaN x (NaN > 0 is false).
+// x and grad_output may be views at an offset: read them through tensor operations or data(),
+// never storage_data().
 struct ReluFunction : Function {
   Tensor forward() override;
   std::vector<Tensor> backward(const Tensor& grad_output) override;
@@ -181,3 +185,8 @@ struct ReluFunction : Function {
 //                            The walk visits each tensor of the graph once, however many paths
 //                            reach it, so it finishes at once on any graph: y = x, then 64
 //                            times y = y + y, is 65 tensors (and 2^64 paths from y to x).
+//                            A refused walk changes no gradient: every node's backward runs
+//                            before any leaf receives its gradient, so a node that returns a
+//                            wrong count leaves every leaf as it was. grad_output may be a view
+//                            at an offset: a leaf receives its own elements (clone() copies
+//                            them).

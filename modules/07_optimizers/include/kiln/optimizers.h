@@ -5,7 +5,8 @@
 // set_requires_grad() BEFORE the optimizer is built (the optimizer keeps copies of the handles,
 // which share the values and the gradient bookkeeping that exist at that moment). After
 // loss.backward() its gradient is parameter.grad(), and autograd::has_grad(parameter) says whether
-// backward() reached it since its last zero_grad().
+// backward() reached it since its last zero_grad(). Its gradient may be a contiguous view at an
+// offset too: read it from data(), never from storage_data().
 //
 // An optimizer updates every parameter IN PLACE: it writes the new values into the parameter's
 // own storage (parameter.data(), which starts at its offset; element i of numel(), row-major),
@@ -164,7 +165,9 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma);
 // Throws std::invalid_argument, naming the argument, when step < 0, total_steps < 1,
 // warmup_steps < 0, warmup_steps > total_steps, or base_lr or min_lr is negative, NaN or infinite
 // (an infinite base_lr makes no schedule: inf · 0 is NaN at step 0 of a warm-up). The largest
-// float is a rate like any other.
+// float is a rate like any other. step, total_steps and warmup_steps are subtracted as ints and
+// converted to double, never to float: exact past 2^24 (step 16777217 after a warm-up of 16777216
+// is one step of the cosine).
 float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps = 0);
 
 }  // namespace kiln::optim

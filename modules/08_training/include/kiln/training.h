@@ -199,7 +199,9 @@ struct EpochResult {
 
 // The index of the largest of each row of logits (N, C), the first one when several are equal
 // (ties go to the lowest index, as in NumPy and PyTorch). Throws ShapeError naming the shape when
-// logits is not 2-D or has no columns.
+// logits is not 2-D or has no columns. logits may be a view, at an offset too: read them through
+// to_vector(), never storage_data(). Logits (0, C) with C >= 1, a batch of no rows, give no
+// classes.
 std::vector<std::int64_t> argmax_rows(const Tensor& logits);
 
 // One epoch of training: model.train(), then for each batch of loader.epoch(), in order:
@@ -240,7 +242,8 @@ std::vector<std::int64_t> predict(Module& model, const Tensor& x);
 
 // Writes `tensors` to `path` (replacing the file), in the given order: the header lists them in
 // that order, and their data follows in that order, begin of the first at 0, each next where the
-// last ended. Views are written by their elements in row-major order (to_vector()). Each name is
+// last ended. Views are written by their elements in row-major order (to_vector()). A view at an
+// offset is written by its own elements, from its offset, never from storage_data(). Each name is
 // written as a JSON string: '"' as \" and '\' as \\, a character below 0x20 as \u00XX (two hex
 // digits; JSON's short forms, \n for \u000a and the like, read the same); other bytes as they are
 // (UTF-8 passes through). A reader takes the header as JSON, so any escape it reads as the same
@@ -289,6 +292,8 @@ std::vector<std::pair<std::string, Tensor>> load_safetensors(const std::string& 
 // named_parameters(): a parameter missing from the file, a tensor the model does not have, or a
 // shape that differs throws kiln::FormatError naming `path`, the tensor and, for a shape, both
 // shapes. Only when all of it holds are the values copied; after an error the model is untouched.
+// A parameter may be a contiguous view at an offset: its values are written from
+// parameter.data(), never from storage_data().
 void load_parameters(Module& model, const std::string& path);
 
 }  // namespace kiln::nn
