@@ -1,15 +1,20 @@
 // The grading pipeline's last steps: speed verdicts become part of the verdicts before the report
 // is made, so that everything the report says (status, points, summary, next step) agrees.
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <map>
+#include <thread>
 
 #include <gtest/gtest.h>
 
 #include "kiln/grader/grading.h"
 #include "kiln/grader/judge.h"
 #include "kiln/grader/process.h"
+#include "kiln/grader/workspace.h"
 
 namespace kiln::grader {
 namespace {
@@ -49,6 +54,43 @@ class FixedTiming : public SpeedTiming {
  private:
   SpeedResult result_;
 };
+
+// Two grader runs that use one build folder (two `verify`s, `watch` and `check`) take turns: the
+// second waits until the first has finished, and says what it is waiting for.
+TEST(BuildLock, ASecondRunWaitsForTheFirstAndSaysSo) {
+  const std::filesystem::path dir =
+      std::filesystem::temp_directory_path() / ("kiln-lock-test-" + std::to_string(::getpid()));
+  int ready[2], go[2];
+  ASSERT_EQ(::pipe(ready), 0);
+  ASSERT_EQ(::pipe(go), 0);
+  const pid_t first = ::fork();
+  ASSERT_GE(first, 0);
+  if (first == 0) {  // the first run: holds the lock until told to finish
+    const auto lock = lock_build_dir(dir);
+    char c = 'r';
+    if (::write(ready[1], &c, 1) != 1 || ::read(go[0], &c, 1) != 1) ::_exit(2);
+    ::_exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(::read(ready[0], &c, 1), 1);
+  std::atomic<bool> finished{false};
+  std::thread finish([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(300));
+    finished = true;
+    char g = 'g';
+    EXPECT_EQ(::write(go[1], &g, 1), 1);
+  });
+  ::testing::internal::CaptureStderr();
+  { const auto lock = lock_build_dir(dir); EXPECT_TRUE(finished) << "the second run did not wait for the first"; }
+  const std::string said = ::testing::internal::GetCapturedStderr();
+  finish.join();
+  int status = 0;
+  ASSERT_EQ(::waitpid(first, &status, 0), first);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+  EXPECT_NE(said.find("another grader run is using " + dir.string() + "; waiting for it to finish"), std::string::npos)
+      << said;
+  std::filesystem::remove_all(dir);
+}
 
 TEST(PipelineSpeed, AFailedTimedRunFailsTheCheckAndTheNextStepSaysSo) {
   const SpeedModule s;

@@ -326,11 +326,10 @@ Plan plan_jobs(const Workspace& ws, const std::vector<const Module*>& modules, c
 }
 
 // Builds everything in one Ninja run (both cores busy), then runs every job through the pipeline
-// (observe, judge, sanitizers) on every core.
+// (observe, judge, sanitizers) on every core. The caller holds the lock on build_dir.
 void run_jobs(const Workspace& ws, Plan& plan, const fs::path& build_dir, std::uint64_t seed, std::size_t modules) {
   std::vector<BuildResult> built;  // each job's whole build, then each job's observed program
   {
-    const auto lock = lock_build_dir(build_dir);
     CourseBuild build(ws.course, build_dir, ws.kiln_home);
     std::vector<TestTarget> wanted;
     for (const auto& j : plan.jobs) wanted.push_back(j.target);
@@ -622,6 +621,7 @@ int verify_course(const Workspace& ws, const VerifyOptions& options) {
   require_solutions(ws, "verify");
   const std::vector<const Module*> modules = modules_named(ws.course, options.modules);
   const fs::path build_dir = ws.build_dir("verify");
+  const auto lock = lock_build_dir(build_dir);  // held while the programs it builds run, too
   Plan plan = plan_jobs(ws, modules, build_dir);
   run_jobs(ws, plan, build_dir, options.seed, modules.size());
 

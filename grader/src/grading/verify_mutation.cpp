@@ -160,7 +160,6 @@ void rerun_survivors_sanitized(const Workspace& ws, Plan& plan, const std::map<c
   std::fflush(stdout);
   std::vector<BuildResult> sanitized;
   {
-    const auto lock = lock_build_dir(build_dir);
     CourseBuild build(ws.course, build_dir, ws.kiln_home);
     build.set_device_builds(false);
     sanitized = build.build_many(plan.targets, wanted);
@@ -187,7 +186,6 @@ std::string percent(std::size_t part, std::size_t whole) {
 // Builds the references, the stubs and every mutant in one Ninja run.
 std::vector<BuildResult> build_plan(const Workspace& ws, const Plan& plan, const fs::path& build_dir,
                                     std::size_t modules) {
-  const auto lock = lock_build_dir(build_dir);
   CourseBuild build(ws.course, build_dir, ws.kiln_home);
   build.set_device_builds(false);
   std::fputs(fmt::format("Building {} mutants of {} module{} and their references in one Ninja run...\n",
@@ -374,6 +372,7 @@ int verify_mutation(const Workspace& ws, const VerifyOptions& options) {
   require_solutions(ws, "verify --mutation");
   const std::vector<const Module*> modules = modules_named(ws.course, options.modules);
   const fs::path build_dir = ws.build_dir("mutation");
+  const auto lock = lock_build_dir(build_dir);  // the mutants' sources, builds and runs: one run at a time
   Plan plan = plan_mutants(ws, modules, build_dir, static_cast<std::size_t>(std::max(0, options.sample)),
                            options.recheck_equivalents, options.at);
   const std::vector<BuildResult> built = build_plan(ws, plan, build_dir, modules.size());

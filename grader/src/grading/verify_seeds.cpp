@@ -53,8 +53,8 @@ int verify_seeds(const Workspace& ws, const VerifyOptions& options) {
   }
   const fs::path build_dir = ws.build_dir("verify");
   std::vector<BuildResult> built;
+  const auto lock = lock_build_dir(build_dir);  // held while the programs it builds run, too
   {
-    const auto lock = lock_build_dir(build_dir);
     CourseBuild build(ws.course, build_dir, ws.kiln_home);
     build.set_device_builds(false);
     std::fputs(fmt::format("Building the references and the judges of {} module{}...\n", modules.size(),

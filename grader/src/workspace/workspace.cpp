@@ -4,7 +4,9 @@
 #include <sys/file.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstdio>
 #include <cstdlib>
 #include <ctime>
 #include <functional>
@@ -59,13 +61,18 @@ std::vector<TestTarget> standard_targets(const Course& course) {
 
 namespace {
 
-// An exclusive lock on a build directory, so that `watch` and `check` never build at once.
+// An exclusive lock on a build directory, so that two grader runs (`watch` and `check`, two
+// `verify`s) never build in it, or run what it holds, at once. One that has to wait says so.
 class DirectoryLock {
  public:
   explicit DirectoryLock(const fs::path& dir) {
     fs::create_directories(dir);
     fd_ = ::open((dir / ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0) ::flock(fd_, LOCK_EX);
+    if (fd_ < 0 || ::flock(fd_, LOCK_EX | LOCK_NB) == 0) return;
+    std::fputs(fmt::format("kiln: another grader run is using {}; waiting for it to finish...\n", dir.string()).c_str(),
+               stderr);
+    while (::flock(fd_, LOCK_EX) != 0 && errno == EINTR) {
+    }
   }
   ~DirectoryLock() {
     if (fd_ >= 0) ::close(fd_);
