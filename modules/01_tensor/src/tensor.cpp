@@ -108,6 +108,8 @@ Tensor Tensor::sum(std::int64_t dim, bool keepdim) const {
 Tensor Tensor::mean(std::int64_t dim, bool keepdim) const {
   // sum(dim, keepdim) divided by the size of dim. mean(1) of m above is [2, 5, 8]. Divide also
   // when that size is 0: the mean of nothing is 0/0 = NaN ((0, 3).mean(0) is [NaN, NaN, NaN]).
+  // Divide, rounding once: sum·(1/n) rounds twice and is a last bit off (7·(1/3) is 2.33333349,
+  // 7/3 is 2.33333325).
   throw kiln::NotImplemented();
 }
 

@@ -172,29 +172,52 @@ bool check_backward(const char* file, int line, const std::string& name, const B
   return true;
 }
 
+// One call observed twice, on fresh contiguous tensors and on views at an offset holding the same
+// values, judged so that the offset failure names only a result that depends on the offset: a
+// call that threw on one of them alone, or a result on the views that differs from the fresh one,
+// is offset_id; otherwise the fresh result is judged against `expected` under the function's
+// general failure (quoting the error where both threw).
+bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
+                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
+                     double rtol, const std::string& general_id, const std::string& offset_id) {
+  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
+  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
+  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
+  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
+    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
+  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
+  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol);
+}
+
 // The backward pass on inputs that are contiguous views at an offset: a random (2, 3) x in
 // [-4, 4) (each value at least 0.01 from 0, for relu's kink); its first tensor (x, or y = exact(x)
 // for a backward that takes the output) and g each 5 floats into a storage of other numbers
-// (kiln/testing.h). Each must be read from its own first element, not from storage_data().
+// (kiln/testing.h). Each must be read from its own first element, not from storage_data(): the
+// call is observed on fresh tensors of the same values too, and judged by judge_at_offset.
 bool check_backward_at_offset(const char* file, int line, const std::string& name, const Backward& backward,
-                              Formula exact, bool takes_output, std::uint64_t stream, const std::string& failure_id) {
+                              Formula exact, bool takes_output, std::uint64_t stream, const std::string& general_id,
+                              const std::string& failure_id) {
   std::vector<float> xs = data_of(random_tensor({2, 3}, stream, -4.0f, 4.0f)).values;
   for (float& v : xs) {
     if (std::fabs(v) < 0.01f) v = v < 0.0f ? -0.01f : 0.01f;
   }
   const TensorData x = data_of({2, 3}, xs);
   const TensorData g = data_of(random_tensor({2, 3}, stream + 1, -1.0f, 1.0f));
-  const Tensor first = testing::at_offset(takes_output ? applied(exact, x.tensor()) : x, stream + 2);
+  const TensorData first_values = takes_output ? applied(exact, x.tensor()) : x;
+  const Tensor first = testing::at_offset(first_values, stream + 2);
   const Tensor grad_output = testing::at_offset(g, stream + 3);
+  const auto fresh = observe(fmt::format("{}({}, g) for the same random (2, 3) {} and g as fresh tensors", name,
+                                         takes_output ? "y" : "x", takes_output ? "y" : "x"),
+                             [&] { return backward(first_values.tensor(), g.tensor()); });
   const auto grad = observe(fmt::format("{}({}, g) for a random (2, 3) {}, {} and g contiguous views at storage offset 5",
                                         name, takes_output ? "y" : "x", takes_output ? "x, y = the forward pass of x" : "x",
                                         takes_output ? "y" : "x"),
                             [&] { return backward(first, grad_output); });
   KILN_JUDGE {
-    return testing::expect_close(file, line, grad, finite_difference_gradient(exact, x.tensor(), g.tensor()), 1e-5,
-                                 failure_id, 1e-4);
+    return judge_at_offset(file, line, fresh, grad, finite_difference_gradient(exact, x.tensor(), g.tensor()), 1e-5,
+                           1e-4, general_id, failure_id);
   }
-  return grad.ok();
+  return grad.ok() && fresh.ok();
 }
 
 // name(x) on the hand-worked x, a fresh contiguous tensor, must leave x as it was and return a
@@ -232,9 +255,9 @@ bool backward_is_new(const char* file, int line, const std::string& name, const 
   backward_is_new(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, exact, \
                   takes_output, hand, id)
 
-#define CHECK_BACKWARD_AT_OFFSET(name, exact, takes_output, stream, id)                                          \
+#define CHECK_BACKWARD_AT_OFFSET(name, exact, takes_output, stream, general_id, id)                             \
   check_backward_at_offset(__FILE__, __LINE__, #name, [](const Tensor& a, const Tensor& g) { return name(a, g); }, \
-                           exact, takes_output, stream, id)
+                           exact, takes_output, stream, general_id, id)
 #define CHECK_FORWARD(name, exact, inputs, id) \
   check_forward(__FILE__, __LINE__, #name, [](const Tensor& x) { return name(x); }, exact, inputs, id)
 #define CHECK_SMALL_VALUES(name, exact, x, values, id) \
@@ -276,7 +299,7 @@ TEST(Activations, Relu) {
   if (!CHECK_BACKWARD(relu_backward, relu_exact, false, away_from_zero(cases(hand, 110), 0.01f), 120, "relu_grad_wrong"))
     return;
   if (!BACKWARD_IS_NEW(relu_backward, relu_exact, false, hand, "relu_in_place")) return;
-  CHECK_BACKWARD_AT_OFFSET(relu_backward, relu_exact, false, 140, "relu_grad_offset_ignored");
+  CHECK_BACKWARD_AT_OFFSET(relu_backward, relu_exact, false, 140, "relu_grad_wrong", "relu_grad_offset_ignored");
 }
 
 TEST(Activations, Sigmoid) {
@@ -302,7 +325,7 @@ TEST(Activations, Sigmoid) {
   // New tensors, also for contiguous inputs: x, y and g keep their values.
   if (!FORWARD_IS_NEW(sigmoid, hand, "sigmoid_in_place")) return;
   if (!BACKWARD_IS_NEW(sigmoid_backward, sigmoid_exact, true, hand, "sigmoid_in_place")) return;
-  CHECK_BACKWARD_AT_OFFSET(sigmoid_backward, sigmoid_exact, true, 240, "sigmoid_grad_offset_ignored");
+  CHECK_BACKWARD_AT_OFFSET(sigmoid_backward, sigmoid_exact, true, 240, "sigmoid_grad_wrong", "sigmoid_grad_offset_ignored");
 }
 
 TEST(Activations, Tanh) {
@@ -323,7 +346,7 @@ TEST(Activations, Tanh) {
   if (!CHECK_BACKWARD(tanh_backward, tanh_exact, true, cases(hand, 310), 320, "tanh_grad_wrong")) return;
   if (!FORWARD_IS_NEW(tanh_activation, hand, "tanh_in_place")) return;
   if (!BACKWARD_IS_NEW(tanh_backward, tanh_exact, true, hand, "tanh_in_place")) return;
-  CHECK_BACKWARD_AT_OFFSET(tanh_backward, tanh_exact, true, 340, "tanh_grad_offset_ignored");
+  CHECK_BACKWARD_AT_OFFSET(tanh_backward, tanh_exact, true, 340, "tanh_grad_wrong", "tanh_grad_offset_ignored");
 }
 
 TEST(Activations, Gelu) {
@@ -337,7 +360,7 @@ TEST(Activations, Gelu) {
   if (!FORWARD_IS_NEW(gelu, hand, "gelu_in_place")) return;
   if (!FORWARD_IS_NEW(gelu_tanh, hand, "gelu_in_place")) return;
   if (!BACKWARD_IS_NEW(gelu_backward, gelu_exact, false, hand, "gelu_in_place")) return;
-  CHECK_BACKWARD_AT_OFFSET(gelu_backward, gelu_exact, false, 440, "gelu_grad_offset_ignored");
+  CHECK_BACKWARD_AT_OFFSET(gelu_backward, gelu_exact, false, 440, "gelu_grad_wrong", "gelu_grad_offset_ignored");
 }
 
 TEST(Activations, GeluForms) {

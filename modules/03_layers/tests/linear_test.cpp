@@ -170,6 +170,33 @@ bool expect_new_layer(const char* file, int line, const std::string& what, const
   return true;
 }
 
+// One call observed twice, on fresh contiguous tensors and on views holding the same values,
+// judged so that the offset failure names only a result that depends on the views: a call that
+// threw on one of them alone, or a result on the views that differs from the fresh one, is
+// offset_id; otherwise the fresh result is judged against `expected` under the function's
+// general failure (quoting the error where both threw).
+bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
+                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
+                     double rtol, const std::string& general_id, const std::string& offset_id,
+                     const testing::Params& extra = {}) {
+  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
+  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id, extra);
+  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
+  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
+    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
+  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
+  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
+}
+
+// Whether two results agree to the last bit (NaN with NaN): for a pair of results judged by
+// expect_gradient rather than judge_at_offset.
+bool same_values(const TensorData& a, const TensorData& b) {
+  bool same = a.shape == b.shape && a.values.size() == b.values.size();
+  for (std::size_t i = 0; same && i < a.values.size(); ++i)
+    same = a.values[i] == b.values[i] || (std::isnan(a.values[i]) && std::isnan(b.values[i]));
+  return same;
+}
+
 }  // namespace
 
 TEST(Layers, LinearInit) {
@@ -317,10 +344,18 @@ TEST(Layers, LinearForward) {
   const Tensor x_view = make_view(random_tensor({3, 4}, 71), {4, 3}, {1, 4}, 0);
   const Tensor w_view = testing::at_offset(data_of(random_tensor({3, 2}, 72)), 73);
   const Tensor b_view = testing::at_offset(data_of(random_tensor({2}, 74)), 75);
+  // Observed on fresh tensors of the same values too: the view failure only where the views'
+  // result differs from the fresh one's (linear_forward_wrong where both are wrong alike).
+  const auto fresh = observe("linear_forward(x, W, b) with the same x (4, 3), W (3, 2) and b (2) as fresh tensors", [&] {
+    return linear_forward(data_of(x_view).tensor(), data_of(w_view).tensor(), data_of(b_view).tensor());
+  });
   const auto y_views = observe("linear_forward(x, W, b) with x the (4, 3) transpose of a (3, 4), W (3, 2) and b (2) "
                                "contiguous views at storage offset 5",
                                [&] { return linear_forward(x_view, w_view, b_view); });
-  KILN_EXPECT_CLOSE_REL(y_views, reference_linear(x_view, w_view, b_view), 1e-5, 1e-5, "linear_forward_view_misread");
+  KILN_JUDGE {
+    judge_at_offset(__FILE__, __LINE__, fresh, y_views, reference_linear(x_view, w_view, b_view), 1e-5, 1e-5,
+                    "linear_forward_wrong", "linear_forward_view_misread");
+  }
 }
 
 TEST(Layers, LinearGradients) {
@@ -369,20 +404,39 @@ TEST(Layers, LinearGradients) {
   const Tensor x_view = make_view(random_tensor({4, 5}, 76), {5, 4}, {1, 5}, 0);
   const Tensor w_view = testing::at_offset(data_of(random_tensor({4, 3}, 77)), 78);
   const Tensor g_view = testing::at_offset(data_of(random_tensor({5, 3}, 79, 0.5f, 1.5f)), 80);
+  // Observed on fresh tensors of the same values too: the view failure only where the views'
+  // gradients differ from the fresh ones (the input or weight gradient's own failure where both
+  // are wrong alike).
+  const auto fresh = observe("linear_backward(x, W, G, false) with the same x (5, 4), W (4, 3) and G (5, 3) as fresh "
+                             "tensors",
+                             [&] {
+                               const LinearGradients g = linear_backward(data_of(x_view).tensor(), data_of(w_view).tensor(),
+                                                                         data_of(g_view).tensor(), false);
+                               return std::pair(g.input, g.weight);
+                             });
   const auto views = observe("linear_backward(x, W, G, false) with x the (5, 4) transpose of a (4, 5), W (4, 3) and "
                              "G (5, 3) contiguous views at storage offset 5",
                              [&] {
                                const LinearGradients g = linear_backward(x_view, w_view, g_view, false);
                                return std::pair(g.input, g.weight);
                              });
-  if (!KILN_EXPECT_OK(views, "linear_grad_view_misread")) return;
+  if (fresh.ok() != views.ok() && !KILN_EXPECT_OK(fresh.ok() ? views : fresh, "linear_grad_view_misread")) return;
+  if (!KILN_EXPECT_OK(fresh, "linear_input_grad_wrong")) return;
   KILN_JUDGE {
+    for (const auto& [which, got, given] :
+         {std::tuple{"the input gradient", views->first, fresh->first},
+          std::tuple{"the weight gradient", views->second, fresh->second}}) {
+      if (!same_values(got, given) &&
+          !expect_gradient(__FILE__, __LINE__, views.call(), std::string(which) + " (against " + fresh.call() + ")",
+                           got, given, 1e-3, "linear_grad_view_misread"))
+        return;
+    }
     const std::vector<Tensor> values{x_view, w_view};
-    if (!expect_gradient(__FILE__, __LINE__, views.call(), "the input gradient", views->first,
-                         numeric_gradient(values, 0, g_view), 1e-3, "linear_grad_view_misread"))
+    if (!expect_gradient(__FILE__, __LINE__, fresh.call(), "the input gradient", fresh->first,
+                         numeric_gradient(values, 0, g_view), 1e-3, "linear_input_grad_wrong"))
       return;
-    expect_gradient(__FILE__, __LINE__, views.call(), "the weight gradient", views->second,
-                    numeric_gradient(values, 1, g_view), 1e-3, "linear_grad_view_misread");
+    expect_gradient(__FILE__, __LINE__, fresh.call(), "the weight gradient", fresh->second,
+                    numeric_gradient(values, 1, g_view), 1e-3, "linear_weight_grad_wrong");
     if (::testing::Test::HasFailure()) return;
   }
   // An empty batch: x (0, 4) and G (0, 3) give an input gradient (0, 4) and a weight gradient of
@@ -423,6 +477,11 @@ TEST(Layers, LinearBiasGradient) {
   // are summed, read from its first element, not from the storage's first float.
   const TensorData g_values = data_of(random_tensor({5, 3}, 81, 0.5f, 1.5f));
   const Tensor g_view = testing::at_offset(g_values, 82);
+  // Observed on a fresh G of the same values too: the view failure only where the view's sums
+  // differ from the fresh one's.
+  const auto fresh = observe("linear_backward(x, W, G, true).bias with x (5, 4), W (4, 3) and the same G (5, 3) as a "
+                             "fresh tensor",
+                             [&] { return linear_backward(x, weight, g_values.tensor(), true).bias; });
   const auto shifted = observe("linear_backward(x, W, G, true).bias with x (5, 4), W (4, 3) and G (5, 3) a contiguous "
                                "view at storage offset 5",
                                [&] { return linear_backward(x, weight, g_view, true).bias; });
@@ -433,7 +492,8 @@ TEST(Layers, LinearBiasGradient) {
       for (std::size_t n = 0; n < 5; ++n) total += g_values.values[n * 3 + o];
       sums.push_back(static_cast<float>(total));
     }
-    testing::expect_close(__FILE__, __LINE__, shifted, data_of({3}, sums), 1e-5, "linear_bias_grad_view_misread", 1e-5);
+    judge_at_offset(__FILE__, __LINE__, fresh, shifted, data_of({3}, sums), 1e-5, 1e-5, "linear_bias_grad_wrong",
+                    "linear_bias_grad_view_misread");
     if (::testing::Test::HasFailure()) return;
   }
   // An empty batch: G (0, 3) gives a bias gradient of zeros (a sum of no rows).

@@ -18,6 +18,7 @@
 #include <fmt/format.h>
 #include <fmt/ranges.h>
 
+#include "kiln/activations.h"
 #include "kiln/losses.h"
 #include "kiln/testing.h"
 
@@ -136,27 +137,49 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 
 #define FUNCTION(name) [](const Tensor& a, const Tensor& b) { return name(a, b); }
 
+// One call observed twice, on fresh contiguous tensors and on views at an offset holding the same
+// values, judged so that the offset failure names only a result that depends on the offset: a
+// call that threw on one of them alone, or a result on the views that differs from the fresh one,
+// is offset_id; otherwise the fresh result is judged against `expected` under the function's
+// general failure (quoting the error where both threw).
+bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
+                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
+                     double rtol, const std::string& general_id, const std::string& offset_id) {
+  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
+  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
+  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
+  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
+    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
+  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
+  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol);
+}
+
 // A loss and its gradient on a pair of contiguous views at an offset: the random (3, 4) values
 // `first` and `second`, each 5 floats into a storage of other numbers (kiln/testing.h). Both must
-// be read from their own first element, not from storage_data(); judged against the same values
-// as fresh tensors.
+// be read from their own first element, not from storage_data(): each call is observed on fresh
+// tensors of the same values too, and judged by judge_at_offset.
 bool check_at_offset(const char* file, int line, const std::string& name, const Function& loss_function,
                      const Function& grad_function, Loss exact, const TensorData& first, const TensorData& second,
-                     std::uint64_t stream, const std::string& failure_id) {
+                     std::uint64_t stream, const std::string& loss_id, const std::string& grad_id,
+                     const std::string& failure_id) {
   const Tensor a = testing::at_offset(first, stream), b = testing::at_offset(second, stream + 1);
   const std::string what = " for a random (3, 4) pair, both contiguous views at storage offset 5";
+  const std::string fresh_what = " for the same random (3, 4) pair as fresh contiguous tensors";
+  const auto fresh_loss = observe(name + fresh_what, [&] { return loss_function(first.tensor(), second.tensor()); });
   const auto loss = observe(name + what, [&] { return loss_function(a, b); });
   KILN_JUDGE {
     const TensorData expected = data_of({}, {static_cast<float>(exact(doubles(first.tensor()), doubles(second.tensor())))});
-    if (!testing::expect_close(file, line, loss, expected, 1e-5, failure_id, 1e-5)) return false;
+    if (!judge_at_offset(file, line, fresh_loss, loss, expected, 1e-5, 1e-5, loss_id, failure_id)) return false;
   }
-  if (!loss.ok()) return false;
+  if (!loss.ok() || !fresh_loss.ok()) return false;
+  const auto fresh_grad = observe(name + "_backward" + fresh_what, [&] { return grad_function(first.tensor(), second.tensor()); });
   const auto grad = observe(name + "_backward" + what, [&] { return grad_function(a, b); });
   KILN_JUDGE {
-    return testing::expect_close(file, line, grad, finite_difference_gradient(exact, first.tensor(), second.tensor()),
-                                 1e-5, failure_id, 1e-4);
+    return judge_at_offset(file, line, fresh_grad, grad,
+                           finite_difference_gradient(exact, first.tensor(), second.tensor()), 1e-5, 1e-4, grad_id,
+                           failure_id);
   }
-  return grad.ok();
+  return grad.ok() && fresh_grad.ok();
 }
 
 // The loss of two empty tensors of shape (0): the mean of no values, 0/0 = NaN, as a scalar; and
@@ -234,7 +257,7 @@ TEST(Losses, Mse) {
   // Contiguous views at an offset, read from their own first element.
   if (!check_at_offset(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), FUNCTION(mse_loss_backward),
                        KILN_JUDGE_ONLY(mse_exact), data_of(random_tensor({3, 4}, 520, -3.0f, 3.0f)),
-                       data_of(uniform_targets({3, 4}, 521)), 522, "mse_offset_ignored"))
+                       data_of(uniform_targets({3, 4}, 521)), 522, "mse_wrong", "mse_grad_wrong", "mse_offset_ignored"))
     return;
   // No elements: the mean of no squares is 0/0 = NaN (PyTorch's mse_loss of empty tensors too).
   check_empty(__FILE__, __LINE__, "mse_loss", FUNCTION(mse_loss), "mse_empty_not_nan", FUNCTION(mse_loss_backward),
@@ -323,11 +346,28 @@ TEST(Losses, BinaryCrossEntropy) {
     }
   }
   if (!tiny_grad.ok()) return;
+  // Confidently right with t = 1: σ(z) - 1 is a small difference of numbers near 1, exact in
+  // float, then divided by n = 3. Scaling σ and t by 1/n before subtracting rounds each product to
+  // the precision of 1/3, as coarse as the difference itself (25% off for z = 16). Judged to 1e-6
+  // relative against (σ - 1)/3 from sigmoid()'s own values, the sigmoid the gradient uses.
+  const Tensor near_one({3}, {12, 14, 16});
+  const auto sigma = observe("sigmoid(z) for z = [12, 14, 16]", [&] { return sigmoid(near_one); });
+  const auto small_grad = observe("binary_cross_entropy_with_logits_backward for logits [12, 14, 16], targets [1, 1, 1]",
+                                  [&] { return binary_cross_entropy_with_logits_backward(near_one, Tensor({3}, {1, 1, 1})); });
+  KILN_JUDGE {
+    if (!testing::expect_ok(__FILE__, __LINE__, sigma, "bce_grad_cancelled")) return;
+    std::vector<float> expected;
+    for (float s : sigma->values) expected.push_back(static_cast<float>((static_cast<double>(s) - 1.0) / 3.0));
+    if (!testing::expect_close(__FILE__, __LINE__, small_grad, data_of(sigma->shape, expected), 0.0,
+                               "bce_grad_cancelled", 1e-6))
+      return;
+  }
+  if (!small_grad.ok() || !sigma.ok()) return;
   // Contiguous views at an offset, read from their own first element.
   if (!check_at_offset(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),
                        FUNCTION(binary_cross_entropy_with_logits_backward), KILN_JUDGE_ONLY(bce_exact),
                        data_of(random_tensor({3, 4}, 620, -4.0f, 4.0f)), data_of(binary_targets({3, 4}, 621)), 622,
-                       "bce_offset_ignored"))
+                       "bce_wrong", "bce_grad_wrong", "bce_offset_ignored"))
     return;
   // No elements: the mean of no losses is 0/0 = NaN (PyTorch's too).
   check_empty(__FILE__, __LINE__, "binary_cross_entropy_with_logits", FUNCTION(binary_cross_entropy_with_logits),

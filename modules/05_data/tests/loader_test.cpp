@@ -284,24 +284,48 @@ TEST(Data, Batching) {
   shifted.images = testing::at_offset(data_of(testing::random_tensor({5, 3, 4}, 578, 0.0f, 1.0f)), 579);
   for (std::int64_t i = 0; i < 5; ++i) shifted.labels.push_back(10 * i + 3);
   const std::vector<std::int64_t> picks = {3, 0, 4};
+  // The same call on a dataset whose images are a fresh tensor of the same values: a batch wrong
+  // on both is collate's own mistake (collate_wrong), not the offset's.
+  Dataset fresh = shifted;
+  fresh.images = data_of(shifted.images).tensor();
+  const auto collated = [&](const Dataset& data) {
+    const Batch b = collate(data, picks);
+    return std::pair(b.images, b.labels);
+  };
+  const auto fresh_got =
+      observe(fmt::format("collate(<5 images (3, 4), a fresh tensor of the same values>, {})", list_of(picks)),
+              [&] { return collated(fresh); });
   const auto got = observe(fmt::format("collate(<5 images (3, 4), a view at offset 5 of a larger storage>, {})",
                                        list_of(picks)),
-                           [&] {
-                             const Batch b = collate(shifted, picks);
-                             return std::pair(b.images, b.labels);
-                           });
-  if (!KILN_EXPECT_OK(got, "collate_offset_ignored")) return;
+                           [&] { return collated(shifted); });
   KILN_JUDGE {
     const auto [expected_images, expected_labels] = reference_collate(shifted, picks);
-    const testing::Comparison c = testing::compare(got->first, expected_images, 0.0);
-    if (!c.close || got->second != expected_labels) {
-      KILN_FAIL("collate_offset_ignored", {},
-                got.call() + ": " +
-                    (!c.shapes_match ? "the images have shape " + to_string(got->first.shape) + ", expected " +
-                                           to_string(expected_images.shape)
-                     : !c.close      ? "the images: " + c.describe()
-                                : "the labels are " + list_of(got->second) + ", expected " + list_of(expected_labels)));
+    const auto judge = [&](const auto& observed, std::string_view failure) {
+      if (!KILN_EXPECT_OK(observed, failure)) return;
+      const testing::Comparison c = testing::compare(observed->first, expected_images, 0.0);
+      if (!c.close || observed->second != expected_labels) {
+        KILN_FAIL(failure, {},
+                  observed.call() + ": " +
+                      (!c.shapes_match ? "the images have shape " + to_string(observed->first.shape) + ", expected " +
+                                             to_string(expected_images.shape)
+                       : !c.close      ? "the images: " + c.describe()
+                                       : "the labels are " + list_of(observed->second) + ", expected " +
+                                        list_of(expected_labels)));
+      }
+    };
+    const auto same = [](const auto& a, const auto& b) {
+      return data_testing::same_tensor(a.first, b.first, 0.0) && a.second == b.second;
+    };
+    if (!data_testing::offset_changes(got, fresh_got, same)) {
+      judge(fresh_got, "collate_wrong");
+      return;
     }
+    judge(got, "collate_offset_ignored");
+    if (!::testing::Test::HasFailure())
+      KILN_FAIL("collate_offset_ignored", {},
+                data_testing::offset_detail(got, fresh_got, [](const auto& b) {
+                  return "images " + testing::list(b.first.values) + " and labels " + list_of(b.second);
+                }));
   }
 }
 

@@ -1,5 +1,6 @@
 // Module 05 checks for pictures: image_svg, judged by reading back the squares of the SVG text it
 // returns (their places, sizes and gray levels), and histogram, judged by counting here.
+#include <functional>
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -270,13 +271,25 @@ TEST(Data, ImageSvg) {
   // storage whose other floats are random numbers in [-8, 8), so reading from storage_data()
   // draws those numbers (clipped black or white) instead of the image.
   const Tensor shifted = testing::at_offset(data_of(testing::random_tensor({3, 4}, 595, 0.0f, 1.0f)), 596);
+  // The same call on a fresh tensor of the same values: a picture wrong on both is image_svg's own
+  // mistake (svg_layout_wrong, svg_gray_wrong), not the offset's.
+  const Tensor fresh = data_of(shifted).tensor();
+  const auto fresh_svg = observe("image_svg(a fresh (3, 4) image of the same values, 2)", [&] { return image_svg(fresh, 2); });
   const auto shifted_svg = observe("image_svg(a (3, 4) image that is a view at offset 5 of a larger storage, 2)",
                                    [&] { return image_svg(shifted, 2); });
   KILN_JUDGE {
-    if (!expect_svg(__FILE__, __LINE__, shifted_svg, data_of(shifted), 2, "svg_layout_wrong", "svg_offset_ignored"))
+    if (!data_testing::offset_changes(shifted_svg, fresh_svg, std::equal_to<std::string>())) {
+      if (!expect_svg(__FILE__, __LINE__, fresh_svg, data_of(shifted), 2)) return;
+    } else {
+      if (!expect_svg(__FILE__, __LINE__, shifted_svg, data_of(shifted), 2, "svg_layout_wrong", "svg_offset_ignored"))
+        return;
+      KILN_FAIL("svg_offset_ignored", {},
+                fresh_svg.ok() ? shifted_svg.call() + " and " + fresh_svg.call() + " gave different svgs"
+                               : fresh_svg.describe_error() + ", but " + shifted_svg.call() + " returned an svg");
       return;
+    }
   }
-  if (!shifted_svg.ok()) return;
+  if (!shifted_svg.ok() || !fresh_svg.ok()) return;
   // A cell size of 2^30, which the int parameter holds: a (1, 3) image is 3·2^30 = 3221225472
   // wide and its last square is at x = 2^31, past what an int holds. Three squares, a short text.
   const int huge_cell = 1 << 30;

@@ -122,12 +122,11 @@ TensorData zip(const TensorData& a, const TensorData& b, float (*op)(float, floa
 // ---------------------------------------------------------------------------------------------
 // Judging
 
-// Reports reduce_shape_wrong or reduce_values_wrong for reduce_to_shape(grad, shape).
-void expect_reduced(const char* file, int line, const Tensor& grad, const std::string& grad_text, const Shape& shape) {
-  const TensorData grad_values = data_of(grad);
-  const auto got = observe("reduce_to_shape(" + grad_text + ", " + to_string(shape) + ")",
-                           [&] { return ag::reduce_to_shape(grad_values.tensor(), shape); });
-  KILN_JUDGE {
+// Judging only: reports reduce_shape_wrong or reduce_values_wrong for got, reduce_to_shape of a
+// gradient holding grad_values.
+void judge_reduced(const char* file, int line, const Observed<TensorData>& got, const TensorData& grad_values,
+                   const Shape& shape) {
+  {
     const TensorData expected = reduced(grad_values, shape);
     if (!testing::expect_ok(file, line, got, "reduce_shape_wrong", {{"got", "an error"}, {"expected", to_string(shape)}}))
       return;
@@ -138,6 +137,38 @@ void expect_reduced(const char* file, int line, const Tensor& grad, const std::s
     }
     testing::expect_close(file, line, got, expected, 1e-4, "reduce_values_wrong", 1e-5);
   }
+}
+
+// Reports reduce_shape_wrong or reduce_values_wrong for reduce_to_shape(grad, shape).
+void expect_reduced(const char* file, int line, const Tensor& grad, const std::string& grad_text, const Shape& shape) {
+  const TensorData grad_values = data_of(grad);
+  const auto got = observe("reduce_to_shape(" + grad_text + ", " + to_string(shape) + ")",
+                           [&] { return ag::reduce_to_shape(grad_values.tensor(), shape); });
+  KILN_JUDGE { judge_reduced(file, line, got, grad_values, shape); }
+}
+
+// A case at an offset observes the call twice: on views at an offset of a larger storage and on
+// fresh tensors of the same values. Only results that differ (or a call that threw on one of them
+// alone) are the offset failure; a result wrong on both is the function's general failure, judged
+// on the fresh call.
+bool offset_changes(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh, double tol) {
+  if (on_views.ok() != fresh.ok()) return true;
+  return on_views.ok() && !testing::compare(*on_views, *fresh, tol, tol).close;
+}
+
+// Judging only: the offset failure `id` of such a case, the views' result judged against expected;
+// when that is right, it names the fresh call, whose result (or error) is the one that differs.
+void report_offset(const char* file, int line, const Observed<TensorData>& on_views, const Observed<TensorData>& fresh,
+                   const TensorData& expected, double atol, std::string_view id, double rtol) {
+  if (!testing::expect_close(file, line, on_views, expected, atol, id, rtol)) return;
+  if (!fresh.ok()) {
+    report_failure(file, line, id, {{"difference", testing::kThrewDifference}, {"where", testing::kThrewWhere}},
+                   fresh.describe_error() + ", but " + on_views.call() + " returned");
+    return;
+  }
+  const testing::Comparison c = testing::compare(*fresh, *on_views, 0.0);
+  report_failure(file, line, id, {{"difference", testing::format_number(c.max_abs_diff)}, {"where", to_string(c.where)}},
+                 on_views.call() + " and " + fresh.call() + " (the same values, fresh tensors) differ: " + c.describe());
 }
 #define EXPECT_REDUCED(grad, grad_text, shape) expect_reduced(__FILE__, __LINE__, grad, grad_text, shape)
 
@@ -231,10 +262,17 @@ TEST(Autograd, ReduceToShape) {
   // are random numbers (a slice that a caller's backward(g) may pass): its elements start at
   // data(), and its contiguous() is the view itself, so reading from storage_data() sums others.
   const TensorData shifted = data_of(random_tensor({2, 3}, 3));
+  // The same call on a fresh tensor of the same values: a result wrong on both is reduce_to_shape's
+  // own mistake (reduce_shape_wrong, reduce_values_wrong), not the offset's.
+  const auto fresh = observe("reduce_to_shape(a fresh (2, 3) gradient of the same values, (3))",
+                             [&] { return ag::reduce_to_shape(shifted.tensor(), Shape{3}); });
   const auto got = observe("reduce_to_shape(a random (2, 3) gradient that is a view at offset 5 of a larger storage, (3))",
                            [&] { return ag::reduce_to_shape(testing::at_offset(shifted, 4), Shape{3}); });
   KILN_JUDGE {
-    testing::expect_close(__FILE__, __LINE__, got, reduced(shifted, {3}), 1e-4, "reduce_offset_ignored", 1e-5);
+    if (!offset_changes(got, fresh, 1e-5))
+      judge_reduced(__FILE__, __LINE__, fresh, shifted, Shape{3});
+    else
+      report_offset(__FILE__, __LINE__, got, fresh, reduced(shifted, {3}), 1e-4, "reduce_offset_ignored", 1e-5);
   }
 }
 
@@ -408,21 +446,38 @@ TEST(Autograd, ReluGradients) {
   TensorData xs = data_of(random_tensor({2, 3}, 164));
   for (float& v : xs.values) v = v >= 0.0f ? v + 0.05f : v - 0.05f;
   const TensorData gs = data_of(random_tensor({2, 3}, 165, 0.5f, 1.5f));
+  const auto backward_of = [](const Tensor& x, const Tensor& g) {
+    Tensor leaf = x;
+    leaf.set_requires_grad(true);
+    return ag::relu(leaf).autograd()->grad_fn->backward(g);
+  };
+  // The same call on fresh tensors of the same values: a gradient wrong on both is relu's own
+  // mistake (relu_grad_wrong), not the offset's.
+  const auto fresh = observe("ReluFunction::backward(g) for relu of a random (2, 3) x, x and g fresh tensors of the "
+                             "same values",
+                             [&] { return backward_of(xs.tensor(), gs.tensor()); });
   const auto shifted = observe("ReluFunction::backward(g) for relu of a random (2, 3) x, x and g each a view at offset 5 "
                                "of a larger storage",
-                               [&] {
-                                 Tensor leaf = testing::at_offset(xs, 166).set_requires_grad(true);
-                                 return ag::relu(leaf).autograd()->grad_fn->backward(testing::at_offset(gs, 167));
-                               });
-  if (!KILN_EXPECT_OK(shifted, "relu_grad_offset_ignored")) return;
+                               [&] { return backward_of(testing::at_offset(xs, 166), testing::at_offset(gs, 167)); });
   KILN_JUDGE {
-    const bool one = shifted->size() == 1;
-    KILN_EXPECT(one, "relu_grad_offset_ignored", {}, fmt::format("{} returned, expected 1", gradients(shifted->size())));
-    if (!one) return;
     TensorData expected = gs;
     for (std::size_t i = 0; i < expected.values.size(); ++i) expected.values[i] = xs.values[i] > 0.0f ? gs.values[i] : 0.0f;
-    testing::expect_close(__FILE__, __LINE__, Observed<TensorData>(shifted.call(), (*shifted)[0]), expected, 0.0,
-                          "relu_grad_offset_ignored", 0.0);
+    // The one gradient of an observation (or its error, or an empty one for a wrong count).
+    const auto only = [](const Observed<std::vector<TensorData>>& o) {
+      if (!o.ok()) return Observed<TensorData>(o.call(), o.error());
+      return Observed<TensorData>(o.call(), o->size() == 1 ? (*o)[0] : TensorData{});
+    };
+    const bool counts_differ = shifted.ok() && fresh.ok() && shifted->size() != fresh->size();
+    const auto& judged = counts_differ || offset_changes(only(shifted), only(fresh), 0.0) ? shifted : fresh;
+    const std::string_view failure = &judged == &shifted ? "relu_grad_offset_ignored" : "relu_grad_wrong";
+    if (!KILN_EXPECT_OK(judged, failure)) return;
+    const bool one = judged->size() == 1;
+    KILN_EXPECT(one, failure, {}, fmt::format("{} returned, expected 1", gradients(judged->size())));
+    if (!one) return;
+    if (&judged == &shifted)
+      report_offset(__FILE__, __LINE__, only(shifted), only(fresh), expected, 0.0, failure, 0.0);
+    else
+      testing::expect_close(__FILE__, __LINE__, only(fresh), expected, 0.0, failure, 0.0);
   }
 }
 
@@ -700,13 +755,24 @@ TEST(Autograd, AccumulatesAcrossCalls) {
   // numbers (a slice of a larger block of gradients): the leaf's gradient is g's own elements,
   // which start at g.data(); a copy read from storage_data() takes the floats before them.
   const TensorData g_shifted = data_of(random_tensor({2, 3}, 90));
+  const auto leaf_grad = [](const Tensor& g) {
+    Tensor leaf = data_of(random_tensor({2, 3}, 93)).tensor().set_requires_grad(true);
+    leaf.backward(g);
+    return leaf.grad();
+  };
+  // The same call with g a fresh tensor of the same values: a gradient wrong on both is backward's
+  // own mistake on a leaf (root_leaf_not_credited), not the offset's.
+  const auto fresh = observe("x.grad() after x.backward(g) on a leaf x of shape (2, 3), g a fresh tensor",
+                             [&] { return leaf_grad(g_shifted.tensor()); });
   const auto shifted = observe(
-      "x.grad() after x.backward(g) on a leaf x of shape (2, 3), g a view at offset 5 of a larger storage", [&] {
-        Tensor leaf = data_of(random_tensor({2, 3}, 93)).tensor().set_requires_grad(true);
-        leaf.backward(testing::at_offset(g_shifted, 94));
-        return leaf.grad();
-      });
-  KILN_EXPECT_CLOSE(shifted, g_shifted, 0.0, "leaf_grad_offset_ignored");
+      "x.grad() after x.backward(g) on a leaf x of shape (2, 3), g a view at offset 5 of a larger storage",
+      [&] { return leaf_grad(testing::at_offset(g_shifted, 94)); });
+  KILN_JUDGE {
+    if (!offset_changes(shifted, fresh, 0.0))
+      KILN_EXPECT_CLOSE(fresh, g_shifted, 0.0, "root_leaf_not_credited");
+    else
+      report_offset(__FILE__, __LINE__, shifted, fresh, g_shifted, 0.0, "leaf_grad_offset_ignored", 0.0);
+  }
 }
 
 TEST(Autograd, BackwardShapeErrors) {

@@ -18,7 +18,9 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma) {
 float cosine_lr(float base_lr, float min_lr, int step, int total_steps, int warmup_steps) {
   // First refuse what makes no schedule: std::invalid_argument naming the argument when step < 0,
   // total_steps < 1, warmup_steps < 0 or > total_steps, or base_lr or min_lr negative, NaN or
-  // infinite (std::isfinite).
+  // infinite (std::isfinite), also for a step at or past total_steps: every argument is checked
+  // before the rule for step ≥ total_steps, so cosine_lr(1, -0.5, 30, 20) throws, it does not
+  // return -0.5.
   // Then, in double (std::numbers::pi), rounded to float once:
   //   step ≥ total_steps: min_lr (test this first: it also covers warmup_steps = total_steps);
   //   step < warmup_steps: base_lr · step / warmup_steps (0 at step 0);

@@ -386,6 +386,39 @@ bool expect_trajectories(const char* file, int line, const Observed<std::vector<
   return true;
 }
 
+// Judging only. A case at an offset steps twice: on fresh tensors, and on views at an offset of a
+// larger storage holding the same values. Only a result on the views that differs from the fresh
+// one (or a step that threw on one of them alone) is the offset failure: a step wrong on both is
+// the optimizer's general mistake.
+bool offset_changes(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh, double atol, double rtol) {
+  if (on_views.ok() != fresh.ok()) return true;
+  return on_views.ok() && !testing::compare(*on_views, *fresh, atol, rtol).close;
+}
+
+// Judging only: the fresh step of such a case, when the views gave the same, judged for the
+// optimizer's general failure `general` as a trajectory (row 0 the initial values, row 1 the
+// parameter after the step). True when it is right.
+bool expect_fresh_step(const char* file, int line, const Observed<TensorData>& fresh, const TensorData& initial,
+                       const TensorData& after, std::string_view general, const std::string& fresh_case, double atol,
+                       double rtol) {
+  const auto rows = [&](const TensorData& step) {
+    if (step.shape != initial.shape) return step;
+    std::vector<float> values = initial.values;
+    values.insert(values.end(), step.values.begin(), step.values.end());
+    return data_of({2, initial.numel()}, values);
+  };
+  const Observed<TensorData> trajectory =
+      fresh.ok() ? Observed<TensorData>(fresh.call(), rows(*fresh)) : Observed<TensorData>(fresh.call(), fresh.error());
+  return testing::expect_close(file, line, trajectory, rows(after), atol, general, rtol, {{"case", fresh_case}});
+}
+
+// The detail of an offset failure where the views' step is right and the fresh one is not.
+std::string fresh_differs(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh) {
+  return fresh.ok() ? fmt::format("{} gave {}, but {} (the same values, fresh tensors) gave {}", on_views.call(),
+                                  testing::list(on_views->values), fresh.call(), testing::list(fresh->values))
+                    : fresh.describe_error() + ", but " + on_views.call() + " returned";
+}
+
 std::vector<std::size_t> all_of(const GradientRun& run) {
   std::vector<std::size_t> which(run.initial.size());
   for (std::size_t k = 0; k < which.size(); ++k) which[k] = k;
@@ -511,6 +544,15 @@ TEST(Optimizers, SGD) {
   // [0, 1, 2, 2, 3, 4]: the update starts at parameter.data(), the view's offset, not at the
   // storage's first float (which would step base's [0, 1, 2] and leave the parameter as it was).
   const std::string slice_case = "a parameter (3) that is base[3:6] of a (6) base, lr 1, gradient 1";
+  const std::string slice_fresh_case = "a fresh parameter [3, 4, 5], lr 1, gradient 1";
+  const auto slice_fresh = observe("p = [3, 4, 5], SGD(lr 1) for 1 step with gradient [1, 1, 1]: p", [&] {
+    Tensor p({3}, {3.0f, 4.0f, 5.0f});
+    p.set_requires_grad();
+    optim::SGD optimizer({p}, 1.0f);
+    p.autograd()->grad = Tensor::ones({3});
+    optimizer.step();
+    return p;
+  });
   const auto slice = observe(
       "p = make_view(base, {3}, {1}, 3) of base = [0, 1, 2, 3, 4, 5], SGD(lr 1) for 1 step with gradient [1, 1, 1]: p "
       "and base",
@@ -523,9 +565,19 @@ TEST(Optimizers, SGD) {
         optimizer.step();
         return std::pair(p, base);
       });
-  if (!KILN_EXPECT_OK(slice, "sgd_offset_ignored", {{"case", slice_case}})) return;
   KILN_JUDGE {
     const std::vector<float> expected_p = {2.0f, 3.0f, 4.0f}, expected_base = {0.0f, 1.0f, 2.0f, 2.0f, 3.0f, 4.0f};
+    const Observed<TensorData> slice_p =
+        slice.ok() ? Observed<TensorData>(slice.call() + ": p", slice->first) : Observed<TensorData>(slice.call(), slice.error());
+    if (!offset_changes(slice_p, slice_fresh, 0.0, 0.0) &&
+        !expect_fresh_step(__FILE__, __LINE__, slice_fresh, data_of({3}, {3.0f, 4.0f, 5.0f}), data_of({3}, expected_p),
+                           "sgd_wrong", slice_fresh_case, 0.0, 0.0))
+      return;
+    if (!KILN_EXPECT_OK(slice, "sgd_offset_ignored", {{"case", slice_case}})) return;
+    if (!slice_fresh.ok()) {
+      KILN_FAIL("sgd_offset_ignored", {{"case", slice_case}}, fresh_differs(slice_p, slice_fresh));
+      return;
+    }
     if (slice->first.values != expected_p || slice->second.values != expected_base) {
       KILN_FAIL("sgd_offset_ignored", {{"case", slice_case}},
                 fmt::format("{}: p is {} and base {}, expected {} and {}", slice.call(),
@@ -533,7 +585,12 @@ TEST(Optimizers, SGD) {
                             testing::list(expected_p), testing::list(expected_base)));
       return;
     }
+    if (slice->first.values != slice_fresh->values) {
+      KILN_FAIL("sgd_offset_ignored", {{"case", slice_case}}, fresh_differs(slice_p, slice_fresh));
+      return;
+    }
   }
+  if (!slice.ok() || !slice_fresh.ok()) return;
 
   // A gradient that is a contiguous view at an offset too, 5 floats into a storage whose other
   // floats are random numbers in [-8, 8): the step reads it from the gradient's data(), at its
@@ -541,6 +598,15 @@ TEST(Optimizers, SGD) {
   const TensorData p_values = data_of(random_tensor({2, 3}, 510));
   const TensorData g_values = data_of(random_tensor({2, 3}, 511));
   const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage, lr 0.5";
+  const std::string fresh_case = "a (2, 3) parameter and its gradient, fresh tensors of the same values, lr 0.5";
+  const auto fresh = observe("SGD(lr 0.5) for 1 step on " + fresh_case + ": the parameter", [&] {
+    Tensor p = p_values.tensor();
+    p.set_requires_grad();
+    optim::SGD optimizer({p}, 0.5f);
+    p.autograd()->grad = g_values.tensor();
+    optimizer.step();
+    return p;
+  });
   const auto shifted = observe("SGD(lr 0.5) for 1 step on " + shifted_case + ": the parameter", [&] {
     Tensor p = testing::at_offset(p_values, 512);
     p.set_requires_grad();
@@ -552,8 +618,17 @@ TEST(Optimizers, SGD) {
   KILN_JUDGE {
     std::vector<float> expected;
     for (std::size_t i = 0; i < p_values.values.size(); ++i) expected.push_back(p_values.values[i] - 0.5f * g_values.values[i]);
-    KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "sgd_gradient_offset_ignored",
-                          {{"case", shifted_case}});
+    const bool offset_matters = offset_changes(shifted, fresh, 1e-6, 1e-6);
+    if (!offset_matters && !expect_fresh_step(__FILE__, __LINE__, fresh, p_values, data_of(p_values.shape, expected),
+                                              "sgd_wrong", fresh_case, 1e-6, 1e-6))
+      return;
+    if (!KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "sgd_gradient_offset_ignored",
+                               {{"case", shifted_case}}))
+      return;
+    if (offset_matters)
+      KILN_FAIL("sgd_gradient_offset_ignored",
+              {{"case", shifted_case}, {"difference", "an unknown amount"}, {"where", "any element"}},
+              fresh_differs(shifted, fresh));
   }
 }
 
@@ -700,6 +775,15 @@ TEST(Optimizers, Adam) {
   const TensorData p_values = data_of(random_tensor({2, 3}, 980));
   const TensorData g_values = data_of(random_tensor({2, 3}, 981, 0.5f, 1.5f));
   const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage";
+  const std::string fresh_case = "a (2, 3) parameter and its gradient, fresh tensors of the same values, lr 0.1";
+  const auto fresh = observe("Adam(lr 0.1) for 1 step on " + fresh_case + ": the parameter", [&] {
+    Tensor p = p_values.tensor();
+    p.set_requires_grad();
+    optim::Adam optimizer({p}, 0.1f);
+    p.autograd()->grad = g_values.tensor();
+    optimizer.step();
+    return p;
+  });
   const auto shifted = observe("Adam(lr 0.1) for 1 step on " + shifted_case + ": the parameter", [&] {
     Tensor p = testing::at_offset(p_values, 982);
     p.set_requires_grad();
@@ -714,8 +798,16 @@ TEST(Optimizers, Adam) {
       const double g = g_values.values[i];
       expected.push_back(static_cast<float>(p_values.values[i] - 0.1 * g / (std::fabs(g) + 1e-8)));
     }
-    KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "adam_offset_ignored",
-                          {{"case", shifted_case}});
+    const bool offset_matters = offset_changes(shifted, fresh, 1e-6, 1e-6);
+    if (!offset_matters && !expect_fresh_step(__FILE__, __LINE__, fresh, p_values, data_of(p_values.shape, expected),
+                                              "adam_first_step", fresh_case, 1e-6, 1e-6))
+      return;
+    if (!KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "adam_offset_ignored",
+                               {{"case", shifted_case}}))
+      return;
+    if (offset_matters)
+      KILN_FAIL("adam_offset_ignored", {{"case", shifted_case}, {"difference", "an unknown amount"}, {"where", "any element"}},
+              fresh_differs(shifted, fresh));
   }
 }
 
@@ -1053,6 +1145,28 @@ TEST(Optimizers, WarmupCosine) {
                                  {"warmup_steps", std::to_string(r.warmup_steps)}, {"problem", r.problem}};
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "schedule_arguments_unchecked",
+                                                    {r.name}, params);
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
+  // The same refusals at a step at or past total_steps, where the rate would be min_lr: the
+  // arguments are checked before that rule, so no step returns a rate of a schedule that is none.
+  const std::vector<Refused> past_end = {
+      {1.0f, -0.5f, 30, 20, 0, "a negative min_lr", "min_lr"},
+      {std::numeric_limits<float>::infinity(), 0.1f, 20, 20, 0, "an infinite base_lr", "base_lr"},
+      {1.0f, 0.1f, 30, 20, 25, "warmup_steps above total_steps", "warmup_steps"},
+      {1.0f, 0.1f, total, total, -1, "a negative warmup_steps", "warmup_steps"},
+  };
+  for (const Refused& r : past_end) {
+    const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,
+                                          r.warmup_steps),
+                              [&] { return optim::cosine_lr(r.base_lr, r.min_lr, r.step, r.total_steps, r.warmup_steps); });
+    const testing::Params params{{"base_lr", fmt::format("{}", r.base_lr)}, {"min_lr", fmt::format("{}", r.min_lr)},
+                                 {"step", std::to_string(r.step)}, {"total_steps", std::to_string(r.total_steps)},
+                                 {"warmup_steps", std::to_string(r.warmup_steps)}, {"problem", r.problem}};
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "past_end_arguments_unchecked",
                                                     {r.name}, params);
       if (::testing::Test::HasFailure()) return;
     }

@@ -315,19 +315,38 @@ TEST(Training, SafetensorsWrite) {
   const std::string shifted_case = "\"w\", a (2, 3) tensor that is a view at offset 5 of a larger storage, and \"b\" (3)";
   const std::vector<std::pair<std::string, Tensor>> shifted = {
       {"w", testing::at_offset(data_of(random_tensor({2, 3}, 940)), 941)}, {"b", random_tensor({3}, 942)}};
-  const auto shifted_file = observe("save_safetensors(path, tensors) with " + shifted_case + ", then the file's bytes", [&] {
+  // The same tensors with "w" a fresh tensor of the same values: a file wrong for both is
+  // save_safetensors's own mistake (write_layout_wrong, write_data_wrong, ...), not the offset's.
+  const std::string fresh_case = "\"w\", a fresh (2, 3) tensor of the same values, and \"b\" (3)";
+  const std::vector<std::pair<std::string, Tensor>> fresh = {{"w", data_of(shifted[0].second).tensor()}, shifted[1]};
+  const auto bytes_of = [&](const std::string& name, const std::vector<std::pair<std::string, Tensor>>& tensors) {
     if (!scratch) scratch.emplace("write");
-    const std::string path = scratch->path_of("shifted.safetensors");
-    nn::save_safetensors(path, shifted);
+    const std::string path = scratch->path_of(name);
+    nn::save_safetensors(path, tensors);
     return as_ints(tt::read_bytes(path));
-  });
-  if (!KILN_EXPECT_OK(shifted_file, "write_layout_wrong", {{"case", shifted_case}, {"what", "it threw"}})) return;
+  };
+  const auto fresh_file = observe("save_safetensors(path, tensors) with " + fresh_case + ", then the file's bytes",
+                                  [&] { return bytes_of("fresh.safetensors", fresh); });
+  const auto shifted_file = observe("save_safetensors(path, tensors) with " + shifted_case + ", then the file's bytes",
+                                    [&] { return bytes_of("shifted.safetensors", shifted); });
   KILN_JUDGE {
-    const Verdict v = read_independently(*shifted_file, plain(shifted));
-    if (!v.failure.empty()) {
-      KILN_FAIL(v.failure == "write_data_wrong" ? "write_offset_ignored" : v.failure,
-                {{"case", shifted_case}, {"what", v.what}, {"name", v.name}});
+    const bool offset_changes =
+        shifted_file.ok() != fresh_file.ok() || (shifted_file.ok() && *shifted_file != *fresh_file);
+    if (!offset_changes) {
+      if (!KILN_EXPECT_OK(fresh_file, "write_layout_wrong", {{"case", fresh_case}, {"what", "it threw"}})) return;
+      const Verdict v = read_independently(*fresh_file, plain(fresh));
+      if (!v.failure.empty()) KILN_FAIL(v.failure, {{"case", fresh_case}, {"what", v.what}, {"name", v.name}});
+      return;
     }
+    if (!KILN_EXPECT_OK(shifted_file, "write_offset_ignored", {{"case", shifted_case}, {"name", "w"}})) return;
+    const Verdict v = read_independently(*shifted_file, plain(shifted));
+    KILN_FAIL(v.failure.empty() || v.failure == "write_data_wrong" ? "write_offset_ignored" : v.failure,
+              {{"case", shifted_case}, {"what", v.what}, {"name", v.failure.empty() ? "w" : v.name}},
+              v.failure.empty() ? (fresh_file.ok() ? shifted_file.call() + " and " + fresh_file.call() +
+                                                         " wrote different bytes"
+                                                   : fresh_file.describe_error() + ", but " + shifted_file.call() +
+                                                         " wrote a file")
+                                : std::string());
   }
 }
 
@@ -452,21 +471,42 @@ TEST(Training, SafetensorsRead) {
   // flat buffer), 5 floats into a storage whose other floats are random numbers: its values are
   // written from parameter.data(), at the offset; storage_data() would write the floats before it.
   const TensorData w_values = data_of(random_tensor({2, 3}, 925));
+  const TensorData zeros = data_of({2, 3}, std::vector<float>(6, 0.0f));
+  const auto loaded_into = [&](const Tensor& parameter) {
+    const auto [entries, data] = layout({{"w", w_values}});
+    scratch->write("offset.safetensors", file_bytes(header_of(entries, false), data));
+    OneParameter model(parameter);
+    nn::load_parameters(model, scratch->path_of("offset.safetensors"));
+    std::vector<std::pair<std::string, Tensor>> seen;
+    for (const auto& [name, p] : model.named_parameters()) seen.emplace_back(name, autograd::detach(p).clone());
+    return seen;
+  };
+  // The same call with "w" a fresh tensor: values wrong for both are load_parameters's own mistake
+  // (load_parameters_wrong), not the offset's.
+  const auto fresh = observe(
+      "load_parameters(model, path) on a model whose one parameter \"w\" (2, 3) is a fresh tensor, from a file "
+      "holding \"w\"; then named_parameters()",
+      [&] { return loaded_into(zeros.tensor()); });
   const auto shifted = observe(
       "load_parameters(model, path) on a model whose one parameter \"w\" (2, 3) is a view at offset 5 of a larger "
       "storage, from a file holding \"w\"; then named_parameters()",
-      [&] {
-        const auto [entries, data] = layout({{"w", w_values}});
-        scratch->write("offset.safetensors", file_bytes(header_of(entries, false), data));
-        OneParameter model(testing::at_offset(data_of({2, 3}, std::vector<float>(6, 0.0f)), 926));
-        nn::load_parameters(model, scratch->path_of("offset.safetensors"));
-        std::vector<std::pair<std::string, Tensor>> seen;
-        for (const auto& [name, p] : model.named_parameters()) seen.emplace_back(name, autograd::detach(p).clone());
-        return seen;
-      });
+      [&] { return loaded_into(testing::at_offset(zeros, 926)); });
   KILN_JUDGE {
-    expect_tensors(__FILE__, __LINE__, shifted, {{"w", w_values}}, "load_offset_ignored",
-                   "a parameter that is a view at offset 5 of a larger storage");
+    bool offset_changes = shifted.ok() != fresh.ok() || (shifted.ok() && shifted->size() != fresh->size());
+    for (std::size_t k = 0; !offset_changes && shifted.ok() && k < shifted->size(); ++k)
+      offset_changes = (*shifted)[k].first != (*fresh)[k].first ||
+                       !testing::compare((*shifted)[k].second, (*fresh)[k].second, 0.0).close;
+    if (!offset_changes) {
+      expect_tensors(__FILE__, __LINE__, fresh, {{"w", w_values}}, "load_parameters_wrong", "a parameter that is a fresh tensor");
+      return;
+    }
+    if (!expect_tensors(__FILE__, __LINE__, shifted, {{"w", w_values}}, "load_offset_ignored",
+                        "a parameter that is a view at offset 5 of a larger storage"))
+      return;
+    KILN_FAIL("load_offset_ignored",
+              {{"case", "a parameter that is a view at offset 5 of a larger storage"},
+               {"what", fresh.ok() ? "a fresh parameter got other values" : "the same load into a fresh parameter threw"}},
+              fresh.ok() ? shifted.call() : fresh.describe_error());
   }
 }
 

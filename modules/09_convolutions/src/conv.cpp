@@ -22,7 +22,8 @@ std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, in
   // How many window positions fit along one axis of the padded input (size + 2·padding), one
   // every `stride`: (size + 2·padding - kernel_size) / stride + 1, in integer division.
   // Example: size 7, kernel 3, stride 2, padding 1 gives 4. Keep it in std::int64_t, as size is:
-  // an int padded size wraps past 2^31 (4294967303, kernel 3 must give 4294967301).
+  // an int padded size wraps past 2^31 (4294967303, kernel 3 must give 4294967301), and 2·padding
+  // is doubled in std::int64_t too: padding 2^30 (size 3, kernel 3, stride 1) gives 2147483649.
   throw kiln::NotImplemented();
 }
 
@@ -55,6 +56,7 @@ std::vector<Tensor> Conv2dFunction::backward(const Tensor& grad_output) {
   // gradient go = grad_output[n, oc, oh, ow] flows back along every term of its sum:
   //   grad_b[oc] += go;  grad_x[n, c, ih, iw] += go · weight[oc, c, kh, kw];
   //   grad_w[oc, c, kh, kw] += go · x[n, c, ih, iw]    (skipping the padding as in forward).
+  // The bias gradient takes each go once per output element, not once per input channel (outside the loop over c): grad_b[oc] = Σ_{n, oh, ow} go.
   // Return {grad_x, grad_w, grad_b}, or {grad_x, grad_w} when there is no bias input.
   throw kiln::NotImplemented();
 }

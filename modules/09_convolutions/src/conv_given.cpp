@@ -22,7 +22,8 @@ Tensor Conv2dFunction::apply(const Tensor& x, const Tensor& weight, const std::o
                      to_string(weight.shape()) + ", got " + to_string(bias->shape()));
   }
   const std::int64_t k = weight.size(2);
-  if (x.dim() != 4 || x.size(2) + 2 * padding < k || x.size(3) + 2 * padding < k) {
+  const std::int64_t both_sides = 2 * static_cast<std::int64_t>(padding);  // in std::int64_t: 2·2^30 is past an int
+  if (x.dim() != 4 || x.size(2) + both_sides < k || x.size(3) + both_sides < k) {
     throw ShapeError("conv2d input must be (N, C, H, W) with H and W at least k - 2·padding, got " +
                      to_string(x.shape()) + " for weight " + to_string(weight.shape()) +
                      " and padding " + std::to_string(padding));

@@ -155,6 +155,35 @@ Observed<TensorData> observe_conv(const std::vector<TensorData>& in, int stride,
 }
 
 // ---------------------------------------------------------------------------------------------
+// Views at an offset
+
+// An offset failure only for a result that depends on the offset. `fresh` is a call on fresh
+// contiguous tensors and `viewed` the same call on the same values as views at an offset. Where
+// the two differ, or only one threw, offset_id is reported; where they agree, the result is
+// judged against `expected` under general_id (the function's wrong-value failure, so that a
+// mistake that has nothing to do with offsets is named as such; both threw: general_id, quoting
+// the error), or not at all with an empty general_id (a value another check owns and judges).
+// Returns whether both calls returned the right values (in the observed program: returned).
+bool judge_offset(const char* file, int line, const Observed<TensorData>& fresh, const Observed<TensorData>& viewed,
+                  const TensorData& expected, double atol, double rtol, const std::string& general_id,
+                  const std::string& offset_id, const testing::Params& extra = {}) {
+  KILN_JUDGE {
+    if (fresh.ok() != viewed.ok()) return testing::expect_ok(file, line, fresh.ok() ? viewed : fresh, offset_id, extra);
+    if (!fresh.ok()) return general_id.empty() ? false : testing::expect_ok(file, line, fresh, general_id, extra);
+    if (!testing::compare(*viewed, *fresh, atol, rtol).close) {
+      // Shown against the trusted values, or against the fresh result where the views are right.
+      const bool viewed_right = testing::compare(*viewed, expected, atol, rtol).close;
+      testing::expect_close(file, line, viewed, viewed_right ? *fresh : expected, atol, offset_id, rtol, extra);
+      return false;
+    }
+    return general_id.empty() || testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
+  }
+  return fresh.ok() && viewed.ok();
+}
+#define JUDGE_OFFSET(fresh, viewed, expected, atol, general_id, offset_id, ...) \
+  judge_offset(__FILE__, __LINE__, fresh, viewed, expected, atol, 0.0, general_id, offset_id __VA_OPT__(, ) __VA_ARGS__)
+
+// ---------------------------------------------------------------------------------------------
 // Gradients
 
 // The shape of a convolution's output on `in` (an input: the shape of the weights w given to
@@ -232,6 +261,49 @@ bool check_conv_gradients(const char* file, int line, const std::vector<TensorDa
 #define CHECK_CONV_GRADIENTS(in, stride, padding, stream, ids, ...) \
   check_conv_gradients(__FILE__, __LINE__, in, stride, padding, stream, ids __VA_OPT__(, ) __VA_ARGS__)
 
+// The node's backward(w) on fresh tensors, then with x, weight, bias and w each testing::at_offset
+// of the same values (contiguous views at offset 5 of a storage whose other floats are random).
+// A gradient that differs between the two, or a call that threw on one only, is
+// conv_grad_view_offset_ignored; the same wrong gradient of x on both is input_grad_wrong, and the
+// same wrong weight or bias gradient on both is left to weight_bias_grad, which owns them.
+void check_conv_gradients_at_offset(const std::vector<TensorData>& in, int stride, int padding,
+                                    std::uint64_t weight_stream) {
+  const TensorData weights = data_of(random_tensor(conv_out_shape(in, stride, padding), weight_stream, 0.5f, 1.5f));
+  const std::string call = "Conv2dFunction::backward(w) with " + describe(in, stride, padding);
+  const auto run = [&](bool at_offset) {
+    auto node = std::make_shared<Conv2dFunction>();
+    node->stride = stride;
+    node->padding = padding;
+    for (std::size_t i = 0; i < in.size(); ++i)
+      node->inputs.push_back(at_offset ? testing::at_offset(in[i], weight_stream + 1 + i) : in[i].tensor());
+    return node->backward(at_offset ? testing::at_offset(weights, weight_stream + 4) : weights.tensor());
+  };
+  const auto fresh = observe(call + ", each a fresh tensor", [&] { return run(false); });
+  const auto viewed = observe(call + ", x, weight, bias and w each a contiguous view at offset 5", [&] { return run(true); });
+  KILN_JUDGE {
+    const char* names[] = {"x", "weight", "bias"};
+    const std::vector<std::string> general_ids = {"input_grad_wrong", "", ""};
+    const auto gradient = [&](const auto& grads, std::size_t i) {
+      if (!grads.ok()) return Observed<TensorData>(grads.call() + ", the gradient of " + names[i], grads.error());
+      if (grads->size() != in.size())
+        return Observed<TensorData>(grads.call() + ", the gradient of " + names[i],
+                                    testing::ErrorData{{"std::length_error"}, fmt::format("backward returned {} for {}",
+                                                                               testing::counted(grads->size(), "gradient"),
+                                                                               testing::counted(in.size(), "input"))});
+      return Observed<TensorData>(grads.call() + ", the gradient of " + names[i], (*grads)[i]);
+    };
+    for (std::size_t i = 0; i < in.size(); ++i) {
+      const auto forward = [stride, padding](const std::vector<TensorData>& values) {
+        return reference_conv(values, stride, padding);
+      };
+      const TensorData numeric = testing::numeric_gradient(forward, in, i, weights);
+      if (!judge_offset(__FILE__, __LINE__, gradient(fresh, i), gradient(viewed, i), numeric, 1e-3, 1e-3,
+                        general_ids[i], "conv_grad_view_offset_ignored"))
+        return;
+    }
+  }
+}
+
 struct GradientCase {
   Shape x;
   std::int64_t out_ch, k;
@@ -293,6 +365,19 @@ TEST(Convolutions, OutputShape) {
                   got.call() + " gave " + std::to_string(*got) + ", expected " + std::to_string(expected));
       if (*got != expected) return;
     }
+  }
+  // padding 2^30 on a size of 3 (kernel 3, stride 1): 2·padding is 2^31, past an int, so it is
+  // doubled in std::int64_t too; doubled in the int padding is, it wraps to -2^31 and the count
+  // to -2147483647 instead of 2147483649.
+  const auto doubled = observe("conv_output_size(3, kernel 3, stride 1, padding 1073741824)",
+                               [] { return conv_output_size(3, 3, 1, 1073741824); });
+  KILN_JUDGE {
+    const std::int64_t expected = 2147483649;
+    const testing::Params params = {{"padding", "1073741824"}, {"expected", std::to_string(expected)}};
+    if (!KILN_EXPECT_OK(doubled, "conv_padding_doubled_in_int", params)) return;
+    KILN_EXPECT(*doubled == expected, "conv_padding_doubled_in_int", params,
+                doubled.call() + " gave " + std::to_string(*doubled) + ", expected " + std::to_string(expected));
+    if (*doubled != expected) return;
   }
 
   // The forward's output: x (2, 3, 7, 5) through 4 filters of 3×3.
@@ -370,38 +455,40 @@ TEST(Convolutions, ForwardValues) {
   // x a contiguous view at an offset: image 1 of a random batch (2, 2, 4, 5), strides
   // (40, 20, 5, 1), offset 40. Its contiguous() is the view itself, offset and all, so x must be
   // read from data() (where the view starts), not from the storage's first float (image 0).
+  // Judged against the same call on image 1 as a fresh tensor: only a difference between the two
+  // is the offset's failure.
   const TensorData batch = data_of(random_tensor({2, 2, 4, 5}, 90));
   const std::vector<TensorData> view_in = random_conv_inputs({1, 2, 4, 5}, 3, 3, true, 91);
+  const TensorData image_1 = image_of(batch, 1, {1, 2, 4, 5});
+  const auto of_fresh = observe("Conv2dFunction::apply(x, weight (3, 2, 3, 3), bias (3), stride 1, padding 1) with x "
+                                "image 1 of a batch (2, 2, 4, 5) as a fresh tensor",
+                                [&] { return Conv2dFunction::apply(image_1.tensor(), view_in[1].tensor(), view_in[2].tensor(), 1, 1); });
   const auto of_view = observe("Conv2dFunction::apply(x, weight (3, 2, 3, 3), bias (3), stride 1, padding 1) with x "
                                "image 1 of a batch (2, 2, 4, 5), a view at offset 40",
                                [&] {
-                                 const Tensor image_1 = make_view(batch.tensor(), {1, 2, 4, 5}, {40, 20, 5, 1}, 40);
-                                 return Conv2dFunction::apply(image_1, view_in[1].tensor(), view_in[2].tensor(), 1, 1);
+                                 const Tensor view = make_view(batch.tensor(), {1, 2, 4, 5}, {40, 20, 5, 1}, 40);
+                                 return Conv2dFunction::apply(view, view_in[1].tensor(), view_in[2].tensor(), 1, 1);
                                });
   KILN_JUDGE {
-    // The output of each image of the batch, taken as a (1, 2, 4, 5) of its own.
-    const auto output_of = [&](std::size_t n) {
-      return reference_conv({image_of(batch, n, {1, 2, 4, 5}), view_in[1], view_in[2]}, 1, 1);
-    };
-    const testing::Params params = {{"offset", "40"}};
-    if (!KILN_EXPECT_OK(of_view, "conv_view_offset_ignored", params)) return;
-    const testing::Comparison right = testing::compare(*of_view, output_of(1), 1e-4);
-    const bool image_0 = testing::compare(*of_view, output_of(0), 1e-4).close;
-    KILN_EXPECT(right.close, "conv_view_offset_ignored", params,
-                of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's output" : ""));
-    if (!right.close) return;
+    if (!JUDGE_OFFSET(of_fresh, of_view, reference_conv({image_1, view_in[1], view_in[2]}, 1, 1), 1e-4,
+                      "conv_values_wrong", "conv_view_offset_ignored", {{"offset", "40"}}))
+      return;
   }
 
   // The weight and the bias contiguous views at an offset (testing::at_offset: 5 random floats
   // before the values): forward must read them from data() too, not from storage_data().
   const std::vector<TensorData> offset_in = random_conv_inputs({2, 2, 5, 4}, 3, 3, true, 94);
+  const auto offset_fresh = observe_conv(offset_in, 1, 1);
   const auto of_offset = observe("Conv2dFunction::apply(x (2, 2, 5, 4), weight (3, 2, 3, 3), bias (3), stride 1, "
                                  "padding 1) with the weight and the bias each a contiguous view at offset 5",
                                  [&] {
                                    return Conv2dFunction::apply(offset_in[0].tensor(), testing::at_offset(offset_in[1], 98),
                                                                 testing::at_offset(offset_in[2], 99), 1, 1);
                                  });
-  KILN_EXPECT_CLOSE(of_offset, reference_conv(offset_in, 1, 1), 1e-4, "conv_weight_offset_ignored");
+  KILN_JUDGE {
+    JUDGE_OFFSET(offset_fresh, of_offset, reference_conv(offset_in, 1, 1), 1e-4, "conv_values_wrong",
+                 "conv_weight_offset_ignored");
+  }
 }
 
 // read(layer) of Conv2d(2, 3, 3, stride 2, padding 1, with_bias, seed 3) and of Conv2d(3, 4, 5,
@@ -606,11 +693,11 @@ TEST(Convolutions, InputGradient) {
   // larger buffer): contiguous() of each is the view itself, so backward must read them from
   // data(), where they start, not from storage_data(). All three gradients are judged: a slip on
   // x shows in the weight's gradient, one on the weight in x's, one on grad_output in all.
+  // Each is judged against the same call on fresh tensors: only a gradient that differs between
+  // the two is the offset's failure.
   const GradientCase& o = gradient_cases()[0];
-  CHECK_CONV_GRADIENTS(random_conv_inputs(o.x, o.out_ch, o.k, true, stream + 8), o.stride, o.padding, stream + 11,
-                       (std::vector<std::string>{"conv_grad_view_offset_ignored", "conv_grad_view_offset_ignored",
-                                                 "conv_grad_view_offset_ignored"}),
-                       false, false, true);
+  check_conv_gradients_at_offset(random_conv_inputs(o.x, o.out_ch, o.k, true, stream + 8), o.stride, o.padding,
+                                 stream + 11);
 }
 
 TEST(Convolutions, WeightBiasGradient) {
@@ -700,22 +787,20 @@ TEST(Convolutions, MaxPoolForward) {
   // x a contiguous view at an offset: image 1 of a random batch (2, 2, 4, 6), strides
   // (48, 24, 6, 1), offset 48. Its contiguous() is the view itself, offset and all, so x must be
   // read from data() (where the view starts), not from the storage's first float (image 0).
+  // Judged against the same call on image 1 as a fresh tensor.
   const TensorData batch = data_of(random_tensor({2, 2, 4, 6}, 93));
+  const TensorData image_1 = image_of(batch, 1, {1, 2, 4, 6});
+  const auto of_fresh = observe("MaxPool2d(2).forward(x) with x image 1 of a random batch (2, 2, 4, 6) as a fresh tensor",
+                                [&] { return MaxPool2d(2).forward(image_1.tensor()); });
   const auto of_view = observe("MaxPool2d(2).forward(x) with x image 1 of a random batch (2, 2, 4, 6), a view at offset 48",
                                [&] {
-                                 const Tensor image_1 = make_view(batch.tensor(), {1, 2, 4, 6}, {48, 24, 6, 1}, 48);
-                                 return MaxPool2d(2).forward(image_1);
+                                 const Tensor view = make_view(batch.tensor(), {1, 2, 4, 6}, {48, 24, 6, 1}, 48);
+                                 return MaxPool2d(2).forward(view);
                                });
   KILN_JUDGE {
-    // The maxima of each image of the batch, taken as a (1, 2, 4, 6) of its own.
-    const auto maxima_of = [&](std::size_t n) { return reference_maxpool(image_of(batch, n, {1, 2, 4, 6}), 2, 2).out; };
-    const testing::Params params = {{"offset", "48"}};
-    if (!KILN_EXPECT_OK(of_view, "maxpool_view_offset_ignored", params)) return;
-    const testing::Comparison right = testing::compare(*of_view, maxima_of(1), 0.0);
-    const bool image_0 = testing::compare(*of_view, maxima_of(0), 0.0).close;
-    KILN_EXPECT(right.close, "maxpool_view_offset_ignored", params,
-                of_view.call() + ": " + right.describe() + (image_0 ? "; it is image 0's maxima" : ""));
-    if (!right.close) return;
+    if (!JUDGE_OFFSET(of_fresh, of_view, reference_maxpool(image_1, 2, 2).out, 0.0, "maxpool_values_wrong",
+                      "maxpool_view_offset_ignored", {{"offset", "48"}}))
+      return;
   }
   // An empty batch: x (0, 2, 4, 6) has no images, and its maxima (0, 2, 2, 3) none either.
   const Tensor no_images = Tensor::zeros({0, 2, 4, 6});
@@ -839,9 +924,13 @@ TEST(Convolutions, MaxPoolBackward) {
   // it from data(), where it starts, not from the storage's first float.
   const TensorData r4 = data_of(random_tensor({2, 2, 4, 6}, 96));
   const TensorData g4 = data_of(random_tensor({2, 2, 2, 3}, 97, 0.5f, 1.5f));
-  KILN_EXPECT_CLOSE(observe_maxpool_grad("a random x (2, 2, 4, 6) and g a contiguous view at offset 5", r4, 2, 2, g4,
-                                         GradAs::at_offset),
-                    reference_maxpool_grad(r4, 2, 2, g4), 1e-6, "maxpool_grad_view_offset_ignored");
+  const auto g4_fresh = observe_maxpool_grad("a random x (2, 2, 4, 6) and g", r4, 2, 2, g4);
+  const auto g4_viewed = observe_maxpool_grad("a random x (2, 2, 4, 6) and g a contiguous view at offset 5", r4, 2, 2,
+                                              g4, GradAs::at_offset);
+  KILN_JUDGE {
+    JUDGE_OFFSET(g4_fresh, g4_viewed, reference_maxpool_grad(r4, 2, 2, g4), 1e-6, "maxpool_grad_misrouted",
+                 "maxpool_grad_view_offset_ignored");
+  }
 }
 
 }  // namespace

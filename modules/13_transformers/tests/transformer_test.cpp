@@ -115,6 +115,32 @@ void expect_loss_refused(const char* file, int line, const Tensor& logits, const
     }
   }
 }
+// An offset failure only for a result that depends on the offset. `fresh` is a call on fresh
+// contiguous tensors and `viewed` the same call on the same values as views at an offset. Where
+// the two differ, or only one threw, offset_id is reported; where they agree, the result is
+// judged against `expected` under general_id (the function's wrong-value failure, so that a
+// mistake that has nothing to do with offsets is named as such; both threw: general_id, quoting
+// the error), or not at all with an empty general_id (a value another check owns and judges).
+// Returns whether both calls returned the right values (in the observed program: returned).
+bool judge_offset(const char* file, int line, const testing::Observed<TensorData>& fresh, const testing::Observed<TensorData>& viewed,
+                  const TensorData& expected, double atol, double rtol, const std::string& general_id,
+                  const std::string& offset_id, const testing::Params& extra = {}) {
+  KILN_JUDGE {
+    if (fresh.ok() != viewed.ok()) return testing::expect_ok(file, line, fresh.ok() ? viewed : fresh, offset_id, extra);
+    if (!fresh.ok()) return general_id.empty() ? false : testing::expect_ok(file, line, fresh, general_id, extra);
+    if (!testing::compare(*viewed, *fresh, atol, rtol).close) {
+      // Shown against the trusted values, or against the fresh result where the views are right.
+      const bool viewed_right = testing::compare(*viewed, expected, atol, rtol).close;
+      testing::expect_close(file, line, viewed, viewed_right ? *fresh : expected, atol, offset_id, rtol, extra);
+      return false;
+    }
+    return general_id.empty() || testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
+  }
+  return fresh.ok() && viewed.ok();
+}
+#define JUDGE_OFFSET(fresh, viewed, expected, atol, general_id, offset_id, ...) \
+  judge_offset(__FILE__, __LINE__, fresh, viewed, expected, atol, 0.0, general_id, offset_id __VA_OPT__(, ) __VA_ARGS__)
+
 }  // namespace
 
 TEST(Transformer, LayerNorm) {
@@ -307,13 +333,21 @@ TEST(Transformer, LayerNorm) {
   // must be read from data() or through its strides, where it starts, not from storage_data().
   const TensorData view_x = data_of(random_tensor({3, 7}, 1328, -2.0f, 2.0f));
   const TensorData view_gain = data_of(random_tensor({7}, 1329, 0.5f, 1.5f)), view_bias = data_of(random_tensor({7}, 1330));
+  // Judged against the same call on fresh tensors: only a difference between the two is the
+  // offset's failure.
+  const auto of_fresh = observe("layer_norm(x, gain, bias) with x (3, 7), gain (7) and bias (7) fresh tensors", [&] {
+    return nn::layer_norm(view_x.tensor(), view_gain.tensor(), view_bias.tensor());
+  });
   const auto of_views =
       observe("layer_norm(x, gain, bias) with x (3, 7), gain (7) and bias (7) each a contiguous view at offset 5", [&] {
         return nn::layer_norm(testing::at_offset(view_x, 1331), testing::at_offset(view_gain, 1332),
                               testing::at_offset(view_bias, 1333));
       });
-  KILN_EXPECT_CLOSE(of_views, floats({3, 7}, trusted_layer_norm(doubles(view_x), 7, doubles(view_gain), doubles(view_bias))),
-                    1e-5, "layer_norm_view_offset_ignored");
+  KILN_JUDGE {
+    JUDGE_OFFSET(of_fresh, of_views,
+                 floats({3, 7}, trusted_layer_norm(doubles(view_x), 7, doubles(view_gain), doubles(view_bias))), 1e-5,
+                 "layer_norm_wrong", "layer_norm_view_offset_ignored");
+  }
 }
 
 TEST(Transformer, LayerNormGradients) {
@@ -365,29 +399,50 @@ TEST(Transformer, LayerNormGradients) {
   const Tensor x = random_tensor(shape, 1340, -2.0f, 2.0f);
   const Tensor gain = random_tensor({6}, 1341, 0.5f, 1.5f), bias = random_tensor({6}, 1342);
   const TensorData g = data_of(random_tensor(shape, 1343));
+  // The same call with G a fresh tensor first: only gradients that differ between the two are the
+  // offset's failure; the same wrong gradient on both is that gradient's own failure.
+  const auto node_backward = [&](bool at_offset) {
+    Tensor leaf_x = fresh(x), leaf_gain = fresh(gain), leaf_bias = fresh(bias);
+    leaf_x.set_requires_grad(true);
+    leaf_gain.set_requires_grad(true);
+    leaf_bias.set_requires_grad(true);
+    const Tensor y = nn::layer_norm(leaf_x, leaf_gain, leaf_bias);
+    const std::vector<Tensor> node_grads =
+        y.autograd()->grad_fn->backward(at_offset ? testing::at_offset(g, 1344) : g.tensor());
+    if (node_grads.size() != 3)
+      throw std::length_error("backward returned " + std::to_string(node_grads.size()) + " gradients for 3 inputs");
+    return std::tuple(node_grads[0], node_grads[1], node_grads[2]);
+  };
+  const auto fresh_grads = observe("layer_norm(x, gain, bias) with x (3, 6), then its node's backward(G) with G a fresh tensor",
+                                   [&] { return node_backward(false); });
   const auto grads = observe(
-      "layer_norm(x, gain, bias) with x (3, 6), then its node's backward(G) with G a contiguous view at offset 5", [&] {
-        Tensor leaf_x = fresh(x), leaf_gain = fresh(gain), leaf_bias = fresh(bias);
-        leaf_x.set_requires_grad(true);
-        leaf_gain.set_requires_grad(true);
-        leaf_bias.set_requires_grad(true);
-        const Tensor y = nn::layer_norm(leaf_x, leaf_gain, leaf_bias);
-        const std::vector<Tensor> node_grads = y.autograd()->grad_fn->backward(testing::at_offset(g, 1344));
-        if (node_grads.size() != 3)
-          throw std::length_error("backward returned " + std::to_string(node_grads.size()) + " gradients for 3 inputs");
-        return std::tuple(node_grads[0], node_grads[1], node_grads[2]);
-      });
-  if (!KILN_EXPECT_OK(grads, "ln_grad_view_offset_ignored")) return;
+      "layer_norm(x, gain, bias) with x (3, 6), then its node's backward(G) with G a contiguous view at offset 5",
+      [&] { return node_backward(true); });
   KILN_JUDGE {
+    if (fresh_grads.ok() != grads.ok()) {
+      KILN_EXPECT_OK(fresh_grads.ok() ? grads : fresh_grads, "ln_grad_view_offset_ignored");
+      return;
+    }
+    if (!KILN_EXPECT_OK(fresh_grads, "ln_grad_input_wrong")) return;
     const auto f = [](const std::vector<Values>& in) { return trusted_layer_norm(in[0], 6, in[1], in[2]); };
     const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
     const TensorData* observed[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
+    const TensorData* observed_fresh[] = {&std::get<0>(*fresh_grads), &std::get<1>(*fresh_grads),
+                                          &std::get<2>(*fresh_grads)};
+    const char* general_ids[] = {"ln_grad_input_wrong", "ln_grad_gain_wrong", "ln_grad_bias_wrong"};
     const Shape shapes[] = {shape, {6}, {6}};
     for (std::size_t which = 0; which < 3; ++which) {
+      const Values numeric = testing::double_numeric_gradient(f, inputs, which, doubles(g));
       std::string detail;
-      if (!gradient_close(*observed[which], shapes[which], testing::double_numeric_gradient(f, inputs, which, doubles(g)),
-                          &detail)) {
+      if (!testing::compare(*observed[which], *observed_fresh[which], 1e-4, 1e-3).close) {
+        if (gradient_close(*observed[which], shapes[which], numeric, &detail))
+          detail = testing::compare(*observed[which], *observed_fresh[which], 1e-4, 1e-3).describe() +
+                   " against the same call on a fresh G";
         KILN_FAIL("ln_grad_view_offset_ignored", {}, grads.call() + ": " + detail);
+        return;
+      }
+      if (!gradient_close(*observed_fresh[which], shapes[which], numeric, &detail)) {
+        KILN_FAIL(general_ids[which], {}, fresh_grads.call() + ": " + detail);
         return;
       }
     }

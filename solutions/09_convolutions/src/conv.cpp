@@ -9,7 +9,7 @@
 namespace kiln {
 
 std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, int padding) {
-  return (size + 2 * padding - kernel_size) / stride + 1;
+  return (size + 2 * static_cast<std::int64_t>(padding) - kernel_size) / stride + 1;
 }
 
 Conv2d::Conv2d(int in_channels, int out_channels, int kernel_size, int stride, int padding,

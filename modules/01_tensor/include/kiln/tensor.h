@@ -122,7 +122,8 @@ class Tensor {
   // removed; with it, it stays with size 1.
   Tensor sum(std::int64_t dim, bool keepdim = false) const;
   // sum(dim, keepdim) divided by the size of dim, also when that size is 0: the mean of nothing
-  // is 0/0 = NaN, as in PyTorch (a (0, 3) tensor's mean(0) is [NaN, NaN, NaN]).
+  // is 0/0 = NaN, as in PyTorch (a (0, 3) tensor's mean(0) is [NaN, NaN, NaN]). Divide, rounding
+  // once: sum·(1/n) rounds twice and is a last bit off (7·(1/3) is 2.33333349, 7/3 is 2.33333325).
   Tensor mean(std::int64_t dim, bool keepdim = false) const;
   // Sum of all elements, as a scalar tensor; the sum of no elements is 0.
   Tensor sum() const;

@@ -55,7 +55,9 @@ Tensor mse_loss_backward(const Tensor& prediction, const Tensor& target);
 // where the total is not (logits [3e38, 3e38] against targets [0, 0] give 3e38).
 Tensor binary_cross_entropy_with_logits(const Tensor& logits, const Tensor& targets);
 // dL/dz = (σ(z) - t)/n, with module 02's stable sigmoid, which keeps σ(z) for z far below 0 (σ(-20)
-// = 2.06e-9, where 1 - 1/(1 + e^z) gives 0).
+// = 2.06e-9, where 1 - 1/(1 + e^z) gives 0). Subtract, then scale: σ(z) - t of sigmoid()'s own
+// value is exact where σ(z) is near t (z = 16 against t = 1), and scaling σ and t by 1/n before
+// subtracting loses it (25% off for n = 3).
 Tensor binary_cross_entropy_with_logits_backward(const Tensor& logits, const Tensor& targets);
 
 // ---------------------------------------------------------------------------------------------

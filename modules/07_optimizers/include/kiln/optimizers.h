@@ -164,7 +164,9 @@ float step_lr(float base_lr, int epoch, int step_size, float gamma);
 // restarts): step 0 gives base_lr exactly, step total_steps gives min_lr exactly.
 // Throws std::invalid_argument, naming the argument, when step < 0, total_steps < 1,
 // warmup_steps < 0, warmup_steps > total_steps, or base_lr or min_lr is negative, NaN or infinite
-// (an infinite base_lr makes no schedule: inf · 0 is NaN at step 0 of a warm-up). The largest
+// (an infinite base_lr makes no schedule: inf · 0 is NaN at step 0 of a warm-up), also for a step
+// at or past total_steps: every argument is checked before the rule for step ≥ total_steps, so
+// cosine_lr(1, -0.5, 30, 20) throws, it does not return -0.5. The largest
 // float is a rate like any other. step, total_steps and warmup_steps are subtracted as ints and
 // converted to double, never to float: exact past 2^24 (step 16777217 after a warm-up of 16777216
 // is one step of the cosine).

@@ -25,7 +25,8 @@ namespace kiln {
 
 // The number of window positions along one axis: (size + 2·padding - kernel_size) / stride + 1,
 // in std::int64_t like size: a size or padded size past 2^31 does not wrap (4294967303 with
-// kernel 3, stride 1, padding 0 gives 4294967301).
+// kernel 3, stride 1, padding 0 gives 4294967301), and 2·padding is doubled in std::int64_t too:
+// padding 2^30 (size 3, kernel 3, stride 1) gives 2147483649.
 std::int64_t conv_output_size(std::int64_t size, int kernel_size, int stride, int padding);
 
 // Convolution as a node of the autograd graph.
@@ -51,6 +52,7 @@ struct Conv2dFunction : autograd::Function {
   Tensor forward() override;
 
   // The gradients of x, weight and (when there is one) bias, in that order.
+  // The bias gradient takes each go once per output element, not once per input channel (outside the loop over c): grad_b[oc] = Σ_{n, oh, ow} go.
   std::vector<Tensor> backward(const Tensor& grad_output) override;
 };
 
