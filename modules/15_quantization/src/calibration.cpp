@@ -18,6 +18,8 @@ float ActivationObserver::scale() const {
   // max_abs_ / max_code, or 1 while max_abs_ is 0. No floor: a tiny max_abs_ gives a tiny scale;
   // only where the quotient rounds to 0 in float (max_abs_ below about 8.9e-44), the smallest
   // positive float, std::numeric_limits<float>::denorm_min() = 1.4e-45, so that it stays positive.
+  // The scale is the quotient max_abs / 127 in float, bit for bit: divided, not multiplied by
+  // 1/127, whose product rounds twice and is one bit off for some max_abs (2.25, 3.25, 13).
   throw kiln::NotImplemented();
 }
 

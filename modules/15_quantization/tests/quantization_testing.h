@@ -21,6 +21,21 @@ using testing::TensorData;
 
 inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
+// An offset failure only for a result that depends on the offset: a case observes the same call
+// on a view at an offset and on a fresh tensor of the same values. They differ when one threw and
+// the other did not, or both returned and `same` says the results differ. Where they do not
+// differ, the fresh result is judged, under the function's general failure.
+template <class T, class Same>
+bool offset_changes(const testing::Observed<T>& view, const testing::Observed<T>& fresh, Same same) {
+  if (view.ok() != fresh.ok()) return true;
+  return view.ok() && !same(*view, *fresh);
+}
+// "gave <text of the value>" or "threw <kind>: <message>", for such a failure's detail.
+template <class T, class Text>
+std::string gave(const testing::Observed<T>& got, Text text) {
+  return got.ok() ? "gave " + text(*got) : "threw " + got.error().kind() + ": " + got.error().message;
+}
+
 // round(v), half away from zero, clamped to [-127, 127].
 inline std::int64_t trusted_code(double value_over_scale) {
   const double rounded = value_over_scale >= 0 ? std::floor(value_over_scale + 0.5) : -std::floor(-value_over_scale + 0.5);

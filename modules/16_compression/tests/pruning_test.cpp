@@ -169,16 +169,21 @@ TEST(Compression, MagnitudeMask) {
   // numbers. Its entries start at data(), not at the storage's first float.
   const Tensor shifted = testing::at_offset(data_of(random_tensor({3, 5}, 1615)), 1616);
   const std::vector<float> shifted_values = data_of(shifted).values;
+  // The same call on a fresh tensor of the same values: only a mask that differs between the two
+  // is the offset's fault; one wrong on both is magnitude_mask's own.
+  const auto fresh_mask = observe("magnitude_mask(the same (3, 5) values in a fresh tensor, 0.4)",
+                                  [&] { return magnitude_mask(Tensor({3, 5}, shifted_values), 0.4); });
   const auto offset_mask = observe("magnitude_mask(a (3, 5) contiguous view at offset 5, 0.4)",
                                    [&] { return magnitude_mask(shifted, 0.4); });
-  if (!KILN_EXPECT_OK(offset_mask, "mask_offset_ignored")) return;
   KILN_JUDGE {
-    const std::vector<float> expected = expected_mask(shifted_values, 0.4);
-    if (offset_mask->shape != Shape{3, 5} || offset_mask->values != expected) {
+    if (compression_testing::offset_changes(offset_mask, fresh_mask, 0.0)) {
       KILN_FAIL("mask_offset_ignored", {},
-                fmt::format("{} gave {} of shape {}, expected {}", offset_mask.call(), testing::list(offset_mask->values, 15),
-                            to_string(offset_mask->shape), testing::list(expected, 15)));
+                fmt::format("{} {}, where {} {}; expected {}", offset_mask.call(), compression_testing::gave(offset_mask),
+                            fresh_mask.call(), compression_testing::gave(fresh_mask),
+                            testing::list(expected_mask(shifted_values, 0.4), 15)));
+      return;
     }
+    expect_mask(__FILE__, __LINE__, "the same (3, 5) values in a fresh tensor", Shape{3, 5}, shifted_values, 0.4, fresh_mask);
   }
 }
 
@@ -238,7 +243,31 @@ TEST(Compression, PruneInPlace) {
     const Tensor mask = prune_magnitude(weight, 0.5);
     return std::tuple(mask, other_handle, base);
   });
+  // The same call on a fresh (2, 3) weight of the same 6 values: only a mask or weight that
+  // differs between the two is the offset's fault; one wrong on both is prune_magnitude's own.
+  const auto fresh = observe("prune_magnitude(the same 6 values in a fresh (2, 3) weight, 0.5), then read a second handle",
+                             [&] {
+                               Tensor weight({2, 3}, std::vector<float>(matrix.begin() + 6, matrix.end()));
+                               const Tensor other_handle = weight;
+                               const Tensor mask = prune_magnitude(weight, 0.5);
+                               return std::tuple(mask, other_handle);
+                             });
   const testing::Params params = {{"case", name}, {"sparsity", "0.5"}};
+  KILN_JUDGE {
+    const auto text = [](const auto& got) {
+      return got.ok() ? fmt::format("gave the mask {} and the weight {}", testing::list(std::get<0>(*got).values),
+                                    testing::list(std::get<1>(*got).values))
+                      : "threw " + got.error().kind() + ": " + got.error().message;
+    };
+    bool differs = view.ok() != fresh.ok();
+    if (view.ok() && fresh.ok())
+      differs = std::get<0>(*view).values != std::get<0>(*fresh).values || std::get<1>(*view).values != std::get<1>(*fresh).values;
+    if (differs) {
+      KILN_FAIL("prune_from_storage_start", params,
+                fmt::format("{} {}, where {} {}", view.call(), text(view), fresh.call(), text(fresh)));
+      return;
+    }
+  }
   if (!KILN_EXPECT_OK(view, "prune_not_in_place", params)) return;
   KILN_JUDGE {
     const auto& [mask, weight, base] = *view;

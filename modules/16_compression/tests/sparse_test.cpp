@@ -235,10 +235,23 @@ TEST(Compression, CsrMatmul) {
   const Tensor dense_a = sparse_tensor(4, 7, 1651);
   const CsrMatrix offset_a = csr_of(dense_a);
   const Tensor offset_b = testing::at_offset(data_of(random_tensor({7, 3}, 1652)), 1653);
+  // The same call with b a fresh tensor of the same values: only a product that differs between
+  // the two is the offset's fault; one wrong on both is csr_matmul's own.
+  const auto fresh_product = observe("csr_matmul(a (4, 7), the same b (7, 3) values in a fresh tensor)",
+                                     [&] { return csr_matmul(offset_a, data_of(offset_b).tensor()); });
   const auto offset_product = observe("csr_matmul(a (4, 7), b (7, 3) a contiguous view at offset 5)",
                                       [&] { return csr_matmul(offset_a, offset_b); });
-  KILN_EXPECT_CLOSE_REL(offset_product, testing::reference_matmul(dense_a, offset_b), 1e-5, 1e-5,
-                        "csr_matmul_offset_ignored");
+  KILN_JUDGE {
+    const TensorData expected = testing::reference_matmul(dense_a, offset_b);
+    if (compression_testing::offset_changes(offset_product, fresh_product, 1e-6, 1e-6)) {
+      if (!KILN_EXPECT_CLOSE_REL(offset_product, expected, 1e-5, 1e-5, "csr_matmul_offset_ignored")) return;
+      KILN_FAIL("csr_matmul_offset_ignored", {{"difference", "0 from the product, where the fresh b's differs"}},
+                fmt::format("{} {}, where {} {}", offset_product.call(), compression_testing::gave(offset_product),
+                            fresh_product.call(), compression_testing::gave(fresh_product)));
+      return;
+    }
+    KILN_EXPECT_CLOSE_REL(fresh_product, expected, 1e-5, 1e-5, "csr_matmul_wrong", {{"a_shape", "(4, 7)"}, {"b_shape", "(7, 3)"}});
+  }
 }
 
 TEST(Compression, CsrBytes) {

@@ -10,6 +10,7 @@
 
 #include "kiln/acceleration.h"
 #include "kiln/testing.h"
+#include "offset_testing.h"
 
 namespace kiln {
 namespace {
@@ -230,9 +231,19 @@ TEST(Acceleration, Im2col) {
   // float.
   const Tensor x_offset = testing::at_offset(data_of(random_tensor({2, 3, 5, 4}, 80)), 81);
   const TensorData x_offset_values = data_of(x_offset);
+  // The same call on a fresh tensor of the same values: only patches that differ between the two
+  // are the offset's fault; patches wrong on both are im2col's own.
+  const auto fresh_cols = observe("im2col(x, 3, 1, 1) of the same (2, 3, 5, 4) values in a fresh tensor",
+                                  [&] { return im2col(x_offset_values.tensor(), 3, 1, 1); });
   const auto offset_cols = observe("im2col(x, 3, 1, 1) of a (2, 3, 5, 4) contiguous view at offset 5",
                                    [&] { return im2col(x_offset, 3, 1, 1); });
-  KILN_EXPECT_CLOSE(offset_cols, patches(x_offset_values, 3, 1, 1), 1e-6, "im2col_offset_ignored");
+  KILN_JUDGE {
+    offset_testing::judge_at_offset(__FILE__, __LINE__, offset_cols, fresh_cols, 1e-6, 0.0, "im2col_offset_ignored", {},
+                                    "im2col_values", [&](const auto& got, const char* id) {
+                                      if (std::string(id) == "im2col_values") return check_patches(got, patches(x_offset_values, 3, 1, 1));
+                                      return KILN_EXPECT_CLOSE(got, patches(x_offset_values, 3, 1, 1), 1e-6, id);
+                                    });
+  }
 }
 
 // Trusted: col2im by the chapter's formula, every row of cols added back where its window lay.
@@ -336,9 +347,18 @@ TEST(Acceleration, Col2im) {
   // is, and its values start at data(), not at the storage's first float.
   const Tensor y_offset = testing::at_offset(data_of(random_tensor({20, 18}, 82)), 83);
   const TensorData y_offset_values = data_of(y_offset);
+  // The same call on a fresh tensor of the same values: only an image that differs between the two
+  // is the offset's fault; one wrong on both is col2im's own (not the adjoint of im2col).
+  const auto fresh_back = observe("col2im(cols, (1, 2, 5, 4), 3, 1, 1) of the same (20, 18) values in a fresh tensor",
+                                  [&] { return col2im(y_offset_values.tensor(), {1, 2, 5, 4}, 3, 1, 1); });
   const auto offset_back = observe("col2im(cols, (1, 2, 5, 4), 3, 1, 1) of a (20, 18) contiguous view at offset 5",
                                    [&] { return col2im(y_offset, {1, 2, 5, 4}, 3, 1, 1); });
-  KILN_EXPECT_CLOSE(offset_back, scattered(y_offset_values, {1, 2, 5, 4}, 3, 1, 1), 1e-5, "col2im_offset_ignored");
+  KILN_JUDGE {
+    offset_testing::judge_at_offset(__FILE__, __LINE__, offset_back, fresh_back, 1e-6, 1e-6, "col2im_offset_ignored", {},
+                                    "col2im_not_adjoint", [&](const auto& got, const char* id) {
+                                      return KILN_EXPECT_CLOSE(got, scattered(y_offset_values, {1, 2, 5, 4}, 3, 1, 1), 1e-5, id);
+                                    });
+  }
 }
 
 }  // namespace

@@ -13,6 +13,7 @@
 
 #include "kiln/acceleration.h"
 #include "kiln/testing.h"
+#include "offset_testing.h"
 #include "matmul_counts.h"
 
 namespace kiln {
@@ -140,11 +141,23 @@ TEST(Acceleration, VectorizedMatmul) {
   // storage's first float.
   const Tensor a_offset = testing::at_offset(testing::data_of(random_tensor({5, 7}, 8)), 9);
   const Tensor b_offset = testing::at_offset(testing::data_of(random_tensor({7, 3}, 10)), 11);
+  // The same call on fresh tensors of the same values: only a product that differs between the
+  // two is the offset's fault; one wrong on both is tiled_matmul's own.
+  const auto fresh = observe("tiled_matmul(a, b, 4) of the same (5, 7) and (7, 3) values in fresh tensors", [&] {
+    return tiled_matmul(testing::data_of(a_offset).tensor(), testing::data_of(b_offset).tensor(), 4);
+  });
   const auto offsets = observe("tiled_matmul(a, b, 4) of (5, 7) and (7, 3) contiguous views at offset 5",
                                [&] { return tiled_matmul(a_offset, b_offset, 4); });
   KILN_JUDGE {
-    EXPECT_PRODUCT(offsets, reference_matmul(a_offset, b_offset), 1e-5, 0.0, "tiled_offset_ignored",
-                   {{"inputs", "(5, 7) and (7, 3) contiguous views at offset 5"}});
+    const testing::Params inputs = {{"inputs", "(5, 7) and (7, 3) contiguous views at offset 5"}};
+    offset_testing::judge_at_offset(__FILE__, __LINE__, offsets, fresh, 1e-5, 0.0, "tiled_offset_ignored", inputs,
+                                    "products_differ", [&](const auto& got, const char* id) {
+                                      const bool general = std::string(id) == "products_differ";
+                                      return EXPECT_PRODUCT(got, reference_matmul(a_offset, b_offset), 1e-5, 0.0, id,
+                                                            general ? testing::Params{{"function", "tiled_matmul"},
+                                                                                      {"inputs", "(5, 7) and (7, 3) fresh tensors"}}
+                                                                    : inputs);
+                                    });
   }
 }
 
@@ -294,11 +307,23 @@ TEST(Acceleration, BlockedMatmul) {
   // numbers: their values start at data(), not at the storage's first float.
   const Tensor a_offset = testing::at_offset(testing::data_of(random_tensor({13, 37}, 55)), 56);
   const Tensor b_offset = testing::at_offset(testing::data_of(random_tensor({37, 35}, 57)), 58);
+  // The same call on fresh tensors of the same values: only a product that differs between the
+  // two is the offset's fault; one wrong on both is blocked_matmul's own.
+  const auto fresh = observe("blocked_matmul(a, b) of the same (13, 37) and (37, 35) values in fresh tensors", [&] {
+    return blocked_matmul(testing::data_of(a_offset).tensor(), testing::data_of(b_offset).tensor());
+  });
   const auto offsets = observe("blocked_matmul(a, b) of (13, 37) and (37, 35) contiguous views at offset 5",
                                [&] { return blocked_matmul(a_offset, b_offset); });
   KILN_JUDGE {
-    EXPECT_PRODUCT(offsets, reference_matmul(a_offset, b_offset), 1e-4, 1e-5, "blocked_offset_ignored",
-                   {{"inputs", "(13, 37) and (37, 35) contiguous views at offset 5"}});
+    offset_testing::judge_at_offset(
+        __FILE__, __LINE__, offsets, fresh, 1e-4, 1e-5, "blocked_offset_ignored",
+        {{"inputs", "(13, 37) and (37, 35) contiguous views at offset 5"}}, "blocked_differs",
+        [&](const auto& got, const char* id) {
+          const bool general = std::string(id) == "blocked_differs";
+          return EXPECT_PRODUCT(got, reference_matmul(a_offset, b_offset), 1e-4, 1e-5, id,
+                                {{"inputs", general ? "(13, 37) and (37, 35) fresh tensors"
+                                                    : "(13, 37) and (37, 35) contiguous views at offset 5"}});
+        });
   }
 }
 

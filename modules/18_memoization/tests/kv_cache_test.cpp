@@ -10,6 +10,7 @@
 #include <cmath>
 #include <cstdint>
 #include <iterator>
+#include <limits>
 #include <memory>
 #include <stdexcept>
 #include <string>
@@ -330,6 +331,25 @@ TEST(Memoization, StepLogits) {
                             testing::counted(before.size(), "parameter"), before[first].first));
       return;
     }
+  }
+
+  // The two edges of [0, V) on an empty cache: the token −1 and the token V, one row past the end
+  // of the (V, D) token table. Each must be refused, not run: that it is kiln::IndexError naming
+  // the token is judged in past_max_length; here only that no logits come back.
+  for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
+    const auto edge = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
+      nn::GPT model = gpt_with(s, p);
+      nn::KVCache cache(model.config);
+      return nn::forward_step(model, cache, token);
+    });
+    KILN_JUDGE {
+      if (edge.ok()) {
+        KILN_FAIL("token_range_unchecked", {{"token", std::to_string(token)}, {"vocab", std::to_string(s.vocab)}},
+                  fmt::format("{} returned {}, expected kiln::IndexError", edge.call(), testing::counted(edge->size(), "logit")));
+        return;
+      }
+    }
+    if (edge.ok()) return;
   }
 }
 
@@ -913,6 +933,16 @@ TEST(Memoization, PastMaxLength) {
   const auto wide_n_new = observe_greedy(s, p, one, past_int);
   KILN_JUDGE {
     testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, wide_n_new, "n_new_narrowed", {"3"});
+  }
+  if (wide_n_new.ok()) return;
+  // n_new = 2⁶³ − 1 = 9,223,372,036,854,775,807, the largest int64_t, after a prompt of 1 token:
+  // prompt.size() + n_new overflows an int64_t (to −2⁶³ where it wraps, below max_length), so the
+  // check must compare n_new with the room the prompt leaves, max_length − prompt.size().
+  const std::int64_t largest = std::numeric_limits<std::int64_t>::max();
+  const auto largest_n_new = observe_greedy(s, p, one, largest);
+  KILN_JUDGE {
+    testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, largest_n_new, "length_sum_overflowed", {"3"},
+                                                  {{"n_new", std::to_string(largest)}});
   }
 }
 

@@ -11,10 +11,13 @@ Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, d
                         std::int64_t top_k, WichmannHill& generator) {
   if (prompt.empty()) throw std::invalid_argument("generate_cached needs a prompt of at least one token");
   if (n_new < 0) throw std::invalid_argument("generate_cached needs n_new >= 0");
-  const auto total = static_cast<std::int64_t>(prompt.size()) + n_new;
-  if (total > model.config.max_length) {
-    throw std::invalid_argument("generate_cached: prompt and new tokens, " + std::to_string(total) +
-                                ", are longer than max_length " + std::to_string(model.config.max_length));
+  // The room the prompt leaves, compared with n_new: prompt.size() + n_new would overflow an
+  // int64_t for an n_new near its largest value, and a wrapped sum would pass the check.
+  const auto room = model.config.max_length - static_cast<std::int64_t>(prompt.size());
+  if (n_new > room) {
+    throw std::invalid_argument("generate_cached: a prompt of " + std::to_string(prompt.size()) + " tokens and " +
+                                std::to_string(n_new) + " new tokens are longer than max_length " +
+                                std::to_string(model.config.max_length));
   }
   model.eval();
   KVCache cache(model.config);

@@ -103,6 +103,8 @@ class ActivationObserver {
   // (nothing seen yet, or only zeros). Where max_abs/127 rounds to 0 in float (max_abs below
   // about 8.9e-44, subnormal), the smallest positive float, std::numeric_limits<float>::
   // denorm_min() = 1.4e-45, so that the scale stays positive: [[1.4e-45]] gives 1.4e-45.
+  // The scale is the quotient max_abs / 127 in float, bit for bit: divided, not multiplied by
+  // 1/127, whose product rounds twice and is one bit off for some max_abs (2.25, 3.25, 13).
   float scale() const;
 
   // Given: the largest magnitude seen so far, 0 before any batch.

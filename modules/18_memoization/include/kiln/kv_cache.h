@@ -72,7 +72,8 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 // the cache is full (cache.length == max_length), before anything is written, and kiln::IndexError
 // when token is not in [0, V). The full cache is checked first: on it, every token gets that error.
 // A refused step leaves the cache as it was. The token is a std::int64_t, compared in 64 bits:
-// 2³² is refused, not wrapped to the token 0.
+// 2³² is refused, not wrapped to the token 0. The token V itself is one row past the end of the
+// (V, D) table: refused, as −1 is.
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 
 // Yours (src/generate_cached.cpp): module 13's generate() with a cache. The model goes into
@@ -88,7 +89,9 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
 // prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
 // else: a refused call leaves the model as it was, in training mode too. n_new is a std::int64_t,
-// compared in 64 bits: 2³² is refused, not wrapped to 0.
+// compared in 64 bits: 2³² is refused, not wrapped to 0. The length is checked as n_new >
+// max_length − prompt.size(), the room the prompt leaves: the sum prompt.size() + n_new overflows
+// an int64_t for an n_new near its largest value, and 2⁶³ − 1 is refused too.
 Indices generate_cached(GPT& model, const Indices& prompt, std::int64_t n_new, double temperature,
                         std::int64_t top_k, WichmannHill& generator);
 
