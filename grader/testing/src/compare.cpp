@@ -188,4 +188,17 @@ bool expect_close(const char* file, int line, const Observed<TensorData>& actual
   return expect_close(file, line, actual, data_of(expected), atol, failure_id, rtol, extra);
 }
 
+bool expect_same_at_offset(const char* file, int line, const Observed<TensorData>& fresh,
+                           const Observed<TensorData>& viewed, const TensorData& expected, double atol, double rtol,
+                           std::string_view general_id, std::string_view offset_id, const Params& extra) {
+  const auto differ = [&](const TensorData& a, const TensorData& b) { return !compare(a, b, atol, rtol).close; };
+  if (offset_changes(viewed, fresh, [&](const TensorData& v, const TensorData& f) { return !differ(v, f); })) {
+    if (!viewed.ok() || !fresh.ok()) return expect_ok(file, line, viewed.ok() ? fresh : viewed, offset_id, extra);
+    expect_close(file, line, viewed, differ(*viewed, expected) ? expected : *fresh, atol, offset_id, rtol, extra);
+    return false;
+  }
+  if (!fresh.ok()) return !general_id.empty() && expect_ok(file, line, fresh, general_id, extra);
+  return general_id.empty() || expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
+}
+
 }  // namespace kiln::testing

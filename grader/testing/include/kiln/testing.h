@@ -167,6 +167,27 @@ bool expect_close(const char* file, int line, const Observed<TensorData>& actual
 bool expect_close(const char* file, int line, const Observed<TensorData>& actual, const Tensor& expected,
                   double atol, std::string_view failure_id, double rtol = 0.0, const Params& extra = {});
 
+// A view at an offset: an offset failure only for a result that depends on the offset.
+//
+// `viewed` is a call on inputs that are views at an offset (at_offset), `fresh` the same call on
+// fresh contiguous tensors holding the same values. offset_changes says whether the result depends
+// on where the inputs sit: only one of the two threw, or `same` says their results differ.
+template <class T, class Same>
+bool offset_changes(const Observed<T>& viewed, const Observed<T>& fresh, Same same) {
+  if (viewed.ok() != fresh.ok()) return true;
+  return viewed.ok() && !same(*viewed, *fresh);
+}
+// Judges such a pair of tensors so that a mistake that has nothing to do with offsets is named as
+// what it is. Where the two differ by more than atol + rtol·|fresh|, or only one threw: offset_id
+// (the views' result shown against the trusted values, or against the fresh result where the
+// views' is right). Where they agree: the fresh result judged against `expected` under general_id,
+// the function's wrong-value failure (both threw: general_id, quoting the error), or not judged
+// at all when general_id is empty (a value another check owns). Returns whether both calls
+// returned the right values.
+bool expect_same_at_offset(const char* file, int line, const Observed<TensorData>& fresh,
+                           const Observed<TensorData>& viewed, const TensorData& expected, double atol, double rtol,
+                           std::string_view general_id, std::string_view offset_id, const Params& extra = {});
+
 // Reports failure_id, naming the call and its error, when the call threw. Returns whether it
 // returned a value.
 template <class T>
@@ -339,6 +360,17 @@ void report_figure(std::string_view name, double value, std::string_view unit, b
 // The same with the tolerance atol + rtol·|expected| per element, and optional Params.
 #define KILN_EXPECT_CLOSE_REL(observed, expected, atol, rtol, id, ...) \
   ::kiln::testing::expect_close(__FILE__, __LINE__, (observed), (expected), (atol), id, (rtol), ##__VA_ARGS__)
+#endif
+
+// expect_same_at_offset at the caller's file and line, with optional Params. In the observed
+// program: whether both calls returned.
+#ifdef KILN_OBSERVER
+#define KILN_EXPECT_SAME_AT_OFFSET(fresh, viewed, expected, atol, rtol, general_id, offset_id, ...) \
+  ((fresh).ok() && (viewed).ok())
+#else
+#define KILN_EXPECT_SAME_AT_OFFSET(fresh, viewed, expected, atol, rtol, general_id, offset_id, ...)          \
+  ::kiln::testing::expect_same_at_offset(__FILE__, __LINE__, (fresh), (viewed), (expected), (atol), (rtol), \
+                                         general_id, offset_id, ##__VA_ARGS__)
 #endif
 
 // Records `id` (naming the call and its error) when the observed call threw; true otherwise. In
