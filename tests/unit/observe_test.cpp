@@ -212,6 +212,42 @@ TEST(ExpectClose, UnderVerboseShowsTheWholeTensors) {
   std::filesystem::remove_all(folder);
 }
 
+// A view at an offset is blamed only for a result that depends on the offset: a result the same
+// call gives on fresh tensors too is reported under the function's own failure, or not at all
+// when another check owns it.
+TEST(ExpectSameAtOffset, BlamesTheOffsetOnlyForAResultThatDependsOnIt) {
+  const TensorData right = data_of({2}, {1, 2}), wrong = data_of({2}, {1, 3});
+  const ErrorData error{{"kiln::ShapeError"}, "no"};
+  // The failure ids reported, in order, and whether the judge said both were right.
+  auto judged = [&](const Observed<TensorData>& fresh, const Observed<TensorData>& viewed, const char* general) {
+    ::testing::TestPartResultArray failures;
+    bool ok = false;
+    {
+      ::testing::ScopedFakeTestPartResultReporter reporter(
+          ::testing::ScopedFakeTestPartResultReporter::INTERCEPT_ONLY_CURRENT_THREAD, &failures);
+      ok = expect_same_at_offset("f.cpp", 1, fresh, viewed, right, 1e-6, 0.0, general, "offset_ignored");
+    }
+    std::string ids;
+    for (int i = 0; i < failures.size(); ++i) {
+      const std::string text = failures.GetTestPartResult(i).message();
+      const auto at = text.find("[kiln-failure] ") + 15;
+      ids += (ids.empty() ? "" : ",") + text.substr(at, text.find('\n', at) - at);
+    }
+    return std::pair(ok, ids);
+  };
+  using Result = std::pair<bool, std::string>;
+  const Observed<TensorData> fresh_right("f(x)", right), fresh_wrong("f(x)", wrong), fresh_threw("f(x)", error);
+  const Observed<TensorData> view_right("f(v)", right), view_wrong("f(v)", wrong), view_threw("f(v)", error);
+  EXPECT_EQ(judged(fresh_right, view_right, "wrong"), Result(true, ""));
+  EXPECT_EQ(judged(fresh_right, view_wrong, "wrong"), Result(false, "offset_ignored"));
+  EXPECT_EQ(judged(fresh_right, view_threw, "wrong"), Result(false, "offset_ignored"));
+  EXPECT_EQ(judged(fresh_wrong, view_right, "wrong"), Result(false, "offset_ignored"));
+  EXPECT_EQ(judged(fresh_wrong, view_wrong, "wrong"), Result(false, "wrong"));  // not the offset's doing
+  EXPECT_EQ(judged(fresh_threw, view_threw, "wrong"), Result(false, "wrong"));
+  EXPECT_EQ(judged(fresh_wrong, view_wrong, ""), Result(true, ""));  // another check owns the value
+  EXPECT_EQ(judged(fresh_wrong, view_right, ""), Result(false, "offset_ignored"));
+}
+
 TEST(Compare, EqualInfinitiesAreCloseAndNaNIsNeverClose) {
   const float inf = std::numeric_limits<float>::infinity(), nan = std::numeric_limits<float>::quiet_NaN();
   EXPECT_TRUE(compare(data_of({2}, {-inf, inf}), data_of({2}, {-inf, inf}), 0.0, 0.0).close);

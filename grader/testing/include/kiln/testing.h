@@ -182,8 +182,9 @@ bool offset_changes(const Observed<T>& viewed, const Observed<T>& fresh, Same sa
 // (the views' result shown against the trusted values, or against the fresh result where the
 // views' is right). Where they agree: the fresh result judged against `expected` under general_id,
 // the function's wrong-value failure (both threw: general_id, quoting the error), or not judged
-// at all when general_id is empty (a value another check owns). Returns whether both calls
-// returned the right values.
+// at all when general_id is empty (a value another check owns). Returns false where it reported a
+// failure or a call threw; true where the results agree and are right (or, with general_id
+// empty, simply agree).
 bool expect_same_at_offset(const char* file, int line, const Observed<TensorData>& fresh,
                            const Observed<TensorData>& viewed, const TensorData& expected, double atol, double rtol,
                            std::string_view general_id, std::string_view offset_id, const Params& extra = {});
