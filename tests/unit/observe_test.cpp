@@ -246,6 +246,11 @@ TEST(ExpectSameAtOffset, BlamesTheOffsetOnlyForAResultThatDependsOnIt) {
   EXPECT_EQ(judged(fresh_threw, view_threw, "wrong"), Result(false, "wrong"));
   EXPECT_EQ(judged(fresh_wrong, view_wrong, ""), Result(true, ""));  // another check owns the value
   EXPECT_EQ(judged(fresh_wrong, view_right, ""), Result(false, "offset_ignored"));
+  // NaN where both give NaN is a result they agree on: the function's own mistake.
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const Observed<TensorData> fresh_nan("f(x)", data_of({2}, {1, nan})), view_nan("f(v)", data_of({2}, {1, nan}));
+  EXPECT_EQ(judged(fresh_nan, view_nan, "wrong"), Result(false, "wrong"));
+  EXPECT_EQ(judged(fresh_right, view_nan, "wrong"), Result(false, "offset_ignored"));
 }
 
 TEST(Compare, EqualInfinitiesAreCloseAndNaNIsNeverClose) {

@@ -126,17 +126,15 @@ TensorData zip(const TensorData& a, const TensorData& b, float (*op)(float, floa
 // gradient holding grad_values.
 void judge_reduced(const char* file, int line, const Observed<TensorData>& got, const TensorData& grad_values,
                    const Shape& shape) {
-  {
-    const TensorData expected = reduced(grad_values, shape);
-    if (!testing::expect_ok(file, line, got, "reduce_shape_wrong", {{"got", "an error"}, {"expected", to_string(shape)}}))
-      return;
-    if (got->shape != shape) {
-      report_failure(file, line, "reduce_shape_wrong", {{"got", to_string(got->shape)}, {"expected", to_string(shape)}},
-                     got.call() + " has shape " + to_string(got->shape));
-      return;
-    }
-    testing::expect_close(file, line, got, expected, 1e-4, "reduce_values_wrong", 1e-5);
+  const TensorData expected = reduced(grad_values, shape);
+  if (!testing::expect_ok(file, line, got, "reduce_shape_wrong", {{"got", "an error"}, {"expected", to_string(shape)}}))
+    return;
+  if (got->shape != shape) {
+    report_failure(file, line, "reduce_shape_wrong", {{"got", to_string(got->shape)}, {"expected", to_string(shape)}},
+                   got.call() + " has shape " + to_string(got->shape));
+    return;
   }
+  testing::expect_close(file, line, got, expected, 1e-4, "reduce_values_wrong", 1e-5);
 }
 
 // Reports reduce_shape_wrong or reduce_values_wrong for reduce_to_shape(grad, shape).
@@ -147,29 +145,6 @@ void expect_reduced(const char* file, int line, const Tensor& grad, const std::s
   KILN_JUDGE { judge_reduced(file, line, got, grad_values, shape); }
 }
 
-// A case at an offset observes the call twice: on views at an offset of a larger storage and on
-// fresh tensors of the same values. Only results that differ (or a call that threw on one of them
-// alone) are the offset failure; a result wrong on both is the function's general failure, judged
-// on the fresh call.
-bool offset_changes(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh, double tol) {
-  if (on_views.ok() != fresh.ok()) return true;
-  return on_views.ok() && !testing::compare(*on_views, *fresh, tol, tol).close;
-}
-
-// Judging only: the offset failure `id` of such a case, the views' result judged against expected;
-// when that is right, it names the fresh call, whose result (or error) is the one that differs.
-void report_offset(const char* file, int line, const Observed<TensorData>& on_views, const Observed<TensorData>& fresh,
-                   const TensorData& expected, double atol, std::string_view id, double rtol) {
-  if (!testing::expect_close(file, line, on_views, expected, atol, id, rtol)) return;
-  if (!fresh.ok()) {
-    report_failure(file, line, id, {{"difference", testing::kThrewDifference}, {"where", testing::kThrewWhere}},
-                   fresh.describe_error() + ", but " + on_views.call() + " returned");
-    return;
-  }
-  const testing::Comparison c = testing::compare(*fresh, *on_views, 0.0);
-  report_failure(file, line, id, {{"difference", testing::format_number(c.max_abs_diff)}, {"where", to_string(c.where)}},
-                 on_views.call() + " and " + fresh.call() + " (the same values, fresh tensors) differ: " + c.describe());
-}
 #define EXPECT_REDUCED(grad, grad_text, shape) expect_reduced(__FILE__, __LINE__, grad, grad_text, shape)
 
 using StudentForward = std::function<Tensor(const std::vector<Tensor>&)>;
@@ -269,10 +244,11 @@ TEST(Autograd, ReduceToShape) {
   const auto got = observe("reduce_to_shape(a random (2, 3) gradient that is a view at offset 5 of a larger storage, (3))",
                            [&] { return ag::reduce_to_shape(testing::at_offset(shifted, 4), Shape{3}); });
   KILN_JUDGE {
-    if (!offset_changes(got, fresh, 1e-5))
+    // The offset failure where the view changes the result; otherwise (the same result, or an
+    // error on both) the fresh one is judged as reduce_to_shape's, its shape and then its values.
+    if (KILN_EXPECT_SAME_AT_OFFSET(fresh, got, reduced(shifted, {3}), 1e-4, 1e-5, "", "reduce_offset_ignored") ||
+        (!fresh.ok() && !got.ok()))
       judge_reduced(__FILE__, __LINE__, fresh, shifted, Shape{3});
-    else
-      report_offset(__FILE__, __LINE__, got, fresh, reduced(shifted, {3}), 1e-4, "reduce_offset_ignored", 1e-5);
   }
 }
 
@@ -462,22 +438,19 @@ TEST(Autograd, ReluGradients) {
   KILN_JUDGE {
     TensorData expected = gs;
     for (std::size_t i = 0; i < expected.values.size(); ++i) expected.values[i] = xs.values[i] > 0.0f ? gs.values[i] : 0.0f;
-    // The one gradient of an observation (or its error, or an empty one for a wrong count).
+    // A wrong count of gradients is relu's own mistake, with or without an offset; the one
+    // gradient is then judged for the offset like any tensor.
+    for (const auto* o : {&fresh, &shifted}) {
+      if (o->ok() && (*o)->size() != 1) {
+        KILN_FAIL("relu_grad_wrong", {}, fmt::format("{}: {} returned, expected 1", o->call(), gradients((*o)->size())));
+        return;
+      }
+    }
     const auto only = [](const Observed<std::vector<TensorData>>& o) {
-      if (!o.ok()) return Observed<TensorData>(o.call(), o.error());
-      return Observed<TensorData>(o.call(), o->size() == 1 ? (*o)[0] : TensorData{});
+      return o.ok() ? Observed<TensorData>(o.call(), (*o)[0]) : Observed<TensorData>(o.call(), o.error());
     };
-    const bool counts_differ = shifted.ok() && fresh.ok() && shifted->size() != fresh->size();
-    const auto& judged = counts_differ || offset_changes(only(shifted), only(fresh), 0.0) ? shifted : fresh;
-    const std::string_view failure = &judged == &shifted ? "relu_grad_offset_ignored" : "relu_grad_wrong";
-    if (!KILN_EXPECT_OK(judged, failure)) return;
-    const bool one = judged->size() == 1;
-    KILN_EXPECT(one, failure, {}, fmt::format("{} returned, expected 1", gradients(judged->size())));
-    if (!one) return;
-    if (&judged == &shifted)
-      report_offset(__FILE__, __LINE__, only(shifted), only(fresh), expected, 0.0, failure, 0.0);
-    else
-      testing::expect_close(__FILE__, __LINE__, only(fresh), expected, 0.0, failure, 0.0);
+    KILN_EXPECT_SAME_AT_OFFSET(only(fresh), only(shifted), expected, 0.0, 0.0, "relu_grad_wrong",
+                               "relu_grad_offset_ignored");
   }
 }
 
@@ -768,10 +741,7 @@ TEST(Autograd, AccumulatesAcrossCalls) {
       "x.grad() after x.backward(g) on a leaf x of shape (2, 3), g a view at offset 5 of a larger storage",
       [&] { return leaf_grad(testing::at_offset(g_shifted, 94)); });
   KILN_JUDGE {
-    if (!offset_changes(shifted, fresh, 0.0))
-      KILN_EXPECT_CLOSE(fresh, g_shifted, 0.0, "root_leaf_not_credited");
-    else
-      report_offset(__FILE__, __LINE__, shifted, fresh, g_shifted, 0.0, "leaf_grad_offset_ignored", 0.0);
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, shifted, g_shifted, 0.0, 0.0, "root_leaf_not_credited", "leaf_grad_offset_ignored");
   }
 }
 
