@@ -172,28 +172,11 @@ bool check_backward(const char* file, int line, const std::string& name, const B
   return true;
 }
 
-// One call observed twice, on fresh contiguous tensors and on views at an offset holding the same
-// values, judged so that the offset failure names only a result that depends on the offset: a
-// call that threw on one of them alone, or a result on the views that differs from the fresh one,
-// is offset_id; otherwise the fresh result is judged against `expected` under the function's
-// general failure (quoting the error where both threw).
-bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
-                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
-                     double rtol, const std::string& general_id, const std::string& offset_id) {
-  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
-  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
-  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
-  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
-    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
-  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
-  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol);
-}
-
 // The backward pass on inputs that are contiguous views at an offset: a random (2, 3) x in
 // [-4, 4) (each value at least 0.01 from 0, for relu's kink); its first tensor (x, or y = exact(x)
 // for a backward that takes the output) and g each 5 floats into a storage of other numbers
 // (kiln/testing.h). Each must be read from its own first element, not from storage_data(): the
-// call is observed on fresh tensors of the same values too, and judged by judge_at_offset.
+// call is observed on fresh tensors of the same values too, and judged by testing::expect_same_at_offset.
 bool check_backward_at_offset(const char* file, int line, const std::string& name, const Backward& backward,
                               Formula exact, bool takes_output, std::uint64_t stream, const std::string& general_id,
                               const std::string& failure_id) {
@@ -214,8 +197,9 @@ bool check_backward_at_offset(const char* file, int line, const std::string& nam
                                         takes_output ? "y" : "x"),
                             [&] { return backward(first, grad_output); });
   KILN_JUDGE {
-    return judge_at_offset(file, line, fresh, grad, finite_difference_gradient(exact, x.tensor(), g.tensor()), 1e-5,
-                           1e-4, general_id, failure_id);
+    return testing::expect_same_at_offset(file, line, fresh, grad,
+                                          finite_difference_gradient(exact, x.tensor(), g.tensor()), 1e-5, 1e-4,
+                                          general_id, failure_id);
   }
   return grad.ok() && fresh.ok();
 }

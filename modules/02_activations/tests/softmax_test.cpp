@@ -206,21 +206,22 @@ bool check_softmax(const char* file, int line, const std::string& name, const Fu
 constexpr const char* kSmall = "[[1, 2, 3], [0, -1, 4]]";
 TensorData small_input() { return data_of({2, 3}, {1.0f, 2.0f, 3.0f, 0.0f, -1.0f, 4.0f}); }
 
-// One call observed twice, on fresh contiguous tensors and on views at an offset holding the same
-// values, judged so that the offset failure names only a result that depends on the offset: a
-// call that threw on one of them alone, or a result on the views that differs from the fresh one,
-// is offset_id; otherwise the fresh result is judged against `expected` under the function's
-// general failure (quoting the error where both threw).
-bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
-                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
-                     double rtol, const std::string& general_id, const std::string& offset_id) {
-  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
-  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
-  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
-  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
-    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
-  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
-  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol);
+// softmax or log_softmax (`log`) along -1 of a contiguous view at an offset: a random (3, 7) x in
+// [-4, 4) 5 floats into a storage of other numbers (kiln/testing.h), read from its own first
+// element, not from storage_data(). Observed on a fresh x of the same values too: the offset
+// failure only where the view's result differs from the fresh one's.
+void check_at_offset(const char* file, int line, const std::string& name, const Function& function, bool log,
+                     std::uint64_t stream, double atol, const std::string& general_id, const std::string& offset_id) {
+  const TensorData w = data_of(random_tensor({3, 7}, stream, -4.0f, 4.0f));
+  const Tensor window = testing::at_offset(w, stream + 1);
+  const auto fresh = observe(name + "(x, -1) for the same random (3, 7) x as a fresh tensor",
+                             [&] { return function(w.tensor(), -1); });
+  const auto shifted = observe(name + "(x, -1) for a random (3, 7) x, a contiguous view at storage offset 5",
+                               [&] { return function(window, -1); });
+  KILN_JUDGE {
+    testing::expect_same_at_offset(file, line, fresh, shifted, expected_softmax(w.tensor(), -1, log), atol, 1e-5,
+                                   general_id, offset_id);
+  }
 }
 
 }  // namespace
@@ -240,20 +241,8 @@ TEST(Activations, Softmax) {
                           [dim](const std::vector<Tensor>& in) { return softmax(in[0], dim); }, "softmax_in_place"))
       return;
   }
-  // A contiguous view at an offset: a random (3, 7) x 5 floats into a storage of other numbers
-  // (kiln/testing.h), read from its own first element, not from storage_data().
-  const TensorData w = data_of(random_tensor({3, 7}, 620, -4.0f, 4.0f));
-  const Tensor window = testing::at_offset(w, 621);
-  // Observed on a fresh x of the same values too: the offset failure only where the view's result
-  // differs from the fresh one's.
-  const auto fresh = observe("softmax(x, -1) for the same random (3, 7) x as a fresh tensor",
-                             [&] { return softmax(w.tensor(), -1); });
-  const auto shifted = observe("softmax(x, -1) for a random (3, 7) x, a contiguous view at storage offset 5",
-                               [&] { return softmax(window, -1); });
-  KILN_JUDGE {
-    judge_at_offset(__FILE__, __LINE__, fresh, shifted, expected_softmax(w.tensor(), -1, false), 1e-6, 1e-5,
-                    "softmax_wrong", "softmax_offset_ignored");
-  }
+  // A contiguous view at an offset.
+  check_at_offset(__FILE__, __LINE__, "softmax", function, false, 620, 1e-6, "softmax_wrong", "softmax_offset_ignored");
 }
 
 TEST(Activations, LogSoftmax) {
@@ -270,16 +259,8 @@ TEST(Activations, LogSoftmax) {
       return;
   }
   // A contiguous view at an offset, as for softmax.
-  const TensorData w = data_of(random_tensor({3, 7}, 720, -4.0f, 4.0f));
-  const Tensor window = testing::at_offset(w, 721);
-  const auto fresh = observe("log_softmax(x, -1) for the same random (3, 7) x as a fresh tensor",
-                             [&] { return log_softmax(w.tensor(), -1); });
-  const auto shifted = observe("log_softmax(x, -1) for a random (3, 7) x, a contiguous view at storage offset 5",
-                               [&] { return log_softmax(window, -1); });
-  KILN_JUDGE {
-    judge_at_offset(__FILE__, __LINE__, fresh, shifted, expected_softmax(w.tensor(), -1, true), 1e-5, 1e-5,
-                    "log_softmax_wrong", "log_softmax_offset_ignored");
-  }
+  check_at_offset(__FILE__, __LINE__, "log_softmax", function, true, 720, 1e-5, "log_softmax_wrong",
+                  "log_softmax_offset_ignored");
 }
 
 TEST(Activations, SoftmaxGradient) {
@@ -340,8 +321,8 @@ TEST(Activations, SoftmaxGradient) {
                                "contiguous views at storage offset 5",
                                [&] { return softmax_backward(y_view, g_view, -1); });
   KILN_JUDGE {
-    judge_at_offset(__FILE__, __LINE__, fresh, shifted, finite_difference_gradient(x_values.tensor(), g_values.tensor(), -1),
-                    1e-5, 1e-4, "softmax_grad_wrong", "softmax_grad_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, shifted, finite_difference_gradient(x_values.tensor(), g_values.tensor(), -1), 1e-5,
+                               1e-4, "softmax_grad_wrong", "softmax_grad_offset_ignored");
   }
 }
 

@@ -117,24 +117,6 @@ double reference_dot(const Tensor& u, const Tensor& v) {
   return total;
 }
 
-// One call observed twice, on fresh contiguous tensors and on views holding the same values,
-// judged so that the offset failure names only a result that depends on the views: a call that
-// threw on one of them alone, or a result on the views that differs from the fresh one, is
-// offset_id; otherwise the fresh result is judged against `expected` under the function's
-// general failure (quoting the error where both threw).
-bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
-                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
-                     double rtol, const std::string& general_id, const std::string& offset_id,
-                     const testing::Params& extra = {}) {
-  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
-  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id, extra);
-  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
-  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
-    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
-  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
-  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
-}
-
 }  // namespace
 
 TEST(Layers, Dot) {
@@ -209,8 +191,8 @@ TEST(Layers, MatmulLoops) {
   const auto got = observe("matmul_loops(a, b) on (3, 4)·(4, 2), both contiguous views at storage offset 5",
                            [&] { return matmul_loops(a_view, b_view); });
   KILN_JUDGE {
-    judge_at_offset(__FILE__, __LINE__, fresh, got, reference_matmul(a.tensor(), b.tensor()), 1e-5, 1e-5, "loops_wrong",
-                    "loops_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, got, reference_matmul(a.tensor(), b.tensor()), 1e-5, 1e-5, "loops_wrong",
+                               "loops_offset_ignored");
   }
 }
 

@@ -174,10 +174,9 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 #define FUNCTION(name) [](const Tensor& scores, const Targets& targets) { return name(scores, targets); }
 
 // A case whose scores are a view at an offset (offset_case), observed twice: on fresh contiguous
-// scores of the same values, then on the view. The offset failure names only a result that
-// depends on the offset: a call that threw on one of them alone, or a result on the view that
-// differs from the fresh one, is offset_id; otherwise the fresh result is judged against
-// `expected` under the function's general failure (quoting the error where both threw).
+// scores of the same values, then on the view, and judged by testing::expect_same_at_offset
+// (offset_id only for a result that depends on the offset; `expected` is computed from the fresh
+// scores).
 bool check_at_offset(const char* file, int line, const std::string& name, const Function& function, const Case& c,
                      const std::function<TensorData(const Tensor&)>& expected, double atol, double rtol,
                      const std::string& general_id, const std::string& offset_id) {
@@ -186,13 +185,8 @@ bool check_at_offset(const char* file, int line, const std::string& name, const 
   const auto fresh = observe(call_text(name, fresh_case), [&] { return function(fresh_case.scores, c.targets); });
   const auto shifted = observe(call_text(name, c), [&] { return function(c.scores, c.targets); });
   KILN_JUDGE {
-    if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
-    if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
-    bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
-    for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
-      same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
-    if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
-    return testing::expect_close(file, line, fresh, expected(fresh_case.scores), atol, general_id, rtol);
+    return testing::expect_same_at_offset(file, line, fresh, shifted, expected(fresh_case.scores), atol, rtol,
+                                          general_id, offset_id);
   }
   return fresh.ok() && shifted.ok();
 }

@@ -137,27 +137,10 @@ bool check_gradient(const char* file, int line, const std::string& name, const F
 
 #define FUNCTION(name) [](const Tensor& a, const Tensor& b) { return name(a, b); }
 
-// One call observed twice, on fresh contiguous tensors and on views at an offset holding the same
-// values, judged so that the offset failure names only a result that depends on the offset: a
-// call that threw on one of them alone, or a result on the views that differs from the fresh one,
-// is offset_id; otherwise the fresh result is judged against `expected` under the function's
-// general failure (quoting the error where both threw).
-bool judge_at_offset(const char* file, int line, const testing::Observed<TensorData>& fresh,
-                     const testing::Observed<TensorData>& shifted, const TensorData& expected, double atol,
-                     double rtol, const std::string& general_id, const std::string& offset_id) {
-  if (fresh.ok() != shifted.ok()) return testing::expect_ok(file, line, fresh.ok() ? shifted : fresh, offset_id);
-  if (!fresh.ok()) return testing::expect_ok(file, line, fresh, general_id);
-  bool same = shifted->shape == fresh->shape && shifted->values.size() == fresh->values.size();
-  for (std::size_t i = 0; same && i < fresh->values.size(); ++i)
-    same = shifted->values[i] == fresh->values[i] || (std::isnan(shifted->values[i]) && std::isnan(fresh->values[i]));
-  if (!same && !testing::expect_close(file, line, shifted, *fresh, atol, offset_id, rtol)) return false;
-  return testing::expect_close(file, line, fresh, expected, atol, general_id, rtol);
-}
-
 // A loss and its gradient on a pair of contiguous views at an offset: the random (3, 4) values
 // `first` and `second`, each 5 floats into a storage of other numbers (kiln/testing.h). Both must
 // be read from their own first element, not from storage_data(): each call is observed on fresh
-// tensors of the same values too, and judged by judge_at_offset.
+// tensors of the same values too, and judged by testing::expect_same_at_offset.
 bool check_at_offset(const char* file, int line, const std::string& name, const Function& loss_function,
                      const Function& grad_function, Loss exact, const TensorData& first, const TensorData& second,
                      std::uint64_t stream, const std::string& loss_id, const std::string& grad_id,
@@ -169,15 +152,16 @@ bool check_at_offset(const char* file, int line, const std::string& name, const 
   const auto loss = observe(name + what, [&] { return loss_function(a, b); });
   KILN_JUDGE {
     const TensorData expected = data_of({}, {static_cast<float>(exact(doubles(first.tensor()), doubles(second.tensor())))});
-    if (!judge_at_offset(file, line, fresh_loss, loss, expected, 1e-5, 1e-5, loss_id, failure_id)) return false;
+    if (!testing::expect_same_at_offset(file, line, fresh_loss, loss, expected, 1e-5, 1e-5, loss_id, failure_id))
+      return false;
   }
   if (!loss.ok() || !fresh_loss.ok()) return false;
   const auto fresh_grad = observe(name + "_backward" + fresh_what, [&] { return grad_function(first.tensor(), second.tensor()); });
   const auto grad = observe(name + "_backward" + what, [&] { return grad_function(a, b); });
   KILN_JUDGE {
-    return judge_at_offset(file, line, fresh_grad, grad,
-                           finite_difference_gradient(exact, first.tensor(), second.tensor()), 1e-5, 1e-4, grad_id,
-                           failure_id);
+    return testing::expect_same_at_offset(file, line, fresh_grad, grad,
+                                          finite_difference_gradient(exact, first.tensor(), second.tensor()), 1e-5, 1e-4,
+                                          grad_id, failure_id);
   }
   return grad.ok() && fresh_grad.ok();
 }

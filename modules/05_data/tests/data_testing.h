@@ -164,36 +164,14 @@ bool expect_format_error(const char* file, int line, const testing::Observed<T>&
   return true;
 }
 
-// A case at an offset observes the call twice: on a view at an offset of a larger storage and on a
-// fresh contiguous tensor of the same values. Only results that differ (or a call that threw on one
-// of them alone) are the offset failure; a result wrong on both is the function's general failure,
-// judged on the fresh call. `same` compares two results.
-template <class T, class Same>
-bool offset_changes(const testing::Observed<T>& on_view, const testing::Observed<T>& fresh, Same same) {
-  if (on_view.ok() != fresh.ok()) return true;
-  return on_view.ok() && !same(*on_view, *fresh);
-}
-
-// The detail of an offset failure: what the view gave (or threw), and what the fresh tensor gave.
+// The detail of an offset failure whose result is not a tensor (testing::offset_changes found
+// that the view changes it): what the view gave (or threw), and what the fresh tensor gave.
 template <class T, class Show>
 std::string offset_detail(const testing::Observed<T>& on_view, const testing::Observed<T>& fresh, Show show) {
   const auto told = [&](const testing::Observed<T>& o) {
     return o.ok() ? o.call() + " gave " + show(*o) : o.describe_error();
   };
   return told(on_view) + ", but " + told(fresh) + " (the same values in a fresh tensor)";
-}
-
-// Two numbers that are the same result: within tol, or both NaN.
-inline bool same_number(double a, double b, double tol) {
-  return (std::isnan(a) && std::isnan(b)) || std::fabs(a - b) <= tol;
-}
-
-// Two tensors that are the same result: one shape, every element within tol (or both NaN).
-inline bool same_tensor(const testing::TensorData& a, const testing::TensorData& b, double tol) {
-  if (a.shape != b.shape || a.values.size() != b.values.size()) return false;
-  for (std::size_t i = 0; i < a.values.size(); ++i)
-    if (!same_number(a.values[i], b.values[i], tol)) return false;
-  return true;
 }
 
 }  // namespace kiln::data_testing

@@ -314,9 +314,9 @@ TEST(Data, Batching) {
       }
     };
     const auto same = [](const auto& a, const auto& b) {
-      return data_testing::same_tensor(a.first, b.first, 0.0) && a.second == b.second;
+      return testing::compare(a.first, b.first, 0.0).close && a.second == b.second;
     };
-    if (!data_testing::offset_changes(got, fresh_got, same)) {
+    if (!testing::offset_changes(got, fresh_got, same)) {
       judge(fresh_got, "collate_wrong");
       return;
     }

@@ -278,7 +278,7 @@ TEST(Data, ImageSvg) {
   const auto shifted_svg = observe("image_svg(a (3, 4) image that is a view at offset 5 of a larger storage, 2)",
                                    [&] { return image_svg(shifted, 2); });
   KILN_JUDGE {
-    if (!data_testing::offset_changes(shifted_svg, fresh_svg, std::equal_to<std::string>())) {
+    if (!testing::offset_changes(shifted_svg, fresh_svg, std::equal_to<std::string>())) {
       if (!expect_svg(__FILE__, __LINE__, fresh_svg, data_of(shifted), 2)) return;
     } else {
       if (!expect_svg(__FILE__, __LINE__, shifted_svg, data_of(shifted), 2, "svg_layout_wrong", "svg_offset_ignored"))

@@ -22,6 +22,7 @@
 // warm-up also against the 25 rates held by Stanford CS336's test of the same schedule.
 #include <cmath>
 #include <cstdint>
+#include <functional>
 #include <limits>
 #include <memory>
 #include <optional>
@@ -387,17 +388,9 @@ bool expect_trajectories(const char* file, int line, const Observed<std::vector<
 }
 
 // Judging only. A case at an offset steps twice: on fresh tensors, and on views at an offset of a
-// larger storage holding the same values. Only a result on the views that differs from the fresh
-// one (or a step that threw on one of them alone) is the offset failure: a step wrong on both is
-// the optimizer's general mistake.
-bool offset_changes(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh, double atol, double rtol) {
-  if (on_views.ok() != fresh.ok()) return true;
-  return on_views.ok() && !testing::compare(*on_views, *fresh, atol, rtol).close;
-}
-
-// Judging only: the fresh step of such a case, when the views gave the same, judged for the
-// optimizer's general failure `general` as a trajectory (row 0 the initial values, row 1 the
-// parameter after the step). True when it is right.
+// larger storage holding the same values. When the views gave the same, the fresh step is judged
+// here for the optimizer's general failure `general`, as a trajectory (row 0 the initial values,
+// row 1 the parameter after the step) under the fresh case's name. True when it is right.
 bool expect_fresh_step(const char* file, int line, const Observed<TensorData>& fresh, const TensorData& initial,
                        const TensorData& after, std::string_view general, const std::string& fresh_case, double atol,
                        double rtol) {
@@ -412,12 +405,51 @@ bool expect_fresh_step(const char* file, int line, const Observed<TensorData>& f
   return testing::expect_close(file, line, trajectory, rows(after), atol, general, rtol, {{"case", fresh_case}});
 }
 
-// The detail of an offset failure where the views' step is right and the fresh one is not.
+// The detail of the slice case's offset failure where the view's step is right and the fresh one
+// is not.
 std::string fresh_differs(const Observed<TensorData>& on_views, const Observed<TensorData>& fresh) {
   return fresh.ok() ? fmt::format("{} gave {}, but {} (the same values, fresh tensors) gave {}", on_views.call(),
                                   testing::list(on_views->values), fresh.call(), testing::list(fresh->values))
                     : fresh.describe_error() + ", but " + on_views.call() + " returned";
 }
+
+// A case at an offset for the first step of `s` (`name` in the calls, "SGD(lr 0.5)"): a parameter
+// holding p_values whose gradient holds g_values, stepped once as fresh tensors (fresh_case) and
+// once with each a view at offset 5 of a larger storage (shifted_case; the floats around them
+// drawn from streams `stream` and `stream` + 1). `rule` gives an element after the step from its
+// value and its gradient's (trusted: EXPECT_STEP_AT_OFFSET hands it on through KILN_JUDGE_ONLY).
+// A step that the views change is offset_id; otherwise (the same step, or an error on both) the
+// fresh step is judged for `general`. False when it fails (or, observing, when a step threw).
+bool expect_step_at_offset(const char* file, int line, const Settings& s, const std::string& name,
+                           const TensorData& p_values, const TensorData& g_values, std::uint64_t stream,
+                           const std::string& fresh_case, const std::string& shifted_case,
+                           const std::function<float(float, float)>& rule, std::string_view general,
+                           std::string_view offset_id) {
+  const auto step = [&](Tensor p, const Tensor& g) {
+    p.set_requires_grad();
+    const auto optimizer = make_optimizer(s, {p});
+    p.autograd()->grad = g;
+    optimizer->step();
+    return p;
+  };
+  const auto fresh = observe(name + " for 1 step on " + fresh_case + ": the parameter",
+                             [&] { return step(p_values.tensor(), g_values.tensor()); });
+  const auto shifted = observe(name + " for 1 step on " + shifted_case + ": the parameter", [&] {
+    return step(testing::at_offset(p_values, stream), testing::at_offset(g_values, stream + 1));
+  });
+  KILN_JUDGE {
+    TensorData after = p_values;
+    for (std::size_t i = 0; i < after.values.size(); ++i) after.values[i] = rule(p_values.values[i], g_values.values[i]);
+    const bool agree = testing::expect_same_at_offset(file, line, fresh, shifted, after, 1e-6, 1e-6, "", offset_id,
+                                                      {{"case", shifted_case}});
+    if (!agree && (fresh.ok() || shifted.ok())) return false;
+    return expect_fresh_step(file, line, fresh, p_values, after, general, fresh_case, 1e-6, 1e-6);
+  }
+  return fresh.ok() && shifted.ok();
+}
+#define EXPECT_STEP_AT_OFFSET(s, name, p_values, g_values, stream, fresh_case, shifted_case, rule, general, offset_id) \
+  expect_step_at_offset(__FILE__, __LINE__, s, name, p_values, g_values, stream, fresh_case, shifted_case,           \
+                        KILN_JUDGE_ONLY(rule), general, offset_id)
 
 std::vector<std::size_t> all_of(const GradientRun& run) {
   std::vector<std::size_t> which(run.initial.size());
@@ -569,7 +601,9 @@ TEST(Optimizers, SGD) {
     const std::vector<float> expected_p = {2.0f, 3.0f, 4.0f}, expected_base = {0.0f, 1.0f, 2.0f, 2.0f, 3.0f, 4.0f};
     const Observed<TensorData> slice_p =
         slice.ok() ? Observed<TensorData>(slice.call() + ": p", slice->first) : Observed<TensorData>(slice.call(), slice.error());
-    if (!offset_changes(slice_p, slice_fresh, 0.0, 0.0) &&
+    // p and base, two tensors, judged here: the offset failure whenever the view changes p.
+    const auto same_p = [](const TensorData& a, const TensorData& b) { return testing::compare(a, b, 0.0).close; };
+    if (!testing::offset_changes(slice_p, slice_fresh, same_p) &&
         !expect_fresh_step(__FILE__, __LINE__, slice_fresh, data_of({3}, {3.0f, 4.0f, 5.0f}), data_of({3}, expected_p),
                            "sgd_wrong", slice_fresh_case, 0.0, 0.0))
       return;
@@ -599,37 +633,8 @@ TEST(Optimizers, SGD) {
   const TensorData g_values = data_of(random_tensor({2, 3}, 511));
   const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage, lr 0.5";
   const std::string fresh_case = "a (2, 3) parameter and its gradient, fresh tensors of the same values, lr 0.5";
-  const auto fresh = observe("SGD(lr 0.5) for 1 step on " + fresh_case + ": the parameter", [&] {
-    Tensor p = p_values.tensor();
-    p.set_requires_grad();
-    optim::SGD optimizer({p}, 0.5f);
-    p.autograd()->grad = g_values.tensor();
-    optimizer.step();
-    return p;
-  });
-  const auto shifted = observe("SGD(lr 0.5) for 1 step on " + shifted_case + ": the parameter", [&] {
-    Tensor p = testing::at_offset(p_values, 512);
-    p.set_requires_grad();
-    optim::SGD optimizer({p}, 0.5f);
-    p.autograd()->grad = testing::at_offset(g_values, 513);
-    optimizer.step();
-    return p;
-  });
-  KILN_JUDGE {
-    std::vector<float> expected;
-    for (std::size_t i = 0; i < p_values.values.size(); ++i) expected.push_back(p_values.values[i] - 0.5f * g_values.values[i]);
-    const bool offset_matters = offset_changes(shifted, fresh, 1e-6, 1e-6);
-    if (!offset_matters && !expect_fresh_step(__FILE__, __LINE__, fresh, p_values, data_of(p_values.shape, expected),
-                                              "sgd_wrong", fresh_case, 1e-6, 1e-6))
-      return;
-    if (!KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "sgd_gradient_offset_ignored",
-                               {{"case", shifted_case}}))
-      return;
-    if (offset_matters)
-      KILN_FAIL("sgd_gradient_offset_ignored",
-              {{"case", shifted_case}, {"difference", "an unknown amount"}, {"where", "any element"}},
-              fresh_differs(shifted, fresh));
-  }
+  EXPECT_STEP_AT_OFFSET(sgd(0.5f), "SGD(lr 0.5)", p_values, g_values, 512, fresh_case, shifted_case,
+                        [](float p, float g) { return p - 0.5f * g; }, "sgd_wrong", "sgd_gradient_offset_ignored");
 }
 
 TEST(Optimizers, Momentum) {
@@ -776,39 +781,12 @@ TEST(Optimizers, Adam) {
   const TensorData g_values = data_of(random_tensor({2, 3}, 981, 0.5f, 1.5f));
   const std::string shifted_case = "a (2, 3) parameter and its gradient, each a view at offset 5 of a larger storage";
   const std::string fresh_case = "a (2, 3) parameter and its gradient, fresh tensors of the same values, lr 0.1";
-  const auto fresh = observe("Adam(lr 0.1) for 1 step on " + fresh_case + ": the parameter", [&] {
-    Tensor p = p_values.tensor();
-    p.set_requires_grad();
-    optim::Adam optimizer({p}, 0.1f);
-    p.autograd()->grad = g_values.tensor();
-    optimizer.step();
-    return p;
-  });
-  const auto shifted = observe("Adam(lr 0.1) for 1 step on " + shifted_case + ": the parameter", [&] {
-    Tensor p = testing::at_offset(p_values, 982);
-    p.set_requires_grad();
-    optim::Adam optimizer({p}, 0.1f);
-    p.autograd()->grad = testing::at_offset(g_values, 983);
-    optimizer.step();
-    return p;
-  });
-  KILN_JUDGE {
-    std::vector<float> expected;
-    for (std::size_t i = 0; i < p_values.values.size(); ++i) {
-      const double g = g_values.values[i];
-      expected.push_back(static_cast<float>(p_values.values[i] - 0.1 * g / (std::fabs(g) + 1e-8)));
-    }
-    const bool offset_matters = offset_changes(shifted, fresh, 1e-6, 1e-6);
-    if (!offset_matters && !expect_fresh_step(__FILE__, __LINE__, fresh, p_values, data_of(p_values.shape, expected),
-                                              "adam_first_step", fresh_case, 1e-6, 1e-6))
-      return;
-    if (!KILN_EXPECT_CLOSE_REL(shifted, data_of(p_values.shape, expected), 1e-6, 1e-6, "adam_offset_ignored",
-                               {{"case", shifted_case}}))
-      return;
-    if (offset_matters)
-      KILN_FAIL("adam_offset_ignored", {{"case", shifted_case}, {"difference", "an unknown amount"}, {"where", "any element"}},
-              fresh_differs(shifted, fresh));
-  }
+  EXPECT_STEP_AT_OFFSET(adam(0.1f), "Adam(lr 0.1)", p_values, g_values, 982, fresh_case, shifted_case,
+                        [](float p, float g) {
+                          const double gd = g;
+                          return static_cast<float>(p - 0.1 * gd / (std::fabs(gd) + 1e-8));
+                        },
+                        "adam_first_step", "adam_offset_ignored");
 }
 
 TEST(Optimizers, AdamW) {
@@ -1136,7 +1114,9 @@ TEST(Optimizers, WarmupCosine) {
       {std::numeric_limits<float>::infinity(), 0.0f, 3, 10, 2, "an infinite base_lr", "base_lr"},
       {0.1f, std::numeric_limits<float>::infinity(), 3, 10, 0, "an infinite min_lr", "min_lr"},
   };
-  for (const Refused& r : refused) {
+  // Each refusal must throw std::invalid_argument naming the argument, reported as failure_id.
+  // False once a failure is recorded (the check ends at its first).
+  const auto expect_refused = [&](const Refused& r, std::string_view failure_id) -> bool {
     const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,
                                           r.warmup_steps),
                               [&] { return optim::cosine_lr(r.base_lr, r.min_lr, r.step, r.total_steps, r.warmup_steps); });
@@ -1144,11 +1124,13 @@ TEST(Optimizers, WarmupCosine) {
                                  {"step", std::to_string(r.step)}, {"total_steps", std::to_string(r.total_steps)},
                                  {"warmup_steps", std::to_string(r.warmup_steps)}, {"problem", r.problem}};
     KILN_JUDGE {
-      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "schedule_arguments_unchecked",
-                                                    {r.name}, params);
-      if (::testing::Test::HasFailure()) return;
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, failure_id, {r.name}, params);
+      return !::testing::Test::HasFailure();
     }
-  }
+    return true;
+  };
+  for (const Refused& r : refused)
+    if (!expect_refused(r, "schedule_arguments_unchecked")) return;
 
   // The same refusals at a step at or past total_steps, where the rate would be min_lr: the
   // arguments are checked before that rule, so no step returns a rate of a schedule that is none.
@@ -1158,19 +1140,8 @@ TEST(Optimizers, WarmupCosine) {
       {1.0f, 0.1f, 30, 20, 25, "warmup_steps above total_steps", "warmup_steps"},
       {1.0f, 0.1f, total, total, -1, "a negative warmup_steps", "warmup_steps"},
   };
-  for (const Refused& r : past_end) {
-    const auto call = observe(fmt::format("cosine_lr({}, {}, {}, {}, {})", r.base_lr, r.min_lr, r.step, r.total_steps,
-                                          r.warmup_steps),
-                              [&] { return optim::cosine_lr(r.base_lr, r.min_lr, r.step, r.total_steps, r.warmup_steps); });
-    const testing::Params params{{"base_lr", fmt::format("{}", r.base_lr)}, {"min_lr", fmt::format("{}", r.min_lr)},
-                                 {"step", std::to_string(r.step)}, {"total_steps", std::to_string(r.total_steps)},
-                                 {"warmup_steps", std::to_string(r.warmup_steps)}, {"problem", r.problem}};
-    KILN_JUDGE {
-      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, call, "past_end_arguments_unchecked",
-                                                    {r.name}, params);
-      if (::testing::Test::HasFailure()) return;
-    }
-  }
+  for (const Refused& r : past_end)
+    if (!expect_refused(r, "past_end_arguments_unchecked")) return;
 
   // Steps past 2^24, where a float no longer holds every integer (a schedule counted in
   // iterations gets there): step 16777217 is 1 step into a cosine of 2 after a warm-up of

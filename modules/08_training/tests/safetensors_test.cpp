@@ -330,9 +330,7 @@ TEST(Training, SafetensorsWrite) {
   const auto shifted_file = observe("save_safetensors(path, tensors) with " + shifted_case + ", then the file's bytes",
                                     [&] { return bytes_of("shifted.safetensors", shifted); });
   KILN_JUDGE {
-    const bool offset_changes =
-        shifted_file.ok() != fresh_file.ok() || (shifted_file.ok() && *shifted_file != *fresh_file);
-    if (!offset_changes) {
+    if (!testing::offset_changes(shifted_file, fresh_file, std::equal_to<>())) {
       if (!KILN_EXPECT_OK(fresh_file, "write_layout_wrong", {{"case", fresh_case}, {"what", "it threw"}})) return;
       const Verdict v = read_independently(*fresh_file, plain(fresh));
       if (!v.failure.empty()) KILN_FAIL(v.failure, {{"case", fresh_case}, {"what", v.what}, {"name", v.name}});
@@ -492,11 +490,14 @@ TEST(Training, SafetensorsRead) {
       "storage, from a file holding \"w\"; then named_parameters()",
       [&] { return loaded_into(testing::at_offset(zeros, 926)); });
   KILN_JUDGE {
-    bool offset_changes = shifted.ok() != fresh.ok() || (shifted.ok() && shifted->size() != fresh->size());
-    for (std::size_t k = 0; !offset_changes && shifted.ok() && k < shifted->size(); ++k)
-      offset_changes = (*shifted)[k].first != (*fresh)[k].first ||
-                       !testing::compare((*shifted)[k].second, (*fresh)[k].second, 0.0).close;
-    if (!offset_changes) {
+    // The same parameters: the same names in the same order, each with the same values.
+    const auto same = [](const auto& a, const auto& b) {
+      if (a.size() != b.size()) return false;
+      for (std::size_t k = 0; k < a.size(); ++k)
+        if (a[k].first != b[k].first || !testing::compare(a[k].second, b[k].second, 0.0).close) return false;
+      return true;
+    };
+    if (!testing::offset_changes(shifted, fresh, same)) {
       expect_tensors(__FILE__, __LINE__, fresh, {{"w", w_values}}, "load_parameters_wrong", "a parameter that is a fresh tensor");
       return;
     }

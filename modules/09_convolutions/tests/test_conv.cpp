@@ -155,35 +155,6 @@ Observed<TensorData> observe_conv(const std::vector<TensorData>& in, int stride,
 }
 
 // ---------------------------------------------------------------------------------------------
-// Views at an offset
-
-// An offset failure only for a result that depends on the offset. `fresh` is a call on fresh
-// contiguous tensors and `viewed` the same call on the same values as views at an offset. Where
-// the two differ, or only one threw, offset_id is reported; where they agree, the result is
-// judged against `expected` under general_id (the function's wrong-value failure, so that a
-// mistake that has nothing to do with offsets is named as such; both threw: general_id, quoting
-// the error), or not at all with an empty general_id (a value another check owns and judges).
-// Returns whether both calls returned the right values (in the observed program: returned).
-bool judge_offset(const char* file, int line, const Observed<TensorData>& fresh, const Observed<TensorData>& viewed,
-                  const TensorData& expected, double atol, double rtol, const std::string& general_id,
-                  const std::string& offset_id, const testing::Params& extra = {}) {
-  KILN_JUDGE {
-    if (fresh.ok() != viewed.ok()) return testing::expect_ok(file, line, fresh.ok() ? viewed : fresh, offset_id, extra);
-    if (!fresh.ok()) return general_id.empty() ? false : testing::expect_ok(file, line, fresh, general_id, extra);
-    if (!testing::compare(*viewed, *fresh, atol, rtol).close) {
-      // Shown against the trusted values, or against the fresh result where the views are right.
-      const bool viewed_right = testing::compare(*viewed, expected, atol, rtol).close;
-      testing::expect_close(file, line, viewed, viewed_right ? *fresh : expected, atol, offset_id, rtol, extra);
-      return false;
-    }
-    return general_id.empty() || testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
-  }
-  return fresh.ok() && viewed.ok();
-}
-#define JUDGE_OFFSET(fresh, viewed, expected, atol, general_id, offset_id, ...) \
-  judge_offset(__FILE__, __LINE__, fresh, viewed, expected, atol, 0.0, general_id, offset_id __VA_OPT__(, ) __VA_ARGS__)
-
-// ---------------------------------------------------------------------------------------------
 // Gradients
 
 // The shape of a convolution's output on `in` (an input: the shape of the weights w given to
@@ -211,25 +182,19 @@ Tensor transposed_view(const TensorData& x) {
 // failure_ids[i] is not empty with central differences of reference_conv. An error, or a wrong
 // number of gradients, is reported under the first non-empty id. Returns whether all matched (in
 // the observed program: whether backward returned).
-// With x_as_view, the node's x is transposed_view of the same values; with g_as_view, w is. With
-// at_offset, x, weight, bias and w are each testing::at_offset of their values: contiguous views
-// at offset 5 of a storage whose other floats are random.
+// With x_as_view, the node's x is transposed_view of the same values; with g_as_view, w is.
 bool check_conv_gradients(const char* file, int line, const std::vector<TensorData>& in, int stride, int padding,
                           std::uint64_t weight_stream, const std::vector<std::string>& failure_ids,
-                          bool x_as_view = false, bool g_as_view = false, bool at_offset = false) {
+                          bool x_as_view = false, bool g_as_view = false) {
   const TensorData weights = data_of(random_tensor(conv_out_shape(in, stride, padding), weight_stream, 0.5f, 1.5f));
-  const std::string x_text = std::string(x_as_view ? ", x a transposed view," : "") +
-                             (g_as_view ? ", w a transposed view," : "") +
-                             (at_offset ? ", x, weight, bias and w each a contiguous view at offset 5," : "");
+  const std::string x_text =
+      std::string(x_as_view ? ", x a transposed view," : "") + (g_as_view ? ", w a transposed view," : "");
   const auto grads = observe("Conv2dFunction::backward(w) with " + describe(in, stride, padding) + x_text, [&] {
     auto node = std::make_shared<Conv2dFunction>();
     node->stride = stride;
     node->padding = padding;
-    for (std::size_t i = 0; i < in.size(); ++i) {
-      if (at_offset) node->inputs.push_back(testing::at_offset(in[i], weight_stream + 1 + i));
-      else node->inputs.push_back(i == 0 && x_as_view ? transposed_view(in[0]) : in[i].tensor());
-    }
-    if (at_offset) return node->backward(testing::at_offset(weights, weight_stream + 4));
+    for (std::size_t i = 0; i < in.size(); ++i)
+      node->inputs.push_back(i == 0 && x_as_view ? transposed_view(in[0]) : in[i].tensor());
     return node->backward(g_as_view ? transposed_view(weights) : weights.tensor());
   });
   KILN_JUDGE {
@@ -297,8 +262,8 @@ void check_conv_gradients_at_offset(const std::vector<TensorData>& in, int strid
         return reference_conv(values, stride, padding);
       };
       const TensorData numeric = testing::numeric_gradient(forward, in, i, weights);
-      if (!judge_offset(__FILE__, __LINE__, gradient(fresh, i), gradient(viewed, i), numeric, 1e-3, 1e-3,
-                        general_ids[i], "conv_grad_view_offset_ignored"))
+      if (!KILN_EXPECT_SAME_AT_OFFSET(gradient(fresh, i), gradient(viewed, i), numeric, 1e-3, 1e-3, general_ids[i],
+                                      "conv_grad_view_offset_ignored"))
         return;
     }
   }
@@ -470,8 +435,8 @@ TEST(Convolutions, ForwardValues) {
                                  return Conv2dFunction::apply(view, view_in[1].tensor(), view_in[2].tensor(), 1, 1);
                                });
   KILN_JUDGE {
-    if (!JUDGE_OFFSET(of_fresh, of_view, reference_conv({image_1, view_in[1], view_in[2]}, 1, 1), 1e-4,
-                      "conv_values_wrong", "conv_view_offset_ignored", {{"offset", "40"}}))
+    if (!KILN_EXPECT_SAME_AT_OFFSET(of_fresh, of_view, reference_conv({image_1, view_in[1], view_in[2]}, 1, 1), 1e-4,
+                                    0.0, "conv_values_wrong", "conv_view_offset_ignored", {{"offset", "40"}}))
       return;
   }
 
@@ -486,8 +451,8 @@ TEST(Convolutions, ForwardValues) {
                                                                 testing::at_offset(offset_in[2], 99), 1, 1);
                                  });
   KILN_JUDGE {
-    JUDGE_OFFSET(offset_fresh, of_offset, reference_conv(offset_in, 1, 1), 1e-4, "conv_values_wrong",
-                 "conv_weight_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(offset_fresh, of_offset, reference_conv(offset_in, 1, 1), 1e-4, 0.0,
+                               "conv_values_wrong", "conv_weight_offset_ignored");
   }
 }
 
@@ -798,8 +763,8 @@ TEST(Convolutions, MaxPoolForward) {
                                  return MaxPool2d(2).forward(view);
                                });
   KILN_JUDGE {
-    if (!JUDGE_OFFSET(of_fresh, of_view, reference_maxpool(image_1, 2, 2).out, 0.0, "maxpool_values_wrong",
-                      "maxpool_view_offset_ignored", {{"offset", "48"}}))
+    if (!KILN_EXPECT_SAME_AT_OFFSET(of_fresh, of_view, reference_maxpool(image_1, 2, 2).out, 0.0, 0.0,
+                                    "maxpool_values_wrong", "maxpool_view_offset_ignored", {{"offset", "48"}}))
       return;
   }
   // An empty batch: x (0, 2, 4, 6) has no images, and its maxima (0, 2, 2, 3) none either.
@@ -928,8 +893,8 @@ TEST(Convolutions, MaxPoolBackward) {
   const auto g4_viewed = observe_maxpool_grad("a random x (2, 2, 4, 6) and g a contiguous view at offset 5", r4, 2, 2,
                                               g4, GradAs::at_offset);
   KILN_JUDGE {
-    JUDGE_OFFSET(g4_fresh, g4_viewed, reference_maxpool_grad(r4, 2, 2, g4), 1e-6, "maxpool_grad_misrouted",
-                 "maxpool_grad_view_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(g4_fresh, g4_viewed, reference_maxpool_grad(r4, 2, 2, g4), 1e-6, 0.0,
+                               "maxpool_grad_misrouted", "maxpool_grad_view_offset_ignored");
   }
 }
 

@@ -113,32 +113,6 @@ bool expect_part(const char* file, int line, const std::string& what, const Tens
   return false;
 }
 
-// An offset failure only for a result that depends on the offset. `fresh` is a call on fresh
-// contiguous tensors and `viewed` the same call on the same values as views at an offset. Where
-// the two differ, or only one threw, offset_id is reported; where they agree, the result is
-// judged against `expected` under general_id (the function's wrong-value failure, so that a
-// mistake that has nothing to do with offsets is named as such; both threw: general_id, quoting
-// the error), or not at all with an empty general_id (a value another check owns and judges).
-// Returns whether both calls returned the right values (in the observed program: returned).
-bool judge_offset(const char* file, int line, const testing::Observed<TensorData>& fresh, const testing::Observed<TensorData>& viewed,
-                  const TensorData& expected, double atol, double rtol, const std::string& general_id,
-                  const std::string& offset_id, const testing::Params& extra = {}) {
-  KILN_JUDGE {
-    if (fresh.ok() != viewed.ok()) return testing::expect_ok(file, line, fresh.ok() ? viewed : fresh, offset_id, extra);
-    if (!fresh.ok()) return general_id.empty() ? false : testing::expect_ok(file, line, fresh, general_id, extra);
-    if (!testing::compare(*viewed, *fresh, atol, rtol).close) {
-      // Shown against the trusted values, or against the fresh result where the views are right.
-      const bool viewed_right = testing::compare(*viewed, expected, atol, rtol).close;
-      testing::expect_close(file, line, viewed, viewed_right ? *fresh : expected, atol, offset_id, rtol, extra);
-      return false;
-    }
-    return general_id.empty() || testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
-  }
-  return fresh.ok() && viewed.ok();
-}
-#define JUDGE_OFFSET(fresh, viewed, expected, atol, general_id, offset_id, ...) \
-  judge_offset(__FILE__, __LINE__, fresh, viewed, expected, atol, 0.0, general_id, offset_id __VA_OPT__(, ) __VA_ARGS__)
-
 }  // namespace
 
 TEST(Embeddings, OneHot) {
@@ -241,8 +215,8 @@ TEST(Embeddings, Lookup) {
   const auto offset_viewed = observe("embedding_lookup(W, ids) with W (9, 5) a contiguous view at offset 5 and 12 ids",
                                      [&] { return embedding_lookup(testing::at_offset(offset_values, 1121), offset_ids); });
   KILN_JUDGE {
-    JUDGE_OFFSET(offset_fresh, offset_viewed, trusted_one_hot_product(offset_values, offset_ids), 0.0, "lookup_wrong",
-                 "lookup_view_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(offset_fresh, offset_viewed, trusted_one_hot_product(offset_values, offset_ids), 0.0,
+                               0.0, "lookup_wrong", "lookup_view_offset_ignored");
   }
 }
 
@@ -383,8 +357,8 @@ TEST(Embeddings, BackwardScatterAdd) {
   const auto rows_viewed = observe(fmt::format("embedding_backward(G, {}, {}) with G rows 1 to {} of a ({}, {}) matrix",
                                                ids_text(distinct), rows, n, n + 1, dim),
                                    [&] { return embedding_backward(g_rows, distinct, rows); });
-  if (!JUDGE_OFFSET(rows_fresh, rows_viewed, KILN_JUDGE_ONLY(trusted_scatter(g_rows, distinct, rows)), 0.0, "scatter_wrong",
-                    "backward_view_unread"))
+  if (!KILN_EXPECT_SAME_AT_OFFSET(rows_fresh, rows_viewed, trusted_scatter(g_rows, distinct, rows), 0.0, 0.0,
+                                  "scatter_wrong", "backward_view_unread"))
     return;
 
   // A gradient that does not have one row per id: (3, 2) for 2 ids, a (2, 1, 2) one, and one of

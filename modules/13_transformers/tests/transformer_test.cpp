@@ -115,31 +115,6 @@ void expect_loss_refused(const char* file, int line, const Tensor& logits, const
     }
   }
 }
-// An offset failure only for a result that depends on the offset. `fresh` is a call on fresh
-// contiguous tensors and `viewed` the same call on the same values as views at an offset. Where
-// the two differ, or only one threw, offset_id is reported; where they agree, the result is
-// judged against `expected` under general_id (the function's wrong-value failure, so that a
-// mistake that has nothing to do with offsets is named as such; both threw: general_id, quoting
-// the error), or not at all with an empty general_id (a value another check owns and judges).
-// Returns whether both calls returned the right values (in the observed program: returned).
-bool judge_offset(const char* file, int line, const testing::Observed<TensorData>& fresh, const testing::Observed<TensorData>& viewed,
-                  const TensorData& expected, double atol, double rtol, const std::string& general_id,
-                  const std::string& offset_id, const testing::Params& extra = {}) {
-  KILN_JUDGE {
-    if (fresh.ok() != viewed.ok()) return testing::expect_ok(file, line, fresh.ok() ? viewed : fresh, offset_id, extra);
-    if (!fresh.ok()) return general_id.empty() ? false : testing::expect_ok(file, line, fresh, general_id, extra);
-    if (!testing::compare(*viewed, *fresh, atol, rtol).close) {
-      // Shown against the trusted values, or against the fresh result where the views are right.
-      const bool viewed_right = testing::compare(*viewed, expected, atol, rtol).close;
-      testing::expect_close(file, line, viewed, viewed_right ? *fresh : expected, atol, offset_id, rtol, extra);
-      return false;
-    }
-    return general_id.empty() || testing::expect_close(file, line, fresh, expected, atol, general_id, rtol, extra);
-  }
-  return fresh.ok() && viewed.ok();
-}
-#define JUDGE_OFFSET(fresh, viewed, expected, atol, general_id, offset_id, ...) \
-  judge_offset(__FILE__, __LINE__, fresh, viewed, expected, atol, 0.0, general_id, offset_id __VA_OPT__(, ) __VA_ARGS__)
 
 }  // namespace
 
@@ -344,9 +319,9 @@ TEST(Transformer, LayerNorm) {
                               testing::at_offset(view_bias, 1333));
       });
   KILN_JUDGE {
-    JUDGE_OFFSET(of_fresh, of_views,
-                 floats({3, 7}, trusted_layer_norm(doubles(view_x), 7, doubles(view_gain), doubles(view_bias))), 1e-5,
-                 "layer_norm_wrong", "layer_norm_view_offset_ignored");
+    KILN_EXPECT_SAME_AT_OFFSET(
+        of_fresh, of_views, floats({3, 7}, trusted_layer_norm(doubles(view_x), 7, doubles(view_gain), doubles(view_bias))),
+        1e-5, 0.0, "layer_norm_wrong", "layer_norm_view_offset_ignored");
   }
 }
 
@@ -419,32 +394,21 @@ TEST(Transformer, LayerNormGradients) {
       "layer_norm(x, gain, bias) with x (3, 6), then its node's backward(G) with G a contiguous view at offset 5",
       [&] { return node_backward(true); });
   KILN_JUDGE {
-    if (fresh_grads.ok() != grads.ok()) {
-      KILN_EXPECT_OK(fresh_grads.ok() ? grads : fresh_grads, "ln_grad_view_offset_ignored");
-      return;
-    }
-    if (!KILN_EXPECT_OK(fresh_grads, "ln_grad_input_wrong")) return;
     const auto f = [](const std::vector<Values>& in) { return trusted_layer_norm(in[0], 6, in[1], in[2]); };
     const std::vector<Values> inputs{doubles(x), doubles(gain), doubles(bias)};
-    const TensorData* observed[] = {&std::get<0>(*grads), &std::get<1>(*grads), &std::get<2>(*grads)};
-    const TensorData* observed_fresh[] = {&std::get<0>(*fresh_grads), &std::get<1>(*fresh_grads),
-                                          &std::get<2>(*fresh_grads)};
     const char* general_ids[] = {"ln_grad_input_wrong", "ln_grad_gain_wrong", "ln_grad_bias_wrong"};
     const Shape shapes[] = {shape, {6}, {6}};
+    // One of the three gradients, under the call's name (the call's error where it threw).
+    const auto gradient = [](const auto& all, std::size_t which) {
+      if (!all.ok()) return testing::Observed<TensorData>(all.call(), all.error());
+      const TensorData* each[] = {&std::get<0>(*all), &std::get<1>(*all), &std::get<2>(*all)};
+      return testing::Observed<TensorData>(all.call(), *each[which]);
+    };
     for (std::size_t which = 0; which < 3; ++which) {
-      const Values numeric = testing::double_numeric_gradient(f, inputs, which, doubles(g));
-      std::string detail;
-      if (!testing::compare(*observed[which], *observed_fresh[which], 1e-4, 1e-3).close) {
-        if (gradient_close(*observed[which], shapes[which], numeric, &detail))
-          detail = testing::compare(*observed[which], *observed_fresh[which], 1e-4, 1e-3).describe() +
-                   " against the same call on a fresh G";
-        KILN_FAIL("ln_grad_view_offset_ignored", {}, grads.call() + ": " + detail);
+      const TensorData numeric = floats(shapes[which], testing::double_numeric_gradient(f, inputs, which, doubles(g)));
+      if (!KILN_EXPECT_SAME_AT_OFFSET(gradient(fresh_grads, which), gradient(grads, which), numeric, 1e-4, 1e-3,
+                                      general_ids[which], "ln_grad_view_offset_ignored"))
         return;
-      }
-      if (!gradient_close(*observed_fresh[which], shapes[which], numeric, &detail)) {
-        KILN_FAIL(general_ids[which], {}, fresh_grads.call() + ": " + detail);
-        return;
-      }
     }
   }
 }

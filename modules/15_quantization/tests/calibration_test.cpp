@@ -198,7 +198,7 @@ TEST(Quantization, ActivationObserver) {
       return readings.size() == 2 ? fmt::format("max_abs() {} and scale() {}", readings[1].first, readings[1].second)
                                   : testing::counted(readings.size(), "reading");
     };
-    if (offset_changes(got, fresh, [](const Readings& a, const Readings& b) { return a == b; })) {
+    if (testing::offset_changes(got, fresh, [](const Readings& a, const Readings& b) { return a == b; })) {
       testing::report_failure(__FILE__, __LINE__, "observer_reads_outside_view",
                               {{"max_abs", got.ok() && got->size() == 2 ? fmt::format("{}", (*got)[1].first) : "not read"}},
                               fmt::format("{} {}, where {} {}", got.call(), gave(got, text), fresh.call(), gave(fresh, text)));
@@ -306,7 +306,7 @@ TEST(Quantization, QuantizeActivations) {
       const auto& codes = std::get<0>(parts);
       return fmt::format("codes {}", fmt::join(std::vector<std::int64_t>(codes.begin(), codes.end()), ", "));
     };
-    if (offset_changes(offset_codes, fresh_codes, [](const auto& x, const auto& y) { return x == y; })) {
+    if (testing::offset_changes(offset_codes, fresh_codes, [](const auto& x, const auto& y) { return x == y; })) {
       KILN_FAIL("activation_offset_ignored", {},
                 fmt::format("{} {}, where {} {}", offset_codes.call(), gave(offset_codes, text), fresh_codes.call(),
                             gave(fresh_codes, text)));

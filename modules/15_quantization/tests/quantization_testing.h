@@ -21,16 +21,9 @@ using testing::TensorData;
 
 inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
-// An offset failure only for a result that depends on the offset: a case observes the same call
-// on a view at an offset and on a fresh tensor of the same values. They differ when one threw and
-// the other did not, or both returned and `same` says the results differ. Where they do not
-// differ, the fresh result is judged, under the function's general failure.
-template <class T, class Same>
-bool offset_changes(const testing::Observed<T>& view, const testing::Observed<T>& fresh, Same same) {
-  if (view.ok() != fresh.ok()) return true;
-  return view.ok() && !same(*view, *fresh);
-}
-// "gave <text of the value>" or "threw <kind>: <message>", for such a failure's detail.
+// A case of a view at an offset observes the same call on the view and on a fresh tensor of the
+// same values (testing::offset_changes); where the two differ, its detail quotes both: "gave <text
+// of the value>" or "threw <kind>: <message>".
 template <class T, class Text>
 std::string gave(const testing::Observed<T>& got, Text text) {
   return got.ok() ? "gave " + text(*got) : "threw " + got.error().kind() + ": " + got.error().message;

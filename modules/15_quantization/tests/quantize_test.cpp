@@ -230,7 +230,7 @@ TEST(Quantization, QuantizeWeights) {
       std::vector<std::int64_t> got_codes(codes.begin(), codes.end());
       return fmt::format("scales {} and codes {}", testing::list(scales), fmt::join(got_codes, ", "));
     };
-    if (offset_changes(offset_parts, fresh_parts, [](const auto& a, const auto& b) { return a == b; })) {
+    if (testing::offset_changes(offset_parts, fresh_parts, [](const auto& a, const auto& b) { return a == b; })) {
       KILN_FAIL("quantize_offset_ignored", {},
                 fmt::format("{} {}, where {} {}", offset_parts.call(), gave(offset_parts, text), fresh_parts.call(),
                             gave(fresh_parts, text)));

@@ -12,7 +12,6 @@
 
 #include "kiln/acceleration.h"
 #include "kiln/testing.h"
-#include "offset_testing.h"
 
 namespace kiln {
 namespace {
@@ -215,13 +214,8 @@ TEST(Acceleration, Im2colConv2d) {
                                [&] { return im2col_conv2d(x_offset, w_offset, b_offset, 1, 1); });
   KILN_JUDGE {
     const TensorData expected = direct_conv(data_of(x_offset), data_of(w_offset), data_of(b_offset), 1, 1);
-    offset_testing::judge_at_offset(__FILE__, __LINE__, offsets, fresh, 1e-6, 1e-6, "conv_offset_ignored", {}, "conv_differs",
-                                    [&](const auto& got, const char* id) {
-                                      const bool general = std::string(id) == "conv_differs";
-                                      return EXPECT_CLOSE_AS(got, expected, 1e-5, id,
-                                                             general ? testing::Params{{"function", "im2col_conv2d"}}
-                                                                     : testing::Params{});
-                                    });
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, offsets, expected, 1e-5, 0.0, "conv_differs", "conv_offset_ignored",
+                               {{"function", "im2col_conv2d"}});
   }
 }
 

@@ -13,7 +13,6 @@
 
 #include "kiln/acceleration.h"
 #include "kiln/testing.h"
-#include "offset_testing.h"
 #include "matmul_counts.h"
 
 namespace kiln {
@@ -149,15 +148,11 @@ TEST(Acceleration, VectorizedMatmul) {
   const auto offsets = observe("tiled_matmul(a, b, 4) of (5, 7) and (7, 3) contiguous views at offset 5",
                                [&] { return tiled_matmul(a_offset, b_offset, 4); });
   KILN_JUDGE {
-    const testing::Params inputs = {{"inputs", "(5, 7) and (7, 3) contiguous views at offset 5"}};
-    offset_testing::judge_at_offset(__FILE__, __LINE__, offsets, fresh, 1e-5, 0.0, "tiled_offset_ignored", inputs,
-                                    "products_differ", [&](const auto& got, const char* id) {
-                                      const bool general = std::string(id) == "products_differ";
-                                      return EXPECT_PRODUCT(got, reference_matmul(a_offset, b_offset), 1e-5, 0.0, id,
-                                                            general ? testing::Params{{"function", "tiled_matmul"},
-                                                                                      {"inputs", "(5, 7) and (7, 3) fresh tensors"}}
-                                                                    : inputs);
-                                    });
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, offsets, reference_matmul(a_offset, b_offset), 1e-5, 0.0, "products_differ",
+                               "tiled_offset_ignored",
+                               {{"function", "tiled_matmul"},
+                                {"inputs", "(5, 7) and (7, 3) fresh tensors"},
+                                {"views", "(5, 7) and (7, 3) contiguous views at offset 5"}});
   }
 }
 
@@ -315,15 +310,10 @@ TEST(Acceleration, BlockedMatmul) {
   const auto offsets = observe("blocked_matmul(a, b) of (13, 37) and (37, 35) contiguous views at offset 5",
                                [&] { return blocked_matmul(a_offset, b_offset); });
   KILN_JUDGE {
-    offset_testing::judge_at_offset(
-        __FILE__, __LINE__, offsets, fresh, 1e-4, 1e-5, "blocked_offset_ignored",
-        {{"inputs", "(13, 37) and (37, 35) contiguous views at offset 5"}}, "blocked_differs",
-        [&](const auto& got, const char* id) {
-          const bool general = std::string(id) == "blocked_differs";
-          return EXPECT_PRODUCT(got, reference_matmul(a_offset, b_offset), 1e-4, 1e-5, id,
-                                {{"inputs", general ? "(13, 37) and (37, 35) fresh tensors"
-                                                    : "(13, 37) and (37, 35) contiguous views at offset 5"}});
-        });
+    KILN_EXPECT_SAME_AT_OFFSET(fresh, offsets, reference_matmul(a_offset, b_offset), 1e-4, 1e-5, "blocked_differs",
+                               "blocked_offset_ignored",
+                               {{"inputs", "(13, 37) and (37, 35) fresh tensors"},
+                                {"views", "(13, 37) and (37, 35) contiguous views at offset 5"}});
   }
 }
 

@@ -49,6 +49,16 @@ std::string sizes_text(const GptSizes& s) {
                      s.layers);
 }
 
+// forward_step of `token` on an empty cache of a GPT of sizes s: how step_logits and
+// past_max_length give it the two edges of [0, V), the tokens −1 and V.
+auto step_on_empty_cache(const GptSizes& s, const Parameters& p, std::int64_t token) {
+  return observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
+    nn::GPT model = gpt_with(s, p);
+    nn::KVCache cache(model.config);
+    return nn::forward_step(model, cache, token);
+  });
+}
+
 // A prompt's length as a message says it: "1 token", "3 tokens".
 std::string tokens_text(std::size_t count) { return fmt::format("{} token{}", count, count == 1 ? "" : "s"); }
 
@@ -337,11 +347,7 @@ TEST(Memoization, StepLogits) {
   // of the (V, D) token table. Each must be refused, not run: that it is kiln::IndexError naming
   // the token is judged in past_max_length; here only that no logits come back.
   for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
-    const auto edge = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
-      nn::GPT model = gpt_with(s, p);
-      nn::KVCache cache(model.config);
-      return nn::forward_step(model, cache, token);
-    });
+    const auto edge = step_on_empty_cache(s, p, token);
     KILN_JUDGE {
       if (edge.ok()) {
         KILN_FAIL("token_range_unchecked", {{"token", std::to_string(token)}, {"vocab", std::to_string(s.vocab)}},
@@ -826,11 +832,7 @@ TEST(Memoization, PastMaxLength) {
   // A token outside [0, V) has no row in the token table: refused, as the table's lookup would.
   std::string token_v_error;  // what forward_step says of token V on an empty cache
   for (const std::int64_t token : {std::int64_t{-1}, s.vocab}) {
-    const auto bad = observe(fmt::format("forward_step of token {} on an empty cache, {}", token, sizes_text(s)), [&] {
-      nn::GPT model = gpt_with(s, p);
-      nn::KVCache cache(model.config);
-      return nn::forward_step(model, cache, token);
-    });
+    const auto bad = step_on_empty_cache(s, p, token);
     KILN_JUDGE {
       testing::expect_throws<IndexError>(__FILE__, __LINE__, bad, "token_not_rejected", {std::to_string(token)},
                                          {{"token", std::to_string(token)}, {"vocab", std::to_string(s.vocab)}});
