@@ -251,6 +251,9 @@ TEST(ExpectSameAtOffset, BlamesTheOffsetOnlyForAResultThatDependsOnIt) {
   const Observed<TensorData> fresh_nan("f(x)", data_of({2}, {1, nan})), view_nan("f(v)", data_of({2}, {1, nan}));
   EXPECT_EQ(judged(fresh_nan, view_nan, "wrong"), Result(false, "wrong"));
   EXPECT_EQ(judged(fresh_right, view_nan, "wrong"), Result(false, "offset_ignored"));
+  // Two results each within tolerance of the trusted values, if not of each other, are both right.
+  const Observed<TensorData> fresh_low("f(x)", data_of({2}, {1, 2 - 8e-7f})), view_high("f(v)", data_of({2}, {1, 2 + 8e-7f}));
+  EXPECT_EQ(judged(fresh_low, view_high, "wrong"), Result(true, ""));
 }
 
 TEST(Compare, EqualInfinitiesAreCloseAndNaNIsNeverClose) {

@@ -27,7 +27,8 @@ TokenIds merge_pair(const TokenIds& ids, std::pair<std::int64_t, std::int64_t> p
 }
 
 std::vector<Merge> train_bpe(const std::string& corpus, std::int64_t vocab_size) {
-  // vocab_size below 256: throw std::invalid_argument naming it.
+  // vocab_size below 256: throw std::invalid_argument naming it. It is only a bound, maybe far
+  // past what the corpus allows: reserve and size nothing by it.
   // ids = the bytes of corpus as unsigned values (static_cast<unsigned char>(c): a plain char is
   // signed here, and the byte 0xC3 would become -61). Then, while 256 + merges < vocab_size:
   //   count the pairs; the best is the largest count, the smallest pair among equal counts (a
@@ -39,7 +40,8 @@ std::vector<Merge> train_bpe(const std::string& corpus, std::int64_t vocab_size)
 
 std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t vocab_size) {
   // The merges of train_bpe, without recounting every pair for every merge. vocab_size below 256:
-  // throw std::invalid_argument naming it, as train_bpe does. Then keep, from merge to merge:
+  // throw std::invalid_argument naming it, as train_bpe does (only a bound: reserve and size
+  // nothing by it). Then keep, from merge to merge:
   //   * the sequence as a linked list over the byte positions (next and previous position, and
   //     which positions a merge removed), so that a merge changes two links, not the whole vector;
   //   * the count of every pair, and the positions where each pair was counted;
@@ -59,7 +61,8 @@ std::vector<Merge> train_bpe_incremental(const std::string& corpus, std::int64_t
 
 std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_t vocab_size,
                                           const std::vector<std::string>& specials, TieRule tie) {
-  // vocab_size below 256 + specials.size(): throw std::invalid_argument naming it. An empty
+  // vocab_size below 256 + specials.size(): throw std::invalid_argument naming it (only a bound,
+  // as in train_bpe: reserve and size nothing by it). An empty
   // special: throw std::invalid_argument too, before any work (the empty text occurs at every
   // position, so cutting the corpus at it would never move on; add_special refuses it as well).
   // The words: cut the corpus at the specials (the longest where several start) and leave them
@@ -69,8 +72,9 @@ std::vector<Merge> train_bpe_pretokenized(const std::string& corpus, std::int64_
   //   count the pairs within each word, each count times how often the word occurs; the best is
   //   the largest count, and among equal counts: smallest_ids, the smallest pair (train_bpe's
   //   rule); greatest_bytes, the greatest (bytes of first, bytes of second) compared as
-  //   std::strings (keep the bytes of every token: bytes[256 + r] = bytes[first] + bytes[second]);
-  //   stop when the best count is below 2; merge the pair in every word with merge_pair.
+  //   std::strings (keep the bytes of every token, one push_back of bytes[first] + bytes[second]
+  //   per merge); stop when the best count is below 2; merge the pair in every word with
+  //   merge_pair.
   throw kiln::NotImplemented();
 }
 

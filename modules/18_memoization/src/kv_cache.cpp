@@ -20,8 +20,8 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length) {
 
 std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token) {
   // position = cache.length. kiln::IndexError naming the position and max_length when the cache is
-  // full (checked first); kiln::IndexError when token is not in [0, V). The token is a
-  // std::int64_t, compared in 64 bits: 2³² is refused, not wrapped to the token 0. The token V
+  // full (checked first); kiln::IndexError naming the token when it is not in [0, V). The token
+  // is a std::int64_t, compared in 64 bits: 2³² is refused, not wrapped to the token 0. The token V
   // itself is one row past the end of the (V, D) table: refused, as −1 is. A NoGradGuard for the model
   // (it puts every parameter's requires_grad back when the step returns; never switch it off
   // yourself).

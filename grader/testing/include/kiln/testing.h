@@ -178,7 +178,7 @@ bool offset_changes(const Observed<T>& viewed, const Observed<T>& fresh, Same sa
   return viewed.ok() && !same(*viewed, *fresh);
 }
 // Judges such a pair of tensors so that a mistake that has nothing to do with offsets is named as
-// what it is. Where the two differ by more than atol + rtol·|fresh| (NaN in both at one element
+// what it is. Where both are within tolerance of `expected`: right. Otherwise, where the two differ by more than atol + rtol·|fresh| (NaN in both at one element
 // is agreement), or only one threw: offset_id
 // (the views' result shown against the trusted values, or against the fresh result where the
 // views' is right). Where they agree: the fresh result judged against `expected` under general_id,

@@ -23,6 +23,8 @@
 //     "aaa" gives [256, 97], and in "aaaa" gives [256, 256].
 //   * Training stops when the vocabulary holds vocab_size tokens (256 + number of merges) or when
 //     the most frequent pair occurs fewer than 2 times (merging it would save nothing).
+//     vocab_size is only a bound, and may be far past what the corpus allows (2^32 + 257 is a
+//     request like any other): reserve and size nothing by it.
 //   * encode applies the merges by rank: while some adjacent pair of the sequence is a merge,
 //     take the pair of lowest rank and merge all its occurrences (left to right); then look
 //     again. Not greedily from the left: with merges (98, 99) -> 256 and (97, 98) -> 257,

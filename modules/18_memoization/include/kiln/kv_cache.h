@@ -70,7 +70,7 @@ std::int64_t kv_cache_bytes(const GPTConfig& config, std::int64_t length);
 // returns its logits (V values): the same, to rounding, as the full forward's logits at that
 // position of the sequence so far. Throws kiln::IndexError naming the position and max_length when
 // the cache is full (cache.length == max_length), before anything is written, and kiln::IndexError
-// when token is not in [0, V). The full cache is checked first: on it, every token gets that error.
+// naming the token when it is not in [0, V). The full cache is checked first: on it, every token gets that error.
 // A refused step leaves the cache as it was. The token is a std::int64_t, compared in 64 bits:
 // 2³² is refused, not wrapped to the token 0. The token V itself is one row past the end of the
 // (V, D) table: refused, as −1 is.
@@ -87,7 +87,8 @@ std::vector<float> forward_step(GPT& model, KVCache& cache, std::int64_t token);
 // same tokens as module 13's generate(), since that never crops a context of at most max_length,
 // and leaves `generator` where generate() leaves it: every draw comes from the caller's generator.
 // Throws std::invalid_argument when prompt is empty, n_new < 0, or the whole sequence,
-// prompt.size() + n_new tokens, is longer than the model's max_length, checked before anything
+// prompt.size() + n_new tokens, is longer than the model's max_length (the error names
+// max_length), checked before anything
 // else: a refused call leaves the model as it was, in training mode too. n_new is a std::int64_t,
 // compared in 64 bits: 2³² is refused, not wrapped to 0. The length is checked as n_new >
 // max_length − prompt.size(), the room the prompt leaves: the sum prompt.size() + n_new overflows
