@@ -164,14 +164,4 @@ bool expect_format_error(const char* file, int line, const testing::Observed<T>&
   return true;
 }
 
-// The detail of an offset failure whose result is not a tensor (testing::offset_changes found
-// that the view changes it): what the view gave (or threw), and what the fresh tensor gave.
-template <class T, class Show>
-std::string offset_detail(const testing::Observed<T>& on_view, const testing::Observed<T>& fresh, Show show) {
-  const auto told = [&](const testing::Observed<T>& o) {
-    return o.ok() ? o.call() + " gave " + show(*o) : o.describe_error();
-  };
-  return told(on_view) + ", but " + told(fresh) + " (the same values in a fresh tensor)";
-}
-
 }  // namespace kiln::data_testing

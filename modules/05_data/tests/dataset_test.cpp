@@ -273,7 +273,7 @@ TEST(Data, Normalisation) {
           return same_number(a.first, b.first) && same_number(a.second, b.second);
         })) {
       KILN_FAIL("statistics_offset_ignored", {{"what", shifted_what}},
-                data_testing::offset_detail(shifted_stats, fresh_stats, show) + "; expected " + show(Stats(mean, std)));
+                testing::offset_detail(shifted_stats, fresh_stats, show) + "; expected " + show(Stats(mean, std)));
       return;
     }
     if (!KILN_EXPECT_OK(fresh_stats, "statistics_wrong", {{"what", fresh_what}})) return;

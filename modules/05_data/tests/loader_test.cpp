@@ -323,7 +323,7 @@ TEST(Data, Batching) {
     judge(got, "collate_offset_ignored");
     if (!::testing::Test::HasFailure())
       KILN_FAIL("collate_offset_ignored", {},
-                data_testing::offset_detail(got, fresh_got, [](const auto& b) {
+                testing::offset_detail(got, fresh_got, [](const auto& b) {
                   return "images " + testing::list(b.first.values) + " and labels " + list_of(b.second);
                 }));
   }

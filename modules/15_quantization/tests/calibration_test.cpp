@@ -201,7 +201,7 @@ TEST(Quantization, ActivationObserver) {
     if (testing::offset_changes(got, fresh, [](const Readings& a, const Readings& b) { return a == b; })) {
       testing::report_failure(__FILE__, __LINE__, "observer_reads_outside_view",
                               {{"max_abs", got.ok() && got->size() == 2 ? fmt::format("{}", (*got)[1].first) : "not read"}},
-                              fmt::format("{} {}, where {} {}", got.call(), gave(got, text), fresh.call(), gave(fresh, text)));
+                              testing::offset_detail(got, fresh, text));
       return;
     }
     if (!EXPECT_READINGS(fresh, fresh_part)) return;
@@ -308,8 +308,7 @@ TEST(Quantization, QuantizeActivations) {
     };
     if (testing::offset_changes(offset_codes, fresh_codes, [](const auto& x, const auto& y) { return x == y; })) {
       KILN_FAIL("activation_offset_ignored", {},
-                fmt::format("{} {}, where {} {}", offset_codes.call(), gave(offset_codes, text), fresh_codes.call(),
-                            gave(fresh_codes, text)));
+                testing::offset_detail(offset_codes, fresh_codes, text));
       return;
     }
     const testing::Params params = {{"shape", "(3, 4)"}, {"scale", "0.01"}};

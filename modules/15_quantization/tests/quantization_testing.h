@@ -21,14 +21,6 @@ using testing::TensorData;
 
 inline std::size_t at(std::int64_t i) { return static_cast<std::size_t>(i); }
 
-// A case of a view at an offset observes the same call on the view and on a fresh tensor of the
-// same values (testing::offset_changes); where the two differ, its detail quotes both: "gave <text
-// of the value>" or "threw <kind>: <message>".
-template <class T, class Text>
-std::string gave(const testing::Observed<T>& got, Text text) {
-  return got.ok() ? "gave " + text(*got) : "threw " + got.error().kind() + ": " + got.error().message;
-}
-
 // round(v), half away from zero, clamped to [-127, 127].
 inline std::int64_t trusted_code(double value_over_scale) {
   const double rounded = value_over_scale >= 0 ? std::floor(value_over_scale + 0.5) : -std::floor(-value_over_scale + 0.5);

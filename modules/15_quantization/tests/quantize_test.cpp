@@ -232,8 +232,7 @@ TEST(Quantization, QuantizeWeights) {
     };
     if (testing::offset_changes(offset_parts, fresh_parts, [](const auto& a, const auto& b) { return a == b; })) {
       KILN_FAIL("quantize_offset_ignored", {},
-                fmt::format("{} {}, where {} {}", offset_parts.call(), gave(offset_parts, text), fresh_parts.call(),
-                            gave(fresh_parts, text)));
+                testing::offset_detail(offset_parts, fresh_parts, text));
       return;
     }
     expect_quantized(__FILE__, __LINE__, fresh_parts, shifted_values);

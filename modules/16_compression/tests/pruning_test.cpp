@@ -35,13 +35,6 @@ using testing::TensorData;
 
 using compression_testing::transposed;
 
-// "gave <text of the value>" or "threw <kind>: <message>": what a call on a view at an offset and
-// the same call on a fresh weight gave, for the detail of an offset failure.
-template <class T, class Text>
-std::string gave(const testing::Observed<T>& got, Text text) {
-  return got.ok() ? "gave " + text(*got) : "threw " + got.error().kind() + ": " + got.error().message;
-}
-
 // The trusted mask: llround(sparsity·n) entries of smallest |w| get 0, ties to the lower flat index.
 std::vector<float> expected_mask(const std::vector<float>& w, double sparsity) {
   const auto n = static_cast<std::int64_t>(w.size());
@@ -187,9 +180,8 @@ TEST(Compression, MagnitudeMask) {
     const auto text = [](const TensorData& mask) { return testing::list(mask.values, 15); };
     if (testing::offset_changes(offset_mask, fresh_mask, same)) {
       KILN_FAIL("mask_offset_ignored", {},
-                fmt::format("{} {}, where {} {}; expected {}", offset_mask.call(), gave(offset_mask, text),
-                            fresh_mask.call(), gave(fresh_mask, text),
-                            testing::list(expected_mask(shifted_values, 0.4), 15)));
+                testing::offset_detail(offset_mask, fresh_mask, text) + "; expected " +
+                    testing::list(expected_mask(shifted_values, 0.4), 15));
       return;
     }
     expect_mask(__FILE__, __LINE__, "the same (3, 5) values in a fresh tensor", Shape{3, 5}, shifted_values, 0.4, fresh_mask);
@@ -271,8 +263,7 @@ TEST(Compression, PruneInPlace) {
     if (view.ok() && fresh.ok())
       differs = std::get<0>(*view).values != std::get<0>(*fresh).values || std::get<1>(*view).values != std::get<1>(*fresh).values;
     if (differs) {
-      KILN_FAIL("prune_from_storage_start", params,
-                fmt::format("{} {}, where {} {}", view.call(), gave(view, text), fresh.call(), gave(fresh, text)));
+      KILN_FAIL("prune_from_storage_start", params, testing::offset_detail(view, fresh, text));
       return;
     }
   }

@@ -177,6 +177,14 @@ bool offset_changes(const Observed<T>& viewed, const Observed<T>& fresh, Same sa
   if (viewed.ok() != fresh.ok()) return true;
   return viewed.ok() && !same(*viewed, *fresh);
 }
+// The detail of an offset failure whose result is not a tensor: "<the views' call> gave
+// <show(value)>, where <the fresh call> gave <show(value)>", "threw <kind>: <message>" for a call
+// that threw. The two may be of different types where `show` takes both.
+template <class V, class F, class Show>
+std::string offset_detail(const Observed<V>& viewed, const Observed<F>& fresh, Show show) {
+  const auto told = [&](const auto& o) { return o.ok() ? o.call() + " gave " + show(*o) : o.describe_error(); };
+  return told(viewed) + ", where " + told(fresh);
+}
 // Judges such a pair of tensors so that a mistake that has nothing to do with offsets is named as
 // what it is. Where both are within tolerance of `expected`: right. Otherwise, where the two differ by more than atol + rtol·|fresh| (NaN in both at one element
 // is agreement), or only one threw: offset_id
