@@ -234,6 +234,15 @@ TEST_F(Cli, VerifyProvesTheFixtureAndNoticesAMessageThatStoppedFiring) {
   std::ofstream(yaml) << listed;
   EXPECT_EQ(unpromised.exit_code, 1) << unpromised.out;
   EXPECT_NE(unpromised.out.find("lists no promise of mul"), std::string::npos) << unpromised.out;
+  // Trusted code left outside KILN_JUDGE is named in the observed program, as a person writes it.
+  const ProcessResult leak = grader_with_edit(
+      fs::path("modules") / "01_probe" / "tests" / "probe_test.cpp", "TEST(Probe, Multiplies) {",
+      "std::vector<std::string> trusted_products(const std::vector<std::string>& v) { return v; }\n"
+      "TEST(Probe, Multiplies) {\n  EXPECT_EQ(trusted_products({\"6\"}).size(), 1u);",
+      {"verify", "1"});
+  EXPECT_EQ(leak.exit_code, 1) << leak.out;
+  EXPECT_NE(leak.out.find("the observed program holds 1 trusted symbol"), std::string::npos) << leak.out;
+  EXPECT_NE(leak.out.find("kiln::trusted_products(std::vector<std::string> const&)"), std::string::npos) << leak.out;
 }
 
 // verify --seeds: the reference through its checks at fresh seeds. A reference that fails a check

@@ -20,6 +20,7 @@ std::string readable(std::string name);
 
 // A demangled name as a person writes it: std::vector<long> without its allocator, std::string.
 std::string readable(std::string name) {
+  if (name.find("std::allocator") == std::string::npos) return name;  // both patterns below hold it
   static const std::regex allocator(R"(, std::allocator<[^<>]*(<[^<>]*>)?[^<>]*> ?>)");
   static const std::regex string("std::__cxx11::basic_string<char, std::char_traits<char>, std::allocator<char> ?>");
   name = std::regex_replace(name, string, "std::string");
@@ -161,11 +162,14 @@ Diagnostic multiple(const std::string& symbol, const std::vector<fs::path>& stud
 
 }  // namespace
 
-std::string demangled_symbol(const std::string& name) {
+std::string demangled_symbol(const std::string& name, bool as_written) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  return readable(status == 0 && text ? std::string(text.get()) : name);
+  std::string demangled = status == 0 && text ? std::string(text.get()) : name;
+  return as_written ? readable(std::move(demangled)) : demangled;
 }
+
+std::string readable_symbol(std::string demangled) { return readable(std::move(demangled)); }
 
 std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
                                      const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects) {

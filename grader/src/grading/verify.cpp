@@ -217,9 +217,12 @@ std::vector<Damage> damages() {
          return out;
        }},
       {"values nested sixty deep", true, per_value([](json& v) {
-         json deep = v;
-         for (int k = 0; k < 60; ++k) deep = json::array({deep});
-         v = deep;
+         // Moved in, never copied: a value of millions of numbers is wrapped in sixty steps, not sixty copies.
+         for (int k = 0; k < 60; ++k) {
+           json outer = json::array();
+           outer.push_back(std::move(v));
+           v = std::move(outer);
+         }
        })},
       {"an error of no known form for every result", true,
        [](const std::vector<json>& records) {
@@ -238,12 +241,16 @@ std::vector<std::string> fuzz_judge(const BuildResult& judge, const RunResult& o
                                     const std::vector<const Check*>& checks, const RunOptions& options,
                                     const fs::path& file, int& runs) {
   std::vector<std::string> problems;
+  std::vector<std::vector<json>> parsed;  // each check's records, read once for every damage
+  for (const auto& check : observed.checks) {
+    std::vector<json>& records = parsed.emplace_back();
+    for (const auto& text : check.observations) records.push_back(json::parse(text, nullptr, false));
+  }
   for (const Damage& d : damages()) {
     RunResult damaged = observed;
     std::vector<bool> changed(checks.size(), false);
     for (std::size_t i = 0; i < damaged.checks.size(); ++i) {
-      std::vector<json> records;
-      for (const auto& text : damaged.checks[i].observations) records.push_back(json::parse(text, nullptr, false));
+      const std::vector<json>& records = parsed[i];
       if (records.empty() || checks[i]->device) continue;
       const std::vector<json> after = d.apply(records);
       changed[i] = after != records;
@@ -507,14 +514,15 @@ void prove_judge_holds(const Job& solution, Proof& v) {
     v.fail("the judge on a damaged stream: " + solution.judge_fuzz[k]);
 }
 
-// The demangled names of the functions and objects `file` (a program or an archive) defines;
-// strong: only those it defines outright (nm's T, t, D, d, B, b, R, r), not the inline and
-// template code every object that uses it holds a copy of.
+// The demangled names of the functions and objects `file` (a program or an archive) defines, as the
+// compiler writes them (std::__cxx11::basic_string...); strong: only those it defines outright
+// (nm's T, t, D, d, B, b, R, r), not the inline and template code every object that uses it holds
+// a copy of.
 std::vector<std::string> defined_symbols(const fs::path& file, bool strong = false) {
   std::vector<std::string> out;
   for (const auto& [name, type] : symbols_of({file})) {
     if (std::string_view(strong ? "TtDdBbRr" : "TtDdBbRrWwVvGgSsi").find(type) == std::string_view::npos) continue;
-    out.push_back(demangled_symbol(name));
+    out.push_back(demangled_symbol(name, /*as_written=*/false));
   }
   return out;
 }
@@ -544,10 +552,17 @@ void prove_observer(const Module& m, const Job& stub, const fs::path& testing_ar
     const bool trusted_name = lower.find("trusted") != std::string::npos ||
                               lower.find("reference") != std::string::npos ||
                               lower.find("expected") != std::string::npos;
-    const bool an_input = std::any_of(m.observed_inputs.begin(), m.observed_inputs.end(),
-                                      [&](const Module::Forbidden& f) { return name.find(f.symbol) != std::string::npos; });
-    if (judging.count(name) || (trusted_name && !an_input && lower.find("kiln") != std::string::npos))
-      found.push_back(name);
+    if (judging.count(name)) {
+      found.push_back(readable_symbol(name));
+      continue;
+    }
+    if (!trusted_name || lower.find("kiln") == std::string::npos) continue;
+    // module.yaml names an input's function as a person writes it (std::string, std::vector<long>).
+    const std::string written = readable_symbol(name);
+    const bool an_input = std::any_of(m.observed_inputs.begin(), m.observed_inputs.end(), [&](const Module::Forbidden& f) {
+      return written.find(f.symbol) != std::string::npos || name.find(f.symbol) != std::string::npos;
+    });
+    if (!an_input) found.push_back(written);
   }
   if (symbols.empty()) {
     v.fail("the observed program's symbols could not be read (nm)");
