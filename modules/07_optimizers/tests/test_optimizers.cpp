@@ -706,7 +706,7 @@ TEST(Optimizers, Adam) {
                            failure, 1e-6, 1e-6);
   };
   // Gradients as small as eps (1e-8, the default): the step is lr·g/(|g| + eps), between 0 and
-  // lr/2 in size, with eps added to √v̂, never subtracted from it.
+  // 2/3·lr in size for |g| up to 2e-8, with eps added to √v̂, never subtracted from it.
   if (!rescaled_first_step(750, [](float g) { return g * 2e-8f; }, "gradients below 2e-8, eps 1e-8", "adam_first_step"))
     return;
   // Gradients of size 1e20 to 2e20: v = (1 - beta2)·g² is at most 4e37 and fits a float, but
