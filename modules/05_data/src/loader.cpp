@@ -14,6 +14,7 @@ std::vector<std::int64_t> shuffled_indices(std::int64_t n, WichmannHill& generat
   // Fisher-Yates, exactly as kiln/data.h states it: start from 0, 1, ..., n-1; for i from n-1
   // down to 1, draw u = generator.next(), take j = floor(u·(i + 1)) and swap order[i] with
   // order[j] (std::swap). i + 1, not i: j = i (the element staying put) must be possible.
+  // First, n < 0: std::invalid_argument with n in its message.
   throw kiln::NotImplemented();
 }
 

@@ -395,6 +395,21 @@ TEST(Data, Shuffle) {
     }
   }
 
+  // No permutation has a negative length: n = -1, and -2^32 + 3, which an int holds as 3, are
+  // refused with std::invalid_argument naming n (a std::vector of that size is a length_error).
+  for (const std::int64_t bad_n : {std::int64_t{-1}, -(std::int64_t{1} << 32) + 3}) {
+    const std::string call = fmt::format("shuffled_indices({}, WichmannHill(1))", bad_n);
+    const auto got = observe(call, [&] {
+      WichmannHill g(1);
+      return shuffled_indices(bad_n, g);
+    });
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(__FILE__, __LINE__, got, "shuffle_negative_not_refused",
+                                                    {std::to_string(bad_n)}, {{"n", std::to_string(bad_n)}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
   // A DataLoader of 10 examples in batches of 4 (4, 4, 2): three epochs without shuffling, then
   // three with the fixed seed and three with a seed of the run. Each epoch is read through the
   // given epoch(), batch by batch, as the labels of its examples (labels are 10·i + 1).

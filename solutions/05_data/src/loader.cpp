@@ -11,6 +11,7 @@
 namespace kiln {
 
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, WichmannHill& generator) {
+  if (n < 0) throw std::invalid_argument("shuffled_indices: n must be at least 0, got " + std::to_string(n));
   std::vector<std::int64_t> order(static_cast<std::size_t>(n));
   for (std::int64_t i = 0; i < n; ++i) order[i] = i;
   for (std::int64_t i = n - 1; i >= 1; --i) {

@@ -142,7 +142,8 @@ Tensor normalize(const Tensor& x, double mean, double std);
 //   for i = n-1 down to 1:
 //     u = generator.next();  j = floor(u·(i + 1))   (so 0 <= j <= i)
 //     swap order[i] and order[j]
-// n - 1 draws in all (none for n <= 1); every permutation is equally likely.
+// n - 1 draws in all (none for n <= 1); every permutation is equally likely. n < 0 raises
+// std::invalid_argument naming n.
 std::vector<std::int64_t> shuffled_indices(std::int64_t n, WichmannHill& generator);
 
 // `order` cut into consecutive batches of batch_size indices, in order; the last batch holds what
