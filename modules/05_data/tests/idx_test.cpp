@@ -224,10 +224,10 @@ TEST(Data, IdxErrors) {
     }
   }
 
-  // Files that end too early: inside the magic (byte 3), inside the sizes (byte 10), inside the
-  // data (byte 20), and at a place of the run inside the data (bytes 17 to 33).
+  // Files that end too early: an empty file (byte 0), inside the magic (byte 3), inside the sizes
+  // (byte 10), inside the data (byte 20), and at a place of the run inside the data (bytes 17 to 33).
   const std::int64_t run_cut = 17 + testing::random_ints(1, 17, 522)[0];
-  for (const std::int64_t cut : {std::int64_t{3}, std::int64_t{10}, std::int64_t{20}, run_cut}) {
+  for (const std::int64_t cut : {std::int64_t{0}, std::int64_t{3}, std::int64_t{10}, std::int64_t{20}, run_cut}) {
     const Bytes bytes = prefix(hand, static_cast<std::size_t>(cut));
     const auto got = observe(fmt::format("parse_idx(<the hand-made file cut at byte {}>, \"cut.idx\")", cut),
                              [&] { return plain(parse_idx(bytes, "cut.idx")); });
