@@ -37,8 +37,8 @@ std::size_t skip_spaces(const std::string& s, std::size_t at) {
   return at;
 }
 
-// The attributes name="value" of one tag: at each place, from the left, a name, "=" and a quoted
-// value, spaces allowed around the "=".
+// The attributes name="value" of one tag: at each place, from the left, a name, "=" and a value
+// in double or single quotes (XML allows both), spaces allowed around the "=".
 std::map<std::string, std::string> attributes(const std::string& tag) {
   std::map<std::string, std::string> out;
   std::size_t at = 0;
@@ -52,7 +52,8 @@ std::map<std::string, std::string> attributes(const std::string& tag) {
     std::size_t next = skip_spaces(tag, end);
     if (next < tag.size() && tag[next] == '=') next = skip_spaces(tag, next + 1);
     else next = tag.size();
-    const std::size_t close = next < tag.size() && tag[next] == '"' ? tag.find('"', next + 1) : std::string::npos;
+    const bool quoted = next < tag.size() && (tag[next] == '"' || tag[next] == '\'');
+    const std::size_t close = quoted ? tag.find(tag[next], next + 1) : std::string::npos;
     if (close == std::string::npos) {
       ++at;
       continue;
@@ -117,10 +118,12 @@ Picture read_svg(const std::string& svg) {
     p.problem = "there is no <svg> element";
     return p;
   }
-  const auto root = attributes(svg.substr(open, svg.find('>', open) - open));
+  const std::string root_tag = svg.substr(open, svg.find('>', open) - open);
+  const auto root = attributes(root_tag);
   const auto width = number(root, "width"), height = number(root, "height");
   if (!width || !height) {
-    p.problem = "the <svg> element has no numeric width and height";
+    p.problem = "no width and height could be read as numbers (width=\"W\" height=\"H\") from the <svg> element: " +
+                svg.substr(open, std::min<std::size_t>(120, root_tag.size() + 1));
     return p;
   }
   p.width = *width;
