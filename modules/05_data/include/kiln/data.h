@@ -69,7 +69,8 @@ struct IdxArray {
 std::uint32_t big_endian_u32(const std::vector<std::uint8_t>& bytes, std::size_t offset);
 
 // Parses the header at the start of `bytes`; `name` names the file in error messages.
-// Throws FormatError, whose message contains `name` and the offset as "byte N":
+// Throws FormatError, whose message contains `name` and the offset as "byte N", for the first of
+// these that holds, in this order:
 //   * fewer than 4 bytes: the file ends at byte size(), where the 4-byte magic number should be
 //   * bytes 0 and 1 not both 0: a wrong magic number, at byte 0
 //   * byte 2 not 0x08: an element type kiln does not read, at byte 2
