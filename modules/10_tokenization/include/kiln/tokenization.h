@@ -82,8 +82,8 @@ class CharVocab {
   explicit CharVocab(const std::string& text);
 
   // The id of every character of `text`, in order. A character that is not in the vocabulary
-  // throws TokenizerError naming it (code_point_name) and its position, counted in characters
-  // from 0 (not in bytes): "unknown character U+00E9 'é' at position 3".
+  // throws TokenizerError naming it (code_point_name) and its position as "position N", counted
+  // in characters from 0 (not in bytes): "unknown character U+00E9 'é' at position 3".
   TokenIds encode(const std::string& text) const;
 
   // The UTF-8 text of the ids. An id outside [0, size()) throws kiln::IndexError naming the id

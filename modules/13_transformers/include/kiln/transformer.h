@@ -253,7 +253,8 @@ std::int64_t sample_token(const std::vector<float>& logits, double temperature, 
 // Appends n_new tokens to prompt, one at a time: the model (in evaluation mode, under a
 // NoGradGuard) reads the last min(length, max_length) tokens of the sequence so far as a (1, T)
 // batch, and sample_token picks the next one from the logits at the LAST position, T-1.
-// Returns prompt followed by the n_new tokens. The same seed gives the same tokens; temperature 0
+// Returns prompt followed by the n_new tokens, the model left in evaluation mode (as module 08's
+// evaluate and predict leave it). The same seed gives the same tokens; temperature 0
 // is greedy decoding and draws nothing. Throws std::invalid_argument when prompt is empty or
 // n_new < 0. The refusal comes before any effect: the model stays in the mode it was in, and
 // nothing is drawn.
