@@ -250,6 +250,49 @@ TEST(Memoization, StepLogits) {
     }
   }
 
+  // A cache built for a longer sequence than the model's, max_length 12 for a model of 9 with two
+  // heads: each head's rows are the cache's own 12, so head 1 starts at row 12 of the layer's
+  // keys, not at row 9 (the model's max_length), where head 0's unused rows hold zeros.
+  {
+    const GptSizes s{11, 9, 6, 2, 2};
+    const Parameters p = random_parameters(gpt_parameter_shapes(s), stream + 50);
+    const std::vector<std::int64_t> ids = random_ints(at(s.max_length), s.vocab, stream + 51);
+    const auto longer = observe(
+        fmt::format("forward_step on the tokens {} one by one, on a KVCache built with max_length 12, {}", ids_text(ids),
+                    sizes_text(s)),
+        [&] {
+          nn::GPT model = gpt_with(s, p);
+          nn::GPTConfig roomier = model.config;
+          roomier.max_length = 12;
+          nn::KVCache cache(roomier);
+          Steps steps;
+          for (const std::int64_t token : ids) steps.push_back(nn::forward_step(model, cache, token));
+          return steps;
+        });
+    const auto full = observe(fmt::format("GPT::forward of the tokens {}, {}", ids_text(ids), sizes_text(s)),
+                              [&] { return gpt_with(s, p).forward(tokens_of(ids)); });
+    const testing::Params lengths{{"cache_length", "12"}, {"model_length", "9"}};
+    if (!KILN_EXPECT_OK(longer, "cache_rows_from_model", lengths)) return;
+    if (!full.ok()) {
+      KILN_JUDGE report_forward_failed(__FILE__, __LINE__, full.describe_error());
+      return;
+    }
+    KILN_JUDGE {
+      if (!expect_step_per_token(__FILE__, __LINE__, longer.call(), longer->size(), ids.size())) return;
+      for (std::int64_t t = 0; t < s.max_length; ++t) {
+        const double difference = step_difference((*longer)[at(t)], *full, t, s.vocab);
+        if (difference <= 1e-5) continue;
+        testing::Params params = lengths;
+        params.push_back({"position", std::to_string(t)});
+        params.push_back({"difference", fmt::format("{:.3g}", difference)});
+        KILN_FAIL("cache_rows_from_model", params,
+                  fmt::format("{}: step {} differs from the full forward's position {} by {:.3g}", longer.call(), t, t,
+                              difference));
+        return;
+      }
+    }
+  }
+
   // Each LayerNorm with its own eps. Every model above, as GPT builds it, has eps = 1e-5 in every
   // LayerNorm; this one has its LayerNorms set to other eps (as nn::LayerNorm(D, eps) builds them),
   // all three kinds apart. The full forward runs each block's ln1 and ln2 and the model's

@@ -48,7 +48,9 @@ namespace kiln::nn {
 // The keys and values of every layer, for one sequence.
 struct KVCache {
   // Yours (src/kv_cache.cpp): keys and values of config.layers layers, each zeros of
-  // (heads, max_length, model_dim/heads); length 0.
+  // (heads, max_length, model_dim/heads); length 0. The config may be one of its own, with a
+  // max_length shorter or longer than the model's: forward_step steps between heads by the
+  // cache's max_length, never the model's.
   explicit KVCache(const GPTConfig& config);
 
   std::int64_t heads = 0;       // H
