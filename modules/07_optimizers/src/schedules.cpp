@@ -9,6 +9,7 @@
 namespace kiln::optim {
 
 float step_lr(float base_lr, int epoch, int step_size, float gamma) {
+  // First std::invalid_argument naming the argument when epoch < 0 or step_size < 1.
   // base_lr · gamma^⌊epoch / step_size⌋: integer division, so the rate stays flat for step_size
   // epochs, then drops (and exact past 2^24, which a division in float is not). Compute in double
   // (std::pow) and round to float once.

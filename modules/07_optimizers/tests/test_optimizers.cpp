@@ -917,6 +917,21 @@ TEST(Optimizers, Schedules) {
     }
   }
 
+  // Arguments that make no schedule: a negative epoch (C++ rounds -1 / 3 toward 0, not down), a
+  // step size of -2 (a drop count of -2 at epoch 5), then 0, which would divide by zero.
+  for (const auto& [epoch, step_size, argument] :
+       {std::tuple(-1, 3, "epoch"), std::tuple(5, -2, "step_size"), std::tuple(5, 0, "step_size")}) {
+    const std::string call = fmt::format("step_lr(0.1, {}, {}, 0.5)", epoch, step_size);
+    const auto got = observe(call, [&] { return optim::step_lr(0.1f, epoch, step_size, 0.5f); });
+    const std::string value = std::to_string(std::string_view(argument) == "epoch" ? epoch : step_size);
+    KILN_JUDGE {
+      testing::expect_throws<std::invalid_argument>(
+          __FILE__, __LINE__, got, "step_lr_arguments_unchecked", {argument, value},
+          {{"epoch", std::to_string(epoch)}, {"step_size", std::to_string(step_size)}, {"argument", argument}});
+      if (::testing::Test::HasFailure()) return;
+    }
+  }
+
   // Epochs past 2^24, which a schedule counted in iterations reaches: ⌊epoch / step_size⌋ in
   // integers. Through float, 33554433 and 16777217 round to 2^25 and 2^24, 2 drops of what is 1;
   // 33554434 is 2 drops either way; 999999999 / 7 in float is 142857136, 6 drops short of

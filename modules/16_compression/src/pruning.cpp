@@ -34,6 +34,9 @@ Tensor prune_magnitude(Tensor& weight, double sparsity) {
 }
 
 void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks) {
+  // First judge every argument, before anything changes: std::invalid_argument with both counts
+  // when weights.size() != masks.size(), ShapeError with both shapes when a mask's shape is not
+  // its weight's (all of them, before the first gradient is masked).
   // For every k with autograd::has_grad(weights[k]): make its gradient grad ⊙ masks[k] (for
   // example by storing the product in weights[k].autograd()->grad, shared by every handle),
   // before the step, so that the optimizer's state never sees a pruned entry's gradient.

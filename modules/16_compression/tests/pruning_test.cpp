@@ -507,6 +507,72 @@ TEST(Compression, MaskedStep) {
   }
   if (!unpruned.ok()) return;
 
+  // Arguments that do not fit are refused before anything changes: two weights with one mask
+  // (std::invalid_argument naming both counts), and a (2, 3) mask for the (2, 2) second weight
+  // (ShapeError naming both shapes). After the refusal both weights and both gradients are as they
+  // were: no gradient masked, no step. Judging the second mask only when its product is formed
+  // masks the first weight's gradient first.
+  struct Refusal {
+    std::string what, kind;
+    std::vector<Tensor> masks;
+    std::vector<std::string> names;
+  };
+  const std::vector<Refusal> refusals = {
+      {"one mask for two weights", "std::invalid_argument", {Tensor({1, 3}, {1, 0, 1})}, {"2", "1"}},
+      {"a (2, 3) mask for the (2, 2) weight",
+       "kiln::ShapeError",
+       {Tensor({1, 3}, {1, 0, 1}), Tensor::ones({2, 3})},
+       {"(2, 2)", "(2, 3)"}}};
+  for (const Refusal& r : refusals) {
+    // Weights [1, -2, 3] and [[1, 2], [3, 4]], every gradient 1, on a fresh SGD(lr 0.1, momentum 0.9).
+    const auto refused_state = [&](bool after) {
+      Tensor p0 = Tensor({1, 3}, {1, -2, 3});
+      Tensor p1 = Tensor({2, 2}, {1, 2, 3, 4});
+      p0.set_requires_grad(true);
+      p1.set_requires_grad(true);
+      optim::SGD optimizer({p0, p1}, kLearningRate, kMomentum);
+      p0.autograd()->grad = Tensor::ones({1, 3});
+      p1.autograd()->grad = Tensor::ones({2, 2});
+      if (!after) {
+        masked_step(optimizer, {p0, p1}, r.masks);
+      } else {
+        try {
+          masked_step(optimizer, {p0, p1}, r.masks);
+        } catch (const std::exception&) {
+        }
+      }
+      return std::vector<Tensor>{p0.clone(), p0.grad().clone(), p1.clone(), p1.grad().clone()};
+    };
+    const std::string call = fmt::format("masked_step on weights (1, 3) and (2, 2) with {}", r.what);
+    const auto refused = observe(call, [&] { return refused_state(false); });
+    const testing::Params params = {{"what", r.what}, {"kind", r.kind}};
+    KILN_JUDGE {
+      testing::expect_error(__FILE__, __LINE__, refused.ok() ? nullptr : &refused.error(), refused.call(), r.kind,
+                            "masked_step_arguments_unchecked", r.names, params);
+      if (::testing::Test::HasFailure()) return;
+    }
+    if (refused.ok()) return;
+    const auto after = observe(call + ", then both weights and both gradients", [&] { return refused_state(true); });
+    KILN_JUDGE {
+      if (!testing::expect_ok(__FILE__, __LINE__, after, "masked_step_refusal_changed", params)) return;
+      const std::vector<TensorData> before = {data_of({1, 3}, {1, -2, 3}), data_of({1, 3}, {1, 1, 1}),
+                                              data_of({2, 2}, {1, 2, 3, 4}), data_of({2, 2}, {1, 1, 1, 1})};
+      const char* names[] = {"the first weight", "the first weight's gradient", "the second weight",
+                             "the second weight's gradient"};
+      for (std::size_t k = 0; k < before.size(); ++k) {
+        const bool same = k < after->size() && testing::compare((*after)[k], before[k], 0.0).close;
+        if (!same) {
+          KILN_FAIL("masked_step_refusal_changed", params,
+                    fmt::format("{}: {} is {}, where it was {}", after.call(), names[k],
+                                k < after->size() ? testing::list((*after)[k].values) : "missing",
+                                testing::list(before[k].values)));
+          return;
+        }
+      }
+    }
+    if (!after.ok()) return;
+  }
+
   // Step 1 comes before the step, so that the optimizer's state gathers nothing for a pruned
   // entry. A fresh SGD, w = [1, 0], mask [1, 0], gradient [1, 1]: masked_step gives [0.9, 0] and a
   // momentum buffer of [1, 0]. A plain step after it with a zero gradient then gives [0.81, 0];

@@ -9,6 +9,8 @@
 namespace kiln::optim {
 
 float step_lr(float base_lr, int epoch, int step_size, float gamma) {
+  if (epoch < 0) throw std::invalid_argument("step_lr: epoch must not be negative, got " + std::to_string(epoch));
+  if (step_size < 1) throw std::invalid_argument("step_lr: step_size must be at least 1, got " + std::to_string(step_size));
   const int drops = epoch / step_size;
   return static_cast<float>(base_lr * std::pow(static_cast<double>(gamma), drops));
 }

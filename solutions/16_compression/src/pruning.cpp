@@ -43,6 +43,17 @@ Tensor prune_magnitude(Tensor& weight, double sparsity) {
 }
 
 void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks) {
+  // 0. Every argument judged before anything changes.
+  if (weights.size() != masks.size()) {
+    throw std::invalid_argument("masked_step: " + std::to_string(weights.size()) + " weights but " +
+                                std::to_string(masks.size()) + " masks");
+  }
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    if (masks[k].shape() != weights[k].shape()) {
+      throw ShapeError("masked_step: weight " + std::to_string(k) + " has shape " + to_string(weights[k].shape()) +
+                       " but its mask " + to_string(masks[k].shape()));
+    }
+  }
   // 1. No gradient reaches a pruned entry, so the optimizer's state gathers none for it.
   for (std::size_t k = 0; k < weights.size(); ++k) {
     Tensor w = weights[k];  // shares the storage and the gradient bookkeeping

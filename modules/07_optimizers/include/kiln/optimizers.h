@@ -143,7 +143,8 @@ class AdamW : public Adam {
 
 // The rate for `epoch` (0, 1, 2, ...) when it is multiplied by gamma every step_size epochs:
 //   base_lr · gamma^⌊epoch / step_size⌋
-// (PyTorch's StepLR). Epochs 0 to step_size - 1 use base_lr itself. Needs step_size ≥ 1. The
+// (PyTorch's StepLR). Epochs 0 to step_size - 1 use base_lr itself. Throws std::invalid_argument
+// naming the argument when epoch < 0 or step_size < 1 (0 would divide by zero). The
 // drops ⌊epoch / step_size⌋ are counted in integers, exact for every int epoch (a schedule
 // counted in iterations passes 2^24, where a float no longer holds every integer).
 float step_lr(float base_lr, int epoch, int step_size, float gamma);

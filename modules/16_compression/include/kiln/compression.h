@@ -63,7 +63,9 @@ Tensor prune_magnitude(Tensor& weight, double sparsity);
 //   3. weights[k] ⊙= mask, in place, for every k, with a gradient or without, so that a pruned
 //      entry the step moved anyway (momentum left from before pruning, Adam's moments), or one
 //      not zeroed yet, is zero again.
-// After it, every pruned weight is exactly 0 and so is its gradient.
+// After it, every pruned weight is exactly 0 and so is its gradient. Throws std::invalid_argument
+// naming both counts when weights and masks differ in number, and ShapeError naming both shapes
+// when a mask's shape is not its weight's, before anything changes: no gradient masked, no step.
 void masked_step(optim::Optimizer& optimizer, const std::vector<Tensor>& weights, const std::vector<Tensor>& masks);
 
 // ---------------------------------------------------------------------------------------------
