@@ -508,8 +508,8 @@ TEST(Compression, MaskedStep) {
   if (!unpruned.ok()) return;
 
   // Arguments that do not fit are refused before anything changes: two weights with one mask
-  // (std::invalid_argument naming both counts), and a (2, 3) mask for the (2, 2) second weight
-  // (ShapeError naming both shapes). After the refusal both weights and both gradients are as they
+  // (std::invalid_argument naming both counts), a (2, 3) mask for the (2, 2) second weight and a
+  // (3) mask, which broadcasts, for the (1, 3) first (ShapeError naming both shapes). After the refusal both weights and both gradients are as they
   // were: no gradient masked, no step. Judging the second mask only when its product is formed
   // masks the first weight's gradient first.
   struct Refusal {
@@ -522,7 +522,10 @@ TEST(Compression, MaskedStep) {
       {"a (2, 3) mask for the (2, 2) weight",
        "kiln::ShapeError",
        {Tensor({1, 3}, {1, 0, 1}), Tensor::ones({2, 3})},
-       {"(2, 2)", "(2, 3)"}}};
+       {"(2, 2)", "(2, 3)"}},
+      // The first weight's mask too, and one that broadcasts against it: grad ⊙ mask would work.
+      {"a (3) mask for the (1, 3) weight", "kiln::ShapeError", {Tensor({3}, {1, 0, 1}), Tensor::ones({2, 2})},
+       {"(1, 3)", "(3)"}}};
   for (const Refusal& r : refusals) {
     // Weights [1, -2, 3] and [[1, 2], [3, 4]], every gradient 1, on a fresh SGD(lr 0.1, momentum 0.9).
     const auto refused_state = [&](bool after) {
