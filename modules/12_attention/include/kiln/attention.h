@@ -56,7 +56,8 @@ Tensor stack(const std::vector<Tensor>& items);
 // Attention of one sequence (yours: src/attention.cpp)
 
 // The causal mask M (t_q, t_k): 0 where key j <= query i, -infinity where j > i.
-// causal_mask(3, 3) = [[0, -inf, -inf], [0, 0, -inf], [0, 0, 0]].
+// causal_mask(3, 3) = [[0, -inf, -inf], [0, 0, -inf], [0, 0, 0]]. Either size may be 0:
+// causal_mask(0, 4) is a (0, 4) mask with no elements.
 Tensor causal_mask(std::int64_t t_q, std::int64_t t_k);
 
 // P = softmax(q·kᵀ/√d + M) along each row, with M = causal_mask(T_q, T_k) when causal, else 0.
