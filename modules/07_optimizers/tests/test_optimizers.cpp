@@ -923,10 +923,9 @@ TEST(Optimizers, Schedules) {
        {std::tuple(-1, 3, "epoch"), std::tuple(5, -2, "step_size"), std::tuple(5, 0, "step_size")}) {
     const std::string call = fmt::format("step_lr(0.1, {}, {}, 0.5)", epoch, step_size);
     const auto got = observe(call, [&] { return optim::step_lr(0.1f, epoch, step_size, 0.5f); });
-    const std::string value = std::to_string(std::string_view(argument) == "epoch" ? epoch : step_size);
     KILN_JUDGE {
       testing::expect_throws<std::invalid_argument>(
-          __FILE__, __LINE__, got, "step_lr_arguments_unchecked", {argument, value},
+          __FILE__, __LINE__, got, "step_lr_arguments_unchecked", {argument},
           {{"epoch", std::to_string(epoch)}, {"step_size", std::to_string(step_size)}, {"argument", argument}});
       if (::testing::Test::HasFailure()) return;
     }

@@ -29,9 +29,10 @@ Indices generate(GPT& model, const Indices& prompt, std::int64_t n_new, double t
                  WichmannHill& generator) {
   // std::invalid_argument for an empty prompt or n_new < 0. The refusal comes before any effect:
   // the model stays in the mode it was in, and nothing is drawn. Then model.eval() (the model
-  // stays in evaluation mode when generate returns) and a NoGradGuard for the whole loop. Each step: the context is the last min(size,
-  // model.config.max_length) tokens of the sequence so far; logits = model(token_tensor(context,
-  // 1)), (1, T, V); the next token is sample_token of the V logits at position T - 1; append it.
+  // stays in evaluation mode when generate returns) and a NoGradGuard for the whole loop. Each
+  // step: the context is the last min(size, model.config.max_length) tokens of the sequence so
+  // far; logits = model(token_tensor(context, 1)), (1, T, V); the next token is sample_token of
+  // the V logits at position T - 1; append it.
   // Return prompt + the n_new tokens.
   throw kiln::NotImplemented();
 }

@@ -509,8 +509,8 @@ TEST(Compression, MaskedStep) {
 
   // Arguments that do not fit are refused before anything changes: two weights with one mask
   // (std::invalid_argument naming both counts), a (2, 3) mask for the (2, 2) second weight and a
-  // (3) mask, which broadcasts, for the (1, 3) first (ShapeError naming both shapes). After the refusal both weights and both gradients are as they
-  // were: no gradient masked, no step. Judging the second mask only when its product is formed
+  // (3) mask, which broadcasts, for the (1, 3) first (ShapeError naming both shapes). After the
+  // refusal both weights and both gradients are as they were: no gradient masked, no step. Judging the second mask only when its product is formed
   // masks the first weight's gradient first.
   struct Refusal {
     std::string what, kind;

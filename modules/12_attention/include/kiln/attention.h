@@ -71,8 +71,8 @@ Tensor attention_weights(const Tensor& q, const Tensor& k, bool causal);
 // AttentionFunction so that gradients reach q, k and v when they require grad. Checks the shapes
 // first: q, k, v all 2-D or all 3-D, the same batch size B (a batch of 1 does not broadcast, as
 // it does in PyTorch), k's width d equal to q's, and v's number of rows T_k equal to k's;
-// otherwise ShapeError naming the two shapes that disagree (inputs all of another rank, which
-// do not disagree, the shape of one of them).
+// otherwise ShapeError naming the two shapes that disagree (when all three are of another rank,
+// so that none disagree, any one's shape).
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal = false);
 
 // The gradients of a loss L with respect to q, k and v of one sequence, given P (the forward
