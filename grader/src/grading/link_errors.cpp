@@ -162,14 +162,15 @@ Diagnostic multiple(const std::string& symbol, const std::vector<fs::path>& stud
 
 }  // namespace
 
-std::string demangled_symbol(const std::string& name, bool as_written) {
+std::string demangled(const std::string& name) {
   int status = 0;
   std::unique_ptr<char, void (*)(void*)> text(abi::__cxa_demangle(name.c_str(), nullptr, nullptr, &status), std::free);
-  std::string demangled = status == 0 && text ? std::string(text.get()) : name;
-  return as_written ? readable(std::move(demangled)) : demangled;
+  return status == 0 && text ? std::string(text.get()) : name;
 }
 
-std::string readable_symbol(std::string demangled) { return readable(std::move(demangled)); }
+std::string readable_symbol(std::string name) { return readable(std::move(name)); }
+
+std::string demangled_symbol(const std::string& name) { return readable(demangled(name)); }
 
 std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
                                      const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects) {

@@ -522,7 +522,7 @@ std::vector<std::string> defined_symbols(const fs::path& file, bool strong = fal
   std::vector<std::string> out;
   for (const auto& [name, type] : symbols_of({file})) {
     if (std::string_view(strong ? "TtDdBbRr" : "TtDdBbRrWwVvGgSsi").find(type) == std::string_view::npos) continue;
-    out.push_back(demangled_symbol(name, /*as_written=*/false));
+    out.push_back(demangled(name));
   }
   return out;
 }

@@ -143,12 +143,14 @@ std::optional<Diagnostic> forbidden_calls(const Module& module, const BuildResul
 std::optional<Diagnostic> link_error(const std::string& log, const std::vector<fs::path>& student_files,
                                      const std::vector<fs::path>& headers, const std::vector<fs::path>& student_objects);
 
-// A symbol's name as a person writes it: demangled, std::vector<long> without its allocator,
-// std::string for the long form. as_written = false: only demangled, which is much quicker on the
-// tens of thousands of names of a whole program.
-std::string demangled_symbol(const std::string& mangled, bool as_written = true);
-// A demangled name as a person writes it (what demangled_symbol adds to the demangling).
-std::string readable_symbol(std::string demangled);
+// A symbol's name as the compiler writes it (std::__cxx11::basic_string<char, ...>): quick, for
+// the tens of thousands of names of a whole program.
+std::string demangled(const std::string& mangled);
+// A demangled name as a person writes it: std::vector<long> without its allocator, std::string
+// for the long form.
+std::string readable_symbol(std::string name);
+// Both: readable_symbol(demangled(mangled)).
+std::string demangled_symbol(const std::string& mangled);
 // Every symbol of `files` (objects, archives or programs), as nm -P lists them: the mangled name
 // and nm's type letter (T defined code, U undefined, W weak, ...). Empty when nm cannot read them.
 std::vector<std::pair<std::string, char>> symbols_of(const std::vector<fs::path>& files);

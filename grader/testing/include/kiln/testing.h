@@ -186,12 +186,12 @@ std::string offset_detail(const Observed<V>& viewed, const Observed<F>& fresh, S
   return told(viewed) + ", where " + told(fresh);
 }
 // Judges such a pair of tensors so that a mistake that has nothing to do with offsets is named as
-// what it is. Where both are within tolerance of `expected`: right. Otherwise, where the two differ by more than atol + rtol·|fresh| (NaN in both at one element
-// is agreement), or only one threw: offset_id
-// (the views' result shown against the trusted values, or against the fresh result where the
-// views' is right). Where they agree: the fresh result judged against `expected` under general_id,
-// the function's wrong-value failure (both threw: general_id, quoting the error), or not judged
-// at all when general_id is empty (a value another check owns). Returns false where it reported a
+// what it is. Where both are within tolerance of `expected`: right. Otherwise, where the two
+// differ by more than atol + rtol·|fresh| (NaN in both at one element is agreement), or only one
+// threw: offset_id (the views' result shown against the trusted values, or against the fresh
+// result where the views' is right). Where they agree: the fresh result judged against
+// `expected` under general_id, the function's wrong-value failure (both threw: general_id,
+// quoting the error), or not judged at all when general_id is empty (a value another check owns). Returns false where it reported a
 // failure or a call threw; true where the results agree and are right (or, with general_id
 // empty, simply agree).
 bool expect_same_at_offset(const char* file, int line, const Observed<TensorData>& fresh,
